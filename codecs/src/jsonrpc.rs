@@ -1,0 +1,439 @@
+//! The JSON-RPC 2.0 envelope: requests, notifications and responses.
+//!
+//! Params and results stay raw JSON ([`RawValue`]) so that routing an answer parses only the
+//! envelope: the runtime reads `id` and whether it is a result or an error, and hands the raw
+//! result to whoever asked for it.
+//!
+//! ```
+//! use switchboard_codecs::jsonrpc::{Id, Message};
+//!
+//! let msg = Message::from_slice(br#"{"jsonrpc":"2.0","id":7,"result":{"ok":true}}"#).unwrap();
+//! let Message::Response(resp) = msg else { panic!("a response") };
+//! assert_eq!(resp.id, Some(Id::Number(7)));
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::Error as _;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+/// A request id: a number or a string. A request id is never null.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Id {
+    /// An integer id (Switchboard numbers its own requests).
+    Number(i64),
+    /// A string id.
+    String(Arc<str>),
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for Id {
+    fn from(n: i64) -> Self {
+        Id::Number(n)
+    }
+}
+
+impl From<&str> for Id {
+    fn from(s: &str) -> Self {
+        Id::String(s.into())
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Id::Number(n) => s.serialize_i64(*n),
+            Id::String(v) => s.serialize_str(v),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&RawValue>::deserialize(d)?;
+        Id::from_raw(raw).map_err(D::Error::custom)
+    }
+}
+
+impl Id {
+    /// Parses an id from its raw JSON; `null`, floats and other types are refused.
+    fn from_raw(raw: &RawValue) -> Result<Id, &'static str> {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'"') => serde_json::from_str::<String>(text)
+                .map(|s| Id::String(s.into()))
+                .map_err(|_| "id is not a valid string"),
+            Some(b'-' | b'0'..=b'9') => text
+                .parse::<i64>()
+                .map(Id::Number)
+                .map_err(|_| "id is not an integer"),
+            Some(b'n') => Err("id is null"),
+            _ => Err("id is neither a number nor a string"),
+        }
+    }
+}
+
+/// A request: expects exactly one response with the same id.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The request id.
+    pub id: Id,
+    /// The method name, e.g. `tools/call`.
+    pub method: String,
+    /// The params, raw.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A notification: no id, never answered.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The method name, e.g. `notifications/progress`.
+    pub method: String,
+    /// The params, raw.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// The error object of an error response.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code (`-32601` method not found, …).
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Extra data, raw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Box<RawValue>>,
+}
+
+impl ErrorObject {
+    /// Method not found (`-32601`).
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid params (`-32602`).
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error (`-32603`).
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Parse error (`-32700`).
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Invalid request (`-32600`).
+    pub const INVALID_REQUEST: i64 = -32600;
+
+    /// An error object with no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+/// A response: a result or an error. Only an error response may lack an id (the peer could
+/// not read the request's id).
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The id of the request this answers.
+    pub id: Option<Id>,
+    /// The result or the error.
+    pub outcome: Outcome,
+}
+
+/// What a response carries.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// A successful result, raw.
+    Result(Box<RawValue>),
+    /// An error.
+    Error(ErrorObject),
+}
+
+/// Any JSON-RPC message.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response.
+    Response(Response),
+}
+
+/// Why bytes are not a JSON-RPC message.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    /// JSON, but not a JSON-RPC 2.0 message. `id` is the message's id when it could be read,
+    /// so that a malformed answer can still fail the request it answers.
+    #[error("not JSON-RPC 2.0: {reason}")]
+    NotJsonRpc {
+        /// What is wrong.
+        reason: String,
+        /// The id, when readable.
+        id: Option<Id>,
+    },
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+impl Message {
+    /// Parses one message from JSON bytes (one object; batches are the codec's business).
+    pub fn from_slice(bytes: &[u8]) -> Result<Message, ParseError> {
+        let env: Envelope<'_> = match serde_json::from_slice(bytes) {
+            Ok(env) => env,
+            Err(e) if e.is_data() => {
+                // Valid JSON that is not an object with the expected field types.
+                return Err(ParseError::NotJsonRpc {
+                    reason: e.to_string(),
+                    id: None,
+                });
+            }
+            Err(e) => return Err(ParseError::NotJson(e.to_string())),
+        };
+        Self::from_envelope(env)
+    }
+
+    fn from_envelope(env: Envelope<'_>) -> Result<Message, ParseError> {
+        let id = match env.id {
+            None => None,
+            Some(raw) if raw.get() == "null" => None,
+            Some(raw) => Some(Id::from_raw(raw).map_err(|reason| ParseError::NotJsonRpc {
+                reason: reason.to_owned(),
+                id: None,
+            })?),
+        };
+        let bad = |reason: &str, id: Option<Id>| ParseError::NotJsonRpc {
+            reason: reason.to_owned(),
+            id,
+        };
+        if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+            return Err(bad("missing or wrong \"jsonrpc\" (must be \"2.0\")", id));
+        }
+        if let Some(method) = env.method {
+            if env.result.is_some() || env.error.is_some() {
+                return Err(bad("a message with \"method\" has \"result\" or \"error\"", id));
+            }
+            if env.id.is_some() && id.is_none() {
+                return Err(bad("a request id is null", None));
+            }
+            return Ok(match id {
+                Some(id) => Message::Request(Request {
+                    id,
+                    method,
+                    params: env.params,
+                }),
+                None => Message::Notification(Notification {
+                    method,
+                    params: env.params,
+                }),
+            });
+        }
+        let outcome = match (env.result, env.error) {
+            (Some(result), None) => {
+                if id.is_none() {
+                    return Err(bad("a result without an id", None));
+                }
+                Outcome::Result(result)
+            }
+            (None, Some(error)) => match serde_json::from_str::<ErrorObject>(error.get()) {
+                Ok(error) => Outcome::Error(error),
+                Err(e) => return Err(bad(&format!("invalid error object: {e}"), id)),
+            },
+            (Some(_), Some(_)) => return Err(bad("both \"result\" and \"error\"", id)),
+            (None, None) => return Err(bad("neither \"method\", \"result\" nor \"error\"", id)),
+        };
+        Ok(Message::Response(Response { id, outcome }))
+    }
+
+    /// Serializes the message as compact JSON (no trailing newline).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        self.write_to(&mut out);
+        out
+    }
+
+    /// Appends the message as compact JSON to `out` (no trailing newline).
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        // Serializing owned, already-valid JSON into a Vec cannot fail.
+        let _ = serde_json::to_writer(out, self);
+    }
+
+    /// The method, for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+
+    /// The id, for requests and responses that have one.
+    pub fn id(&self) -> Option<&Id> {
+        match self {
+            Message::Request(r) => Some(&r.id),
+            Message::Notification(_) => None,
+            Message::Response(r) => r.id.as_ref(),
+        }
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        match self {
+            Message::Request(r) => {
+                map.serialize_entry("id", &r.id)?;
+                map.serialize_entry("method", &r.method)?;
+                if let Some(p) = &r.params {
+                    map.serialize_entry("params", p)?;
+                }
+            }
+            Message::Notification(n) => {
+                map.serialize_entry("method", &n.method)?;
+                if let Some(p) = &n.params {
+                    map.serialize_entry("params", p)?;
+                }
+            }
+            Message::Response(r) => {
+                map.serialize_entry("id", &r.id)?;
+                match &r.outcome {
+                    Outcome::Result(v) => map.serialize_entry("result", v)?,
+                    Outcome::Error(e) => map.serialize_entry("error", e)?,
+                }
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let env = Envelope::deserialize(d)?;
+        Message::from_envelope(env).map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Message, ParseError> {
+        Message::from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn classifies_the_three_kinds() {
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#),
+            Ok(Message::Request(Request { id: Id::String(_), .. }))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Ok(Message::Notification(_))
+        ));
+        let Ok(Message::Response(r)) =
+            parse(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"nope"}}"#)
+        else {
+            panic!("error response")
+        };
+        assert_eq!(r.id, Some(Id::Number(3)));
+        assert!(matches!(r.outcome, Outcome::Error(ErrorObject { code: -32601, .. })));
+    }
+
+    #[test]
+    fn result_stays_raw() {
+        let Ok(Message::Response(r)) = parse(r#"{"jsonrpc":"2.0","id":1,"result":{"a": [1, 2]}}"#)
+        else {
+            panic!("response")
+        };
+        let Outcome::Result(raw) = r.outcome else { panic!("result") };
+        assert_eq!(raw.get(), r#"{"a": [1, 2]}"#);
+    }
+
+    #[test]
+    fn null_request_id_is_refused() {
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#),
+            Err(ParseError::NotJsonRpc { .. })
+        ));
+    }
+
+    #[test]
+    fn error_without_id_is_a_response() {
+        let Ok(Message::Response(r)) =
+            parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#)
+        else {
+            panic!("response")
+        };
+        assert_eq!(r.id, None);
+    }
+
+    #[test]
+    fn malformed_answer_keeps_its_id() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":9}"#,
+            r#"{"jsonrpc":"2.0","id":9,"result":1,"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":9,"error":{"code":"x"}}"#,
+            r#"{"jsonrpc":"1.0","id":9,"result":1}"#,
+        ] {
+            match parse(line) {
+                Err(ParseError::NotJsonRpc { id, .. }) => assert_eq!(id, Some(Id::Number(9))),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn not_json_and_not_jsonrpc_differ() {
+        assert!(matches!(parse("hello"), Err(ParseError::NotJson(_))));
+        assert!(matches!(parse("[1,2]"), Err(ParseError::NotJsonRpc { .. })));
+        assert!(matches!(parse("42"), Err(ParseError::NotJsonRpc { .. })));
+        assert!(matches!(parse(r#"{"id":1.5,"jsonrpc":"2.0","result":1}"#), Err(ParseError::NotJsonRpc { .. })));
+    }
+
+    #[test]
+    fn round_trips() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            r#"{"jsonrpc":"2.0","id":"s","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#,
+        ] {
+            let msg = parse(line).unwrap();
+            assert_eq!(String::from_utf8(msg.to_vec()).unwrap(), line);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Bytes to messages and back, for Switchboard: the JSON-RPC 2.0 envelope ([`jsonrpc`]), the
+//! newline-delimited JSON codec used by stdio ([`lines`]), and the typed MCP shapes the runtime
+//! interprets ([`mcp`]).
+//!
+//! This crate does no I/O and knows nothing of actors; transports frame bytes with it and the
+//! runtime reads envelopes with it.
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+
+pub mod jsonrpc;
+pub mod lines;
+pub mod mcp;

@@ -1,0 +1,1 @@
+//! Integration and interop tests for Switchboard live in `it/`.

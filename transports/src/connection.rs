@@ -1,0 +1,213 @@
+//! What the runtime sees of a transport: a [`Connection`] with a stream of inbound
+//! [`Event`]s, an outbound [`Sender`], and a [`Control`] for the protocol version and a
+//! graceful close.
+//!
+//! Every transport (stdio, in-memory, and later HTTP) produces the same `Connection`, so the
+//! runtime's correlation, deadlines and mass-fail do not depend on how bytes travel.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use switchboard_codecs::jsonrpc::{Id, Message};
+use switchboard_codecs::lines::Skipped;
+use tokio::sync::mpsc;
+
+/// A boxed, sendable future, as returned by [`Control::close`].
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// One open connection to an MCP server.
+///
+/// # Drop behavior
+///
+/// Dropping a connection without [`Control::close`] ends it at once: a stdio child's process
+/// group is sent `SIGKILL` synchronously.
+#[derive(Debug)]
+pub struct Connection {
+    /// Messages to the server.
+    pub sender: Sender,
+    /// Everything that arrives from the server, ending with exactly one [`Event::Closed`].
+    pub events: mpsc::Receiver<Event>,
+    /// Protocol version, close, and process facts.
+    pub control: Box<dyn Control>,
+}
+
+/// Something that happened on a connection.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// A message from the server.
+    Message(Message),
+    /// An inbound frame was skipped (too long, not UTF-8, not JSON, not JSON-RPC); the
+    /// connection goes on.
+    Skipped(Skipped),
+    /// A request could not be delivered (HTTP transports); the connection goes on.
+    SendFailed {
+        /// The request's id.
+        id: Id,
+        /// Why.
+        reason: Arc<str>,
+    },
+    /// The server forgot the session (HTTP transports). `id` is the request it rejected,
+    /// which it never processed.
+    SessionExpired {
+        /// The rejected request, if any.
+        id: Option<Id>,
+    },
+    /// The connection is over. Always the last event.
+    Closed(CloseReason),
+}
+
+/// One outbound message, already serialized as compact JSON without a trailing newline.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    /// The request id, for requests (lets HTTP transports report [`Event::SendFailed`]).
+    pub id: Option<Id>,
+    /// The JSON text of one message.
+    pub payload: Bytes,
+}
+
+impl Outbound {
+    /// Serializes a message.
+    pub fn from_message(message: &Message) -> Outbound {
+        let id = match message {
+            Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        };
+        Outbound {
+            id,
+            payload: Bytes::from(message.to_vec()),
+        }
+    }
+}
+
+/// The sending half of a connection. Cheap to clone.
+///
+/// Sends never wait: the queue to the writer is unbounded because the runtime bounds what
+/// enters it (at most `max_in_flight` requests per server, plus one cancellation or answer for
+/// each of them); the writer drains it in batches with one flush per batch.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    tx: mpsc::UnboundedSender<Outbound>,
+}
+
+impl Sender {
+    /// Wraps the queue a transport's writer drains.
+    pub fn new(tx: mpsc::UnboundedSender<Outbound>) -> Self {
+        Sender { tx }
+    }
+
+    /// Queues one message for the writer.
+    pub fn send(&self, message: Outbound) -> Result<(), SendError> {
+        self.tx.send(message).map_err(|_| SendError)
+    }
+}
+
+/// The connection's writer is gone.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the connection is closed")]
+pub struct SendError;
+
+/// Control of a connection apart from its messages.
+pub trait Control: Send + fmt::Debug + 'static {
+    /// Called after `initialize` with the negotiated version (HTTP sends it as a header).
+    fn set_protocol_version(&mut self, version: &str);
+
+    /// Closes the connection gracefully (for stdio: close stdin, wait, `SIGTERM`, wait,
+    /// `SIGKILL`, reap) and resolves when nothing of it is left.
+    fn close(self: Box<Self>) -> BoxFuture<()>;
+
+    /// A handle that ends the connection's processes synchronously, for drop paths.
+    fn kill_handle(&self) -> Option<KillHandle>;
+
+    /// The server's process id, for process transports.
+    fn pid(&self) -> Option<u32>;
+}
+
+/// Kills a connection's process group synchronously, from any thread, without awaiting.
+#[derive(Clone)]
+pub struct KillHandle {
+    kill: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl KillHandle {
+    /// Wraps a synchronous kill function.
+    pub fn new(kill: impl Fn() + Send + Sync + 'static) -> Self {
+        KillHandle {
+            kill: Arc::new(kill),
+        }
+    }
+
+    /// Kills now. Harmless when the processes are already gone.
+    pub fn kill(&self) {
+        (self.kill)()
+    }
+}
+
+impl fmt::Debug for KillHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KillHandle")
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloseReason {
+    /// The cause.
+    pub cause: CloseCause,
+    /// The last lines the server wrote to stderr (stdio), oldest first.
+    pub stderr_tail: Vec<String>,
+}
+
+/// The cause of a connection's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseCause {
+    /// The process exited (`code` or `signal`; both `None` if the status is unknown).
+    Exited {
+        /// Exit code.
+        code: Option<i32>,
+        /// Terminating signal.
+        signal: Option<i32>,
+    },
+    /// The server closed its output (EOF) while it kept running; it was then stopped.
+    Eof,
+    /// Reading from the server failed.
+    ReadFailed(String),
+    /// Writing to the server failed.
+    WriteFailed(String),
+    /// Closed by us ([`Control::close`]).
+    Closed,
+}
+
+impl fmt::Display for CloseCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseCause::Exited {
+                code: Some(c),
+                signal: _,
+            } => write!(f, "the server exited with status {c}"),
+            CloseCause::Exited {
+                code: None,
+                signal: Some(s),
+            } => write!(f, "the server was killed by signal {s}"),
+            CloseCause::Exited { .. } => f.write_str("the server exited"),
+            CloseCause::Eof => f.write_str("the server closed its output"),
+            CloseCause::ReadFailed(e) => write!(f, "reading from the server failed: {e}"),
+            CloseCause::WriteFailed(e) => write!(f, "writing to the server failed: {e}"),
+            CloseCause::Closed => f.write_str("the connection was closed"),
+        }
+    }
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.cause)?;
+        if !self.stderr_tail.is_empty() {
+            write!(f, "; last stderr lines: {}", self.stderr_tail.join(" | "))?;
+        }
+        Ok(())
+    }
+}
