@@ -196,7 +196,9 @@ pub enum ParseError {
 struct Envelope<'a> {
     #[serde(borrow, default)]
     jsonrpc: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    // `Option`'s own impl reads `null` as absent; a null request id must stay visible to be
+    // refused.
+    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<String>,
@@ -206,6 +208,10 @@ struct Envelope<'a> {
     result: Option<Box<RawValue>>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 impl Message {
@@ -243,7 +249,10 @@ impl Message {
         }
         if let Some(method) = env.method {
             if env.result.is_some() || env.error.is_some() {
-                return Err(bad("a message with \"method\" has \"result\" or \"error\"", id));
+                return Err(bad(
+                    "a message with \"method\" has \"result\" or \"error\"",
+                    id,
+                ));
             }
             if env.id.is_some() && id.is_none() {
                 return Err(bad("a request id is null", None));
@@ -358,7 +367,10 @@ mod tests {
     fn classifies_the_three_kinds() {
         assert!(matches!(
             parse(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#),
-            Ok(Message::Request(Request { id: Id::String(_), .. }))
+            Ok(Message::Request(Request {
+                id: Id::String(_),
+                ..
+            }))
         ));
         assert!(matches!(
             parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
@@ -370,7 +382,10 @@ mod tests {
             panic!("error response")
         };
         assert_eq!(r.id, Some(Id::Number(3)));
-        assert!(matches!(r.outcome, Outcome::Error(ErrorObject { code: -32601, .. })));
+        assert!(matches!(
+            r.outcome,
+            Outcome::Error(ErrorObject { code: -32601, .. })
+        ));
     }
 
     #[test]
@@ -379,7 +394,9 @@ mod tests {
         else {
             panic!("response")
         };
-        let Outcome::Result(raw) = r.outcome else { panic!("result") };
+        let Outcome::Result(raw) = r.outcome else {
+            panic!("result")
+        };
         assert_eq!(raw.get(), r#"{"a": [1, 2]}"#);
     }
 
@@ -421,7 +438,10 @@ mod tests {
         assert!(matches!(parse("hello"), Err(ParseError::NotJson(_))));
         assert!(matches!(parse("[1,2]"), Err(ParseError::NotJsonRpc { .. })));
         assert!(matches!(parse("42"), Err(ParseError::NotJsonRpc { .. })));
-        assert!(matches!(parse(r#"{"id":1.5,"jsonrpc":"2.0","result":1}"#), Err(ParseError::NotJsonRpc { .. })));
+        assert!(matches!(
+            parse(r#"{"id":1.5,"jsonrpc":"2.0","result":1}"#),
+            Err(ParseError::NotJsonRpc { .. })
+        ));
     }
 
     #[test]

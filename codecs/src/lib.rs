@@ -4,7 +4,12 @@
 //!
 //! This crate does no I/O and knows nothing of actors; transports frame bytes with it and the
 //! runtime reads envelopes with it.
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
 
 pub mod jsonrpc;
 pub mod lines;

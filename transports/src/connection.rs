@@ -180,6 +180,8 @@ pub enum CloseCause {
     WriteFailed(String),
     /// Closed by us ([`Control::close`]).
     Closed,
+    /// The connection was torn down without a graceful close (its owner stopped).
+    Aborted(String),
 }
 
 impl fmt::Display for CloseCause {
@@ -198,6 +200,7 @@ impl fmt::Display for CloseCause {
             CloseCause::ReadFailed(e) => write!(f, "reading from the server failed: {e}"),
             CloseCause::WriteFailed(e) => write!(f, "writing to the server failed: {e}"),
             CloseCause::Closed => f.write_str("the connection was closed"),
+            CloseCause::Aborted(why) => write!(f, "the connection was aborted: {why}"),
         }
     }
 }

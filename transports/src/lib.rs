@@ -4,7 +4,12 @@
 //! sender, and a control for the protocol version and a graceful close. [`stdio`] runs the
 //! server as a child process; [`memory`] connects to a server running in the same process.
 //! Nothing here knows about actors, and little about MCP.
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
 
 pub mod connection;
 mod framed;
@@ -12,4 +17,6 @@ pub mod memory;
 #[cfg(all(unix, feature = "stdio"))]
 pub mod stdio;
 
-pub use connection::{CloseCause, CloseReason, Connection, Control, Event, KillHandle, Outbound, Sender};
+pub use connection::{
+    CloseCause, CloseReason, Connection, Control, Event, KillHandle, Outbound, Sender,
+};

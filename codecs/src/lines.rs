@@ -1,0 +1,683 @@
+//! Newline-delimited JSON: the framing of MCP's stdio transport, as a tokio-util codec.
+//!
+//! Each line holds one JSON-RPC message, or a JSON array of them (a batch, allowed by the
+//! 2025-03-26 revision). [`LinesCodec`] turns bytes into [`Frame`]s and messages back into
+//! lines. A line that is not a message does not end the stream: it comes out as
+//! [`Frame::Skipped`], so that the transport can log it, count it and, when its id is
+//! readable, fail the request it answers. Lines longer than the limit are dropped without
+//! being buffered, so a peer cannot make the decoder hold more than about the limit.
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use switchboard_codecs::lines::{Frame, LinesCodec, SkipKind};
+//! use tokio_util::codec::Decoder;
+//!
+//! let mut codec = LinesCodec::new();
+//! let mut buf = BytesMut::from(&b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\r\nhello\n"[..]);
+//! assert!(matches!(codec.decode(&mut buf)?, Some(Frame::Message(_))));
+//! let Some(Frame::Skipped(skipped)) = codec.decode(&mut buf)? else { panic!("skipped") };
+//! assert_eq!(skipped.kind, SkipKind::NotJson);
+//! assert!(codec.decode(&mut buf)?.is_none());
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+use std::collections::VecDeque;
+use std::io;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use serde_json::value::RawValue;
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::jsonrpc::{Id, Message, ParseError};
+
+/// The default longest line, in bytes: 16 MiB.
+pub const DEFAULT_MAX_LENGTH: usize = 16 * 1024 * 1024;
+
+/// How many characters of a skipped line [`Skipped::excerpt`] keeps.
+const EXCERPT_CHARS: usize = 80;
+
+/// A codec for newline-delimited JSON-RPC: decodes [`Frame`]s, encodes [`Message`]s and
+/// already serialized JSON ([`Bytes`]).
+///
+/// A line is the bytes before a `\n`, a trailing `\r` included in its length and then
+/// stripped. Lines holding only whitespace are ignored.
+#[derive(Debug)]
+pub struct LinesCodec {
+    max_length: usize,
+    /// Where to resume the search for `\n` in the buffer, so that a line arriving in many
+    /// small chunks is scanned once rather than once per chunk.
+    next_index: usize,
+    /// Set after an oversized line was reported, until its `\n` is seen.
+    discarding: bool,
+    /// Frames already decoded but not yet returned: the rest of a batch.
+    pending: VecDeque<Frame>,
+}
+
+impl Default for LinesCodec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LinesCodec {
+    /// A codec whose longest line is [`DEFAULT_MAX_LENGTH`].
+    pub fn new() -> Self {
+        Self::with_max_length(DEFAULT_MAX_LENGTH)
+    }
+
+    /// A codec whose longest line is `max` bytes.
+    ///
+    /// # Security
+    ///
+    /// The decoder buffers up to `max` bytes of one line, so `max` bounds the memory a peer
+    /// can make it use. `usize::MAX` removes the bound: do not use it on untrusted input.
+    pub fn with_max_length(max: usize) -> Self {
+        LinesCodec {
+            max_length: max,
+            next_index: 0,
+            discarding: false,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// The longest line accepted, in bytes.
+    pub fn max_length(&self) -> usize {
+        self.max_length
+    }
+
+    /// Interprets one line (without its `\n`) and queues what it yields.
+    fn push_line(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(|&b| is_json_whitespace(b)) {
+            return;
+        }
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => text,
+            Err(e) => {
+                let skipped = Skipped::new(SkipKind::NotUtf8, line, e.to_string(), None);
+                self.pending.push_back(Frame::Skipped(skipped));
+                return;
+            }
+        };
+        if text
+            .trim_start_matches(|c: char| c.is_ascii() && is_json_whitespace(c as u8))
+            .starts_with('[')
+        {
+            self.push_batch(text);
+        } else {
+            self.pending.push_back(parse_message(line));
+        }
+    }
+
+    /// Queues each element of a batch: valid messages in order, and one
+    /// [`SkipKind::NotJsonRpc`] per element that is not a message.
+    fn push_batch(&mut self, text: &str) {
+        let elements = match serde_json::from_str::<Vec<Box<RawValue>>>(text) {
+            Ok(elements) => elements,
+            Err(e) => {
+                // Syntax errors mean the line is not JSON at all; anything else is JSON that
+                // is not an array of values.
+                let kind = if e.is_data() {
+                    SkipKind::BadBatch
+                } else {
+                    SkipKind::NotJson
+                };
+                let skipped = Skipped::new(kind, text.as_bytes(), e.to_string(), None);
+                self.pending.push_back(Frame::Skipped(skipped));
+                return;
+            }
+        };
+        if elements.is_empty() {
+            let skipped = Skipped::new(
+                SkipKind::BadBatch,
+                text.as_bytes(),
+                "empty batch".into(),
+                None,
+            );
+            self.pending.push_back(Frame::Skipped(skipped));
+            return;
+        }
+        for raw in elements {
+            self.pending.push_back(parse_message(raw.get().as_bytes()));
+        }
+    }
+}
+
+/// JSON's four whitespace bytes; other ASCII whitespace (form feed) is not JSON.
+fn is_json_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn parse_message(bytes: &[u8]) -> Frame {
+    match Message::from_slice(bytes) {
+        Ok(msg) => Frame::Message(msg),
+        Err(ParseError::NotJson(detail)) => {
+            Frame::Skipped(Skipped::new(SkipKind::NotJson, bytes, detail, None))
+        }
+        Err(ParseError::NotJsonRpc { reason, id }) => {
+            Frame::Skipped(Skipped::new(SkipKind::NotJsonRpc, bytes, reason, id))
+        }
+    }
+}
+
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+/// What the decoder yields: a message, or a report of a line it had to skip.
+#[derive(Debug)]
+pub enum Frame {
+    /// A JSON-RPC message (a whole line, or one element of a batch).
+    Message(Message),
+    /// A line, or a batch element, that is not a message.
+    Skipped(Skipped),
+}
+
+/// A line (or batch element) the decoder skipped, with enough to log and count it.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    /// Why it was skipped.
+    pub kind: SkipKind,
+    /// Its length in bytes. For [`SkipKind::TooLong`], the bytes seen when the limit was
+    /// crossed if the line had not ended yet, else the whole line.
+    pub len: usize,
+    /// Its first 80 characters (then `…` if cut), invalid UTF-8 replaced and control
+    /// characters escaped, safe to put in a log line.
+    pub excerpt: String,
+    /// The message's id, when a malformed message's id was readable: the request it answers
+    /// can then be failed rather than left to time out.
+    pub id: Option<Id>,
+    /// The parser's explanation (e.g. the position of a syntax error).
+    pub detail: String,
+}
+
+impl Skipped {
+    fn new(kind: SkipKind, bytes: &[u8], detail: String, id: Option<Id>) -> Self {
+        Skipped {
+            kind,
+            len: bytes.len(),
+            excerpt: excerpt(bytes),
+            id,
+            detail,
+        }
+    }
+
+    /// A human-readable explanation, including the parser's detail.
+    pub fn reason(&self) -> String {
+        let what = match self.kind {
+            SkipKind::TooLong => "line too long",
+            SkipKind::NotUtf8 => "not UTF-8",
+            SkipKind::NotJson => "not JSON",
+            SkipKind::NotJsonRpc => "not a JSON-RPC 2.0 message",
+            SkipKind::BadBatch => "invalid batch",
+        };
+        if self.detail.is_empty() {
+            what.to_owned()
+        } else {
+            format!("{what}: {}", self.detail)
+        }
+    }
+}
+
+fn excerpt(bytes: &[u8]) -> String {
+    // Four bytes per character at most, plus one partial character the cut may leave.
+    let head = &bytes[..bytes.len().min(EXCERPT_CHARS * 4 + 4)];
+    let lossy = String::from_utf8_lossy(head);
+    let mut out = String::with_capacity(EXCERPT_CHARS + 8);
+    let mut chars = lossy.chars();
+    for c in chars.by_ref().take(EXCERPT_CHARS) {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    if chars.next().is_some() || head.len() < bytes.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Why a line was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkipKind {
+    /// Longer than the codec's limit.
+    TooLong,
+    /// Not valid UTF-8.
+    NotUtf8,
+    /// Not JSON.
+    NotJson,
+    /// JSON, but not a JSON-RPC 2.0 message.
+    NotJsonRpc,
+    /// An array that is not a valid batch (empty, or not an array of values).
+    BadBatch,
+}
+
+impl SkipKind {
+    /// A short stable name, fit for a metric label: `oversized`, `not_utf8`, `not_json`,
+    /// `not_jsonrpc` or `bad_batch`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SkipKind::TooLong => "oversized",
+            SkipKind::NotUtf8 => "not_utf8",
+            SkipKind::NotJson => "not_json",
+            SkipKind::NotJsonRpc => "not_jsonrpc",
+            SkipKind::BadBatch => "bad_batch",
+        }
+    }
+}
+
+/// Decodes lines into frames.
+///
+/// A batch line yields its elements one per call, in order. Valid elements are yielded even
+/// when others are not; each invalid element is reported as its own [`SkipKind::NotJsonRpc`]
+/// (with its id when readable), and an empty array as one [`SkipKind::BadBatch`].
+///
+/// A line longer than [`LinesCodec::max_length`] is reported once, as soon as the buffer
+/// holds more than the limit without a `\n`; its remaining bytes are then dropped as they
+/// arrive, up to and including the `\n`.
+///
+/// Content never makes decoding fail: `Err` is reserved for I/O errors of the underlying
+/// reader, so a misbehaving peer cannot end the stream by writing garbage.
+impl Decoder for LinesCodec {
+    type Item = Frame;
+    type Error = io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, io::Error> {
+        loop {
+            if let Some(frame) = self.pending.pop_front() {
+                return Ok(Some(frame));
+            }
+            if self.discarding {
+                match find_newline(buf) {
+                    Some(i) => {
+                        buf.advance(i + 1);
+                        self.discarding = false;
+                        continue;
+                    }
+                    None => {
+                        buf.clear();
+                        return Ok(None);
+                    }
+                }
+            }
+            // Never look further than one byte past the limit: a `\n` there would already
+            // make the line too long.
+            let read_to = buf.len().min(self.max_length.saturating_add(1));
+            if let Some(offset) = find_newline(&buf[self.next_index..read_to]) {
+                let end = self.next_index + offset;
+                self.next_index = 0;
+                let line = buf.split_to(end + 1);
+                self.push_line(&line[..end]);
+                continue;
+            }
+            if buf.len() <= self.max_length {
+                self.next_index = read_to;
+                return Ok(None);
+            }
+            self.next_index = 0;
+            // The line may already be complete further on; if so skip just it, else drop
+            // what is buffered and the rest of the line as it comes.
+            let (len, skipped_excerpt) = match find_newline(&buf[read_to..]) {
+                Some(offset) => {
+                    let end = read_to + offset;
+                    let line = buf.split_to(end + 1);
+                    let line = &line[..end];
+                    let line = line.strip_suffix(b"\r").unwrap_or(line);
+                    (line.len(), excerpt(line))
+                }
+                None => {
+                    let seen = (buf.len(), excerpt(buf));
+                    buf.clear();
+                    self.discarding = true;
+                    seen
+                }
+            };
+            return Ok(Some(Frame::Skipped(Skipped {
+                kind: SkipKind::TooLong,
+                len,
+                excerpt: skipped_excerpt,
+                id: None,
+                detail: format!("longer than the limit of {} bytes", self.max_length),
+            })));
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, io::Error> {
+        if let Some(frame) = self.decode(buf)? {
+            return Ok(Some(frame));
+        }
+        // What is left is a final line without `\n` (or the tail of a discarded one).
+        self.next_index = 0;
+        if std::mem::take(&mut self.discarding) {
+            buf.clear();
+            return Ok(None);
+        }
+        if !buf.is_empty() {
+            let line = buf.split();
+            self.push_line(&line);
+        }
+        Ok(self.pending.pop_front())
+    }
+}
+
+/// Encodes a message as one line of compact JSON.
+impl Encoder<&Message> for LinesCodec {
+    type Error = io::Error;
+
+    fn encode(&mut self, item: &Message, dst: &mut BytesMut) -> Result<(), io::Error> {
+        serde_json::to_writer((&mut *dst).writer(), item)?;
+        dst.put_u8(b'\n');
+        Ok(())
+    }
+}
+
+/// Encodes an already serialized JSON text as one line.
+///
+/// A raw `\n` in a JSON text can only be whitespace between tokens (strings escape it), so
+/// pretty-printed input is made a single line by turning each `\n` into a space; the text is
+/// otherwise written as given, unchecked.
+impl Encoder<Bytes> for LinesCodec {
+    type Error = io::Error;
+
+    fn encode(&mut self, item: Bytes, dst: &mut BytesMut) -> Result<(), io::Error> {
+        dst.reserve(item.len() + 1);
+        if find_newline(&item).is_some() {
+            dst.extend(item.iter().map(|&b| if b == b'\n' { b' ' } else { b }));
+        } else {
+            dst.extend_from_slice(&item);
+        }
+        dst.put_u8(b'\n');
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::{Outcome, Request};
+    use futures_util::StreamExt;
+    use tokio_util::codec::FramedRead;
+
+    const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
+    fn decode_all(codec: &mut LinesCodec, buf: &mut BytesMut) -> Vec<Frame> {
+        let mut out = Vec::new();
+        while let Some(frame) = codec.decode(buf).unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    fn message(frame: &Frame) -> &Message {
+        match frame {
+            Frame::Message(m) => m,
+            Frame::Skipped(s) => panic!("expected a message, got {s:?}"),
+        }
+    }
+
+    fn skipped(frame: &Frame) -> &Skipped {
+        match frame {
+            Frame::Skipped(s) => s,
+            Frame::Message(m) => panic!("expected a skip, got {m:?}"),
+        }
+    }
+
+    #[test]
+    fn decodes_lines_and_crlf() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::from(format!("{PING}\n{PING}\r\n").as_str());
+        let frames = decode_all(&mut codec, &mut buf);
+        assert_eq!(frames.len(), 2);
+        for f in &frames {
+            assert_eq!(message(f).method(), Some("ping"));
+        }
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn blank_lines_are_ignored() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::from(format!("\n  \r\n\t\n{PING}\n\n").as_str());
+        let frames = decode_all(&mut codec, &mut buf);
+        assert_eq!(frames.len(), 1);
+        message(&frames[0]);
+    }
+
+    #[test]
+    fn line_split_across_chunks() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::new();
+        let line = format!("{PING}\r\n");
+        let (a, b) = line.as_bytes().split_at(10);
+        buf.extend_from_slice(a);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        let (b1, b2) = b.split_at(b.len() - 1);
+        buf.extend_from_slice(b1);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        buf.extend_from_slice(b2);
+        assert_eq!(
+            message(&codec.decode(&mut buf).unwrap().unwrap()).id(),
+            Some(&Id::Number(1))
+        );
+    }
+
+    #[test]
+    fn oversized_line_is_skipped_and_next_decoded() {
+        let mut codec = LinesCodec::with_max_length(64);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&[b'x'; 100]);
+        buf.extend_from_slice(b"\n");
+        buf.extend_from_slice(PING.as_bytes());
+        buf.extend_from_slice(b"\n");
+        let frames = decode_all(&mut codec, &mut buf);
+        assert_eq!(frames.len(), 2);
+        let s = skipped(&frames[0]);
+        assert_eq!(s.kind, SkipKind::TooLong);
+        assert_eq!(s.kind.as_str(), "oversized");
+        assert_eq!(s.len, 100);
+        assert!(s.reason().contains("64"));
+        message(&frames[1]);
+    }
+
+    #[test]
+    fn line_at_the_limit_is_accepted() {
+        let mut codec = LinesCodec::with_max_length(PING.len());
+        let mut buf = BytesMut::from(format!("{PING}\n").as_str());
+        message(&codec.decode(&mut buf).unwrap().unwrap());
+    }
+
+    #[test]
+    fn oversized_line_in_chunks_stays_bounded() {
+        const MAX: usize = 64 * 1024;
+        const CHUNK: usize = 1024;
+        let mut codec = LinesCodec::with_max_length(MAX);
+        let mut buf = BytesMut::new();
+        let chunk = [b'a'; CHUNK];
+        let mut reports = Vec::new();
+        for _ in 0..(10 * MAX / CHUNK) {
+            buf.extend_from_slice(&chunk);
+            while let Some(frame) = codec.decode(&mut buf).unwrap() {
+                reports.push(frame);
+            }
+            assert!(buf.len() <= MAX + CHUNK, "buffer grew to {}", buf.len());
+        }
+        assert_eq!(
+            reports.len(),
+            1,
+            "reported once, as soon as the limit was crossed"
+        );
+        let s = skipped(&reports[0]);
+        assert_eq!(s.kind, SkipKind::TooLong);
+        assert!(s.len > MAX && s.len <= MAX + CHUNK);
+        assert_eq!(s.excerpt.chars().count(), EXCERPT_CHARS + 1);
+
+        buf.extend_from_slice(b"aaa\n");
+        buf.extend_from_slice(PING.as_bytes());
+        buf.extend_from_slice(b"\n");
+        let frames = decode_all(&mut codec, &mut buf);
+        assert_eq!(frames.len(), 1);
+        message(&frames[0]);
+    }
+
+    #[test]
+    fn not_utf8() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::from(&b"{\"a\":\"\xff\xfe\"}\n"[..]);
+        let frames = decode_all(&mut codec, &mut buf);
+        let s = skipped(&frames[0]);
+        assert_eq!(s.kind, SkipKind::NotUtf8);
+        assert_eq!(s.len, 10);
+        assert!(s.excerpt.contains('\u{fffd}'));
+    }
+
+    #[test]
+    fn garbage_text_is_not_json() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::from("Server starting\x1b[0m...\n");
+        let s = skipped(&codec.decode(&mut buf).unwrap().unwrap()).clone();
+        assert_eq!(s.kind, SkipKind::NotJson);
+        assert_eq!(s.excerpt, "Server starting\\u{1b}[0m...");
+        assert!(s.reason().starts_with("not JSON: "), "{}", s.reason());
+        assert!(!s.detail.is_empty());
+    }
+
+    #[test]
+    fn json_that_is_not_a_message() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::from("42\n{\"a\":1}\n");
+        let frames = decode_all(&mut codec, &mut buf);
+        assert_eq!(frames.len(), 2);
+        for f in &frames {
+            let s = skipped(f);
+            assert_eq!(s.kind, SkipKind::NotJsonRpc);
+            assert_eq!(s.id, None);
+        }
+    }
+
+    #[test]
+    fn malformed_response_keeps_its_id() {
+        let mut codec = LinesCodec::new();
+        let mut buf =
+            BytesMut::from("{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"error\":{\"code\":\"x\"}}\n");
+        let s = skipped(&codec.decode(&mut buf).unwrap().unwrap()).clone();
+        assert_eq!(s.kind, SkipKind::NotJsonRpc);
+        assert_eq!(s.id, Some(Id::from("abc")));
+    }
+
+    #[test]
+    fn batch_yields_elements_in_order() {
+        let mut codec = LinesCodec::new();
+        let line = concat!(
+            r#" [{"jsonrpc":"2.0","id":1,"result":{}},"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":"oops","error":{"code":1,"message":"m"}},"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress"},"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}]"#,
+            "\n"
+        );
+        let mut buf = BytesMut::from(format!("{line}{PING}\n").as_str());
+        let frames = decode_all(&mut codec, &mut buf);
+        assert_eq!(frames.len(), 5);
+        assert!(matches!(
+            message(&frames[0]),
+            Message::Response(r) if r.id == Some(Id::Number(1)) && matches!(r.outcome, Outcome::Result(_))
+        ));
+        let s = skipped(&frames[1]);
+        assert_eq!(
+            (s.kind, s.id.clone()),
+            (SkipKind::NotJsonRpc, Some(Id::Number(2)))
+        );
+        assert!(s.excerpt.starts_with(r#"{"jsonrpc":"2.0","id":2"#));
+        assert_eq!(message(&frames[2]).method(), Some("notifications/progress"));
+        assert!(matches!(
+            message(&frames[3]),
+            Message::Request(Request {
+                id: Id::Number(3),
+                ..
+            })
+        ));
+        assert_eq!(message(&frames[4]).id(), Some(&Id::Number(1)));
+    }
+
+    #[test]
+    fn batch_is_drained_before_more_input() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::from(format!("[{PING},{PING}]\n").as_str());
+        message(&codec.decode(&mut buf).unwrap().unwrap());
+        assert!(buf.is_empty());
+        buf.extend_from_slice(b"nope\n");
+        message(&codec.decode(&mut buf).unwrap().unwrap());
+        assert_eq!(
+            skipped(&codec.decode(&mut buf).unwrap().unwrap()).kind,
+            SkipKind::NotJson
+        );
+    }
+
+    #[test]
+    fn bad_batches() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::from("[]\n[ ]\r\n[1,\n");
+        let frames = decode_all(&mut codec, &mut buf);
+        let kinds: Vec<_> = frames.iter().map(|f| skipped(f).kind).collect();
+        assert_eq!(
+            kinds,
+            [SkipKind::BadBatch, SkipKind::BadBatch, SkipKind::NotJson]
+        );
+        assert_eq!(skipped(&frames[0]).reason(), "invalid batch: empty batch");
+    }
+
+    #[test]
+    fn final_line_without_newline_at_eof() {
+        let mut codec = LinesCodec::new();
+        let mut buf = BytesMut::from(format!("{PING}\n[{PING},{PING}]").as_str());
+        let mut frames = decode_all(&mut codec, &mut buf);
+        assert_eq!(frames.len(), 1);
+        while let Some(frame) = codec.decode_eof(&mut buf).unwrap() {
+            frames.push(frame);
+        }
+        assert_eq!(frames.len(), 3);
+        assert!(buf.is_empty());
+        assert!(codec.decode_eof(&mut buf).unwrap().is_none());
+    }
+
+    #[test]
+    fn eof_inside_oversized_line() {
+        let mut codec = LinesCodec::with_max_length(8);
+        let mut buf = BytesMut::from("0123456789");
+        assert_eq!(skipped(&codec.decode(&mut buf).unwrap().unwrap()).len, 10);
+        buf.extend_from_slice(b"abc");
+        assert!(codec.decode_eof(&mut buf).unwrap().is_none());
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn encodes_messages_and_bytes() {
+        let mut codec = LinesCodec::new();
+        let mut dst = BytesMut::new();
+        let msg =
+            Message::from_slice(br#"{ "jsonrpc": "2.0", "id": 1, "method": "ping" }"#).unwrap();
+        codec.encode(&msg, &mut dst).unwrap();
+        codec
+            .encode(Bytes::from_static(b"{\"a\":\n  1}"), &mut dst)
+            .unwrap();
+        assert_eq!(&dst[..], format!("{PING}\n{{\"a\":   1}}\n").as_bytes());
+
+        let frames = decode_all(&mut codec, &mut dst);
+        assert_eq!(message(&frames[0]).method(), Some("ping"));
+    }
+
+    #[tokio::test]
+    async fn framed_read_over_a_reader() {
+        let input = format!("{PING}\r\n\ngarbage\n{{\"jsonrpc\":\"2.0\",\"method\":\"x\"}}");
+        let mut frames = FramedRead::new(input.as_bytes(), LinesCodec::new());
+        let mut got = Vec::new();
+        while let Some(frame) = frames.next().await {
+            got.push(frame.unwrap());
+        }
+        assert_eq!(got.len(), 3);
+        message(&got[0]);
+        assert_eq!(skipped(&got[1]).kind, SkipKind::NotJson);
+        assert_eq!(message(&got[2]).method(), Some("x"));
+    }
+}

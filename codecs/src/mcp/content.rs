@@ -1,0 +1,303 @@
+//! Content blocks of tool results, tagged by `type`, tolerant of block types this version
+//! does not know.
+//!
+//! Split out of [`mcp`](super) for size; everything here is re-exported there.
+
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// A content block of a tool result, tagged by `type` on the wire.
+///
+/// A block whose `type` is unknown, or whose fields do not fit its `type`, is kept as
+/// [`Content::Unknown`] rather than failing the whole result, and serialized back unchanged.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Content {
+    /// `"text"`.
+    Text(TextContent),
+    /// `"image"`.
+    Image(ImageContent),
+    /// `"audio"` (2025-03-26).
+    Audio(AudioContent),
+    /// `"resource_link"` (2025-06-18).
+    ResourceLink(ResourceLink),
+    /// `"resource"`: an embedded resource.
+    Resource(EmbeddedResource),
+    /// Any other block, raw (including its `type`).
+    Unknown(Value),
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text(TextContent {
+            text: text.into(),
+            ..Default::default()
+        })
+    }
+
+    fn from_value(value: Value) -> Content {
+        let parsed = match value.get("type").and_then(Value::as_str) {
+            Some("text") => parse_block(&value).map(Content::Text),
+            Some("image") => parse_block(&value).map(Content::Image),
+            Some("audio") => parse_block(&value).map(Content::Audio),
+            Some("resource_link") => parse_block(&value).map(Content::ResourceLink),
+            Some("resource") => parse_block(&value).map(Content::Resource),
+            _ => None,
+        };
+        parsed.unwrap_or(Content::Unknown(value))
+    }
+}
+
+/// Reads a block's fields, consuming `type` so that it does not land in the block's `extra`.
+fn parse_block<T: DeserializeOwned>(value: &Value) -> Option<T> {
+    #[derive(Deserialize)]
+    struct Tagged<T> {
+        #[serde(rename = "type")]
+        _kind: IgnoredAny,
+        #[serde(flatten)]
+        block: T,
+    }
+    Tagged::<T>::deserialize(value).ok().map(|t| t.block)
+}
+
+impl Serialize for Content {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Tagged<'a, T> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            #[serde(flatten)]
+            block: &'a T,
+        }
+        match self {
+            Content::Text(block) => Tagged {
+                kind: "text",
+                block,
+            }
+            .serialize(s),
+            Content::Image(block) => Tagged {
+                kind: "image",
+                block,
+            }
+            .serialize(s),
+            Content::Audio(block) => Tagged {
+                kind: "audio",
+                block,
+            }
+            .serialize(s),
+            Content::ResourceLink(block) => Tagged {
+                kind: "resource_link",
+                block,
+            }
+            .serialize(s),
+            Content::Resource(block) => Tagged {
+                kind: "resource",
+                block,
+            }
+            .serialize(s),
+            Content::Unknown(value) => value.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(Content::from_value)
+    }
+}
+
+/// Hints about a content block's audience and importance.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who it is for: `"user"`, `"assistant"`. Kept as strings so that a new role does not
+    /// make the block unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<String>>,
+    /// Importance, from 0 (least) to 1 (most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// When it last changed, ISO 8601.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Text content.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Audience and priority hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Protocol metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// An image, base64-encoded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageContent {
+    /// The base64 data.
+    pub data: String,
+    /// Its MIME type, e.g. `image/png`.
+    pub mime_type: String,
+    /// Audience and priority hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Protocol metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Audio, base64-encoded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AudioContent {
+    /// The base64 data.
+    pub data: String,
+    /// Its MIME type, e.g. `audio/wav`.
+    pub mime_type: String,
+    /// Audience and priority hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Protocol metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A link to a resource the client may read, not its contents.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceLink {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its programmatic name.
+    pub name: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its size in bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Icons, raw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Value>>,
+    /// Audience and priority hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Protocol metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A resource's contents, embedded in a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddedResource {
+    /// The contents.
+    pub resource: ResourceContents,
+    /// Audience and priority hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Protocol metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A resource's contents: text or binary, told apart by which field is present.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResourceContents {
+    /// Text contents (`text`).
+    Text(TextResourceContents),
+    /// Binary contents (`blob`, base64).
+    Blob(BlobResourceContents),
+}
+
+/// Text contents of a resource.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextResourceContents {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The text.
+    pub text: String,
+    /// Protocol metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Binary contents of a resource.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlobResourceContents {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The base64 data.
+    pub blob: String,
+    /// Protocol metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_content_round_trips() {
+        for block in [
+            json!({"type": "future_thing", "x": 1}),
+            json!({"type": "text"}),
+            json!({"type": 5, "text": "x"}),
+            json!({"text": "no type"}),
+            json!("just a string"),
+        ] {
+            let c: Content = serde_json::from_value(block.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&c).unwrap(), block);
+            assert_eq!(c, Content::Unknown(block));
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The bundled demo MCP server: a small, scriptable peer for tests, benches and trying things out.
+//!
+//! It speaks MCP (handshake era, 2024-11-05 … 2025-11-25) over newline-delimited JSON on any
+//! byte stream: [`serve`] runs it over an in-process stream (tests use
+//! [`tokio::io::duplex`]), [`run_stdio`] over stdin/stdout. Test and bench binaries of other
+//! crates re-exec themselves with the `SWITCHBOARD_DEMO_SERVER` variable set and call
+//! [`main_from_env`] first thing in `main`, so a real child process needs no extra binary.
+//!
+//! The ordinary tools are `greet`, `add` and `echo`. With `--faults` it also lists tools that
+//! misbehave on purpose (hang, crash, write garbage, answer with unknown ids, ...), one per
+//! failure the runtime must survive.
+//!
+//! ```no_run
+//! fn main() -> std::process::ExitCode {
+//!     if let Some(code) = switchboard::demo::main_from_env() {
+//!         return code;
+//!     }
+//!     // ... the binary's own work ...
+//!     std::process::ExitCode::SUCCESS
+//! }
+//! ```
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+mod server;
+#[cfg(test)]
+mod tests;
+mod tools;
+
+pub use server::serve;
+
+/// The environment variable [`main_from_env`] looks for; its value holds the server's arguments.
+pub const ENV_VAR: &str = "SWITCHBOARD_DEMO_SERVER";
+
+/// The protocol versions the demo server knows, newest first.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// How the demo server behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// List (and allow calling) the fault tools.
+    pub faults: bool,
+    /// Answer `initialize` with this version whatever the client asks, so that tests can
+    /// provoke an unsupported version.
+    pub protocol_version: Option<String>,
+    /// How many tools `tools/list` returns per page; 0 means everything on one page.
+    pub page_size: usize,
+    /// `serverInfo.name`.
+    pub name: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            faults: false,
+            protocol_version: None,
+            page_size: 0,
+            name: "switchboard-demo".to_owned(),
+        }
+    }
+}
+
+impl Options {
+    /// Parses command-line arguments (without the program name): `--faults`,
+    /// `--protocol-version V`, `--page-size N`, `--name N`. Values may also be attached with
+    /// `=`, as in `--page-size=2`.
+    pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
+        let mut options = Options::default();
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let (flag, attached) = match arg.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => {
+                    (flag.to_owned(), Some(value.to_owned()))
+                }
+                _ => (arg, None),
+            };
+            let mut value = |what: &str| {
+                attached
+                    .clone()
+                    .or_else(|| args.next())
+                    .ok_or_else(|| format!("{flag} needs {what}"))
+            };
+            match flag.as_str() {
+                "--faults" if attached.is_none() => options.faults = true,
+                "--protocol-version" => options.protocol_version = Some(value("a version")?),
+                "--page-size" => {
+                    let n = value("a number")?;
+                    options.page_size = n
+                        .parse()
+                        .map_err(|_| format!("--page-size: not a number: {n:?}"))?;
+                }
+                "--name" => options.name = value("a name")?,
+                _ => return Err(format!("unknown argument: {flag:?}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// Serves MCP on stdin/stdout on a fresh current-thread runtime until stdin closes.
+///
+/// Exits with success on stdin EOF, and with failure if stdin or stdout fails.
+pub fn run_stdio(options: Options) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("switchboard-demo: cannot start a runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options));
+    // tokio reads stdin on a blocking thread; if we stop because stdout broke, that read may
+    // never return, and a plain drop would wait for it forever.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("switchboard-demo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the demo server on stdio if [`ENV_VAR`] is set, with options parsed from its value
+/// (whitespace-separated, e.g. `"--faults --page-size 2"`), and returns the exit code; returns
+/// `None` if the variable is not set.
+///
+/// Bad options give exit code 2 and a message on stderr.
+pub fn main_from_env() -> Option<ExitCode> {
+    let value = std::env::var_os(ENV_VAR)?;
+    let value = value.to_string_lossy();
+    match Options::from_args(value.split_whitespace().map(str::to_owned)) {
+        Ok(options) => Some(run_stdio(options)),
+        Err(e) => {
+            eprintln!("switchboard-demo: {ENV_VAR}: {e}");
+            Some(ExitCode::from(2))
+        }
+    }
+}

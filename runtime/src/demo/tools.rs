@@ -1,0 +1,449 @@
+//! The demo server's tools: three ordinary ones, and fault tools that misbehave on purpose.
+//!
+//! [`definitions`] is what `tools/list` shows; [`call`] runs a `tools/call`. A tool that fails
+//! (bad arguments, or `fail`) answers a normal result with `isError: true`, as MCP wants; only
+//! an unknown tool is a JSON-RPC error. Fault tools exist only with `--faults`, and each one
+//! provokes one failure the runtime must survive (see the descriptions below).
+
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard_codecs::jsonrpc::{ErrorObject, Id, Outcome};
+
+use super::server::{lock, log, Reply, Session};
+
+/// The most bytes `large`, `garbage` and `stderr_burst` will produce on request.
+const MAX_BYTES: u64 = 1 << 30;
+
+/// `garbage`'s default oversized line: just over a 16 MiB line limit.
+const DEFAULT_OVERSIZED: u64 = 17 * 1024 * 1024;
+
+/// How long `ping_client` waits for the client's answer.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Grandchildren spawned by `spawn_grandchild`, kept so that they are never waited for or
+/// reaped: they must outlive us until whoever supervises our process group kills them.
+static GRANDCHILDREN: Mutex<Vec<Child>> = Mutex::new(Vec::new());
+
+/// The tools `tools/list` shows, in a stable order (pagination cursors are indices into it).
+pub(super) fn definitions(faults: bool) -> &'static [Value] {
+    static ALL: OnceLock<(usize, Vec<Value>)> = OnceLock::new();
+    let (ordinary, all) = ALL.get_or_init(|| {
+        let ordinary = ordinary_tools();
+        let count = ordinary.len();
+        (count, ordinary.into_iter().chain(fault_tools()).collect())
+    });
+    if faults {
+        all
+    } else {
+        &all[..*ordinary]
+    }
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+fn tool(name: &str, description: &str, input: Value) -> Value {
+    json!({"name": name, "description": description, "inputSchema": input})
+}
+
+fn ordinary_tools() -> Vec<Value> {
+    let read_only = json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false});
+    let mut greet = tool(
+        "greet",
+        "Greets someone by name.",
+        object(
+            json!({"name": {"type": "string", "description": "Who to greet"}}),
+            &["name"],
+        ),
+    );
+    let mut add = tool(
+        "add",
+        "Adds two numbers and returns the sum, also as structured content.",
+        object(
+            json!({
+                "a": {"type": "number", "description": "The first addend"},
+                "b": {"type": "number", "description": "The second addend"},
+            }),
+            &["a", "b"],
+        ),
+    );
+    add["outputSchema"] = object(json!({"sum": {"type": "number"}}), &["sum"]);
+    let mut echo = tool(
+        "echo",
+        "Returns its text unchanged.",
+        object(
+            json!({"text": {"type": "string", "description": "The text to return"}}),
+            &["text"],
+        ),
+    );
+    for t in [&mut greet, &mut add, &mut echo] {
+        t["annotations"] = read_only.clone();
+    }
+    vec![greet, add, echo]
+}
+
+fn fault_tools() -> Vec<Value> {
+    let int =
+        |description: &str| json!({"type": "integer", "minimum": 0, "description": description});
+    let string = |description: &str| json!({"type": "string", "description": description});
+    let none = || object(json!({}), &[]);
+    let mut spawn_grandchild = tool(
+        "spawn_grandchild",
+        "Spawns `sleep 600` in the server's process group, leaves it running and returns its pid.",
+        none(),
+    );
+    spawn_grandchild["outputSchema"] = object(json!({"pid": {"type": "integer"}}), &["pid"]);
+    let mut cancellations = tool(
+        "cancellations",
+        "Returns the params of every notifications/cancelled the server has received.",
+        none(),
+    );
+    cancellations["outputSchema"] = object(json!({"cancelled": {"type": "array"}}), &["cancelled"]);
+    vec![
+        tool(
+            "sleep",
+            "Sleeps, then answers. With a progress token and steps > 0, reports progress after each step.",
+            object(
+                json!({"ms": int("How long to sleep, in milliseconds"), "steps": int("How many progress notifications to send")}),
+                &["ms"],
+            ),
+        ),
+        tool("hang", "Never answers, until cancelled.", none()),
+        tool(
+            "crash",
+            "Writes a message to stderr and exits the server process at once.",
+            object(
+                json!({"code": {"type": "integer", "description": "The exit code (default 1)"}, "message": string("What to write to stderr")}),
+                &[],
+            ),
+        ),
+        tool(
+            "fail",
+            "Answers a tool error (isError: true).",
+            object(json!({"message": string("The error text")}), &[]),
+        ),
+        tool(
+            "large",
+            "Answers a text block of exactly `bytes` 'x' characters.",
+            object(json!({"bytes": int("The size of the text")}), &["bytes"]),
+        ),
+        tool(
+            "garbage",
+            "Writes one line that is not a valid MCP message to stdout, then answers \"ok\".",
+            object(
+                json!({
+                    "kind": {"type": "string", "enum": ["text", "non_utf8", "oversized", "non_jsonrpc"], "description": "What kind of bad line (default text)"},
+                    "bytes": int("The length of an oversized line (default 17 MiB)"),
+                }),
+                &[],
+            ),
+        ),
+        tool(
+            "stderr_burst",
+            "Writes many lines to stderr, then answers.",
+            object(
+                json!({"lines": int("How many lines"), "bytes_per_line": int("The length of each line (default 100)")}),
+                &["lines"],
+            ),
+        ),
+        spawn_grandchild,
+        cancellations,
+        tool(
+            "ping_client",
+            "Sends a ping request to the client and answers \"pong\" once the client answers {}.",
+            none(),
+        ),
+        tool(
+            "unknown_id",
+            "Writes responses to ids nobody sent, then answers \"ok\".",
+            none(),
+        ),
+        tool(
+            "batch_answer",
+            "Answers inside a JSON array, together with a notifications/message.",
+            none(),
+        ),
+        tool(
+            "malformed_answer",
+            "Answers with neither result nor error.",
+            none(),
+        ),
+        tool(
+            "drop_answer",
+            "Writes a truncated, unreadable answer and never answers properly.",
+            none(),
+        ),
+    ]
+}
+
+/// A tool's failure, reported as an `isError` result.
+struct ToolError(String);
+
+impl<T: Into<String>> From<T> for ToolError {
+    fn from(message: T) -> Self {
+        ToolError(message.into())
+    }
+}
+
+type ToolResult = Result<Reply, ToolError>;
+
+/// Runs a `tools/call` request.
+pub(super) async fn call(
+    session: &Arc<Session>,
+    id: &Id,
+    params: &Value,
+) -> Result<Reply, ErrorObject> {
+    let invalid = |message: String| ErrorObject::new(ErrorObject::INVALID_PARAMS, message);
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("tools/call needs a string \"name\"".to_owned()))?;
+    if !definitions(session.options.faults)
+        .iter()
+        .any(|t| t["name"] == name)
+    {
+        return Err(invalid(format!("unknown tool: {name}")));
+    }
+    let empty = json!({});
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(args @ Value::Object(_)) => args,
+        Some(_) => return Ok(error_result("arguments must be an object")),
+    };
+    let progress_token = params.get("_meta").and_then(|m| m.get("progressToken"));
+    let result = run(session, id, name, args, progress_token).await;
+    Ok(result.unwrap_or_else(|ToolError(message)| error_result(message)))
+}
+
+async fn run(
+    session: &Session,
+    id: &Id,
+    name: &str,
+    args: &Value,
+    progress_token: Option<&Value>,
+) -> ToolResult {
+    match name {
+        "greet" => Ok(text(format!("Hello, {}!", str_arg(args, "name")?))),
+        "add" => add(args),
+        "echo" => Ok(text(str_arg(args, "text")?)),
+        "sleep" => sleep(session, args, progress_token).await,
+        "hang" => std::future::pending().await,
+        "crash" => crash(args),
+        "fail" => Err(opt_str_arg(args, "message")?
+            .unwrap_or("the fail tool failed, as asked")
+            .into()),
+        "large" => Ok(text("x".repeat(bytes_arg(args, "bytes")?.unwrap_or(0)))),
+        "garbage" => garbage(session, args),
+        "stderr_burst" => stderr_burst(args).await,
+        "spawn_grandchild" => spawn_grandchild(),
+        "cancellations" => {
+            let cancelled = json!({"cancelled": session.cancellations()});
+            Ok(structured(cancelled.to_string(), cancelled))
+        }
+        "ping_client" => ping_client(session).await,
+        "unknown_id" => {
+            session.send_json(&json!({"jsonrpc": "2.0", "id": 999_999_999, "result": {}}));
+            session.send_json(&json!({"jsonrpc": "2.0", "id": "nobody-asked", "result": {}}));
+            Ok(text("ok"))
+        }
+        "batch_answer" => {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "batched"}});
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": text_result("ok")});
+            Ok(Reply::Raw(json!([note, answer]).to_string().into_bytes()))
+        }
+        "malformed_answer" => Ok(Reply::Raw(
+            json!({"jsonrpc": "2.0", "id": id}).to_string().into_bytes(),
+        )),
+        "drop_answer" => {
+            let id = serde_json::to_string(id).unwrap_or_default();
+            Ok(Reply::Raw(
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#).into_bytes(),
+            ))
+        }
+        // definitions() and this match list the same names.
+        other => Err(format!("tool {other} is listed but not implemented").into()),
+    }
+}
+
+fn text_result(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}]})
+}
+
+fn text(text: impl Into<String>) -> Reply {
+    Reply::Result(text_result(text))
+}
+
+fn structured(text: String, content: Value) -> Reply {
+    let mut result = text_result(text);
+    result["structuredContent"] = content;
+    Reply::Result(result)
+}
+
+fn error_result(message: impl Into<String>) -> Reply {
+    let mut result = text_result(message);
+    result["isError"] = json!(true);
+    Reply::Result(result)
+}
+
+fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
+    opt_str_arg(args, key)?.ok_or_else(|| format!("missing argument {key:?}").into())
+}
+
+fn opt_str_arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!("argument {key:?} must be a string, not {other}").into()),
+    }
+}
+
+fn opt_u64_arg(args: &Value, key: &str) -> Result<Option<u64>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            format!("argument {key:?} must be a non-negative integer, not {v}").into()
+        }),
+    }
+}
+
+/// A size argument, refused over [`MAX_BYTES`] so that a typo cannot eat the machine's memory.
+fn bytes_arg(args: &Value, key: &str) -> Result<Option<usize>, ToolError> {
+    match opt_u64_arg(args, key)? {
+        Some(n) if n > MAX_BYTES => {
+            Err(format!("argument {key:?} is over the limit of {MAX_BYTES}").into())
+        }
+        // MAX_BYTES fits in usize on every platform we build for.
+        n => Ok(n.map(|n| n as usize)),
+    }
+}
+
+fn add(args: &Value) -> ToolResult {
+    let number = |key: &str| match args.get(key) {
+        Some(Value::Number(n)) => Ok(n),
+        Some(other) => Err(ToolError(format!(
+            "argument {key:?} must be a number, not {other}"
+        ))),
+        None => Err(ToolError(format!("missing argument {key:?}"))),
+    };
+    let (a, b) = (number("a")?, number("b")?);
+    let sum = match (a.as_i64(), b.as_i64()) {
+        (Some(a), Some(b)) if a.checked_add(b).is_some() => json!(a + b),
+        _ => {
+            let sum = a.as_f64().unwrap_or(f64::NAN) + b.as_f64().unwrap_or(f64::NAN);
+            // Whole sums print as integers ("5", not "5.0") when f64 still holds them exactly.
+            if sum.is_finite() && sum.fract() == 0.0 && sum.abs() < 9_007_199_254_740_992.0 {
+                json!(sum as i64)
+            } else if sum.is_finite() {
+                json!(sum)
+            } else {
+                return Err("the sum is not a finite number".into());
+            }
+        }
+    };
+    Ok(structured(sum.to_string(), json!({"sum": sum})))
+}
+
+async fn sleep(session: &Session, args: &Value, progress_token: Option<&Value>) -> ToolResult {
+    let ms = opt_u64_arg(args, "ms")?.ok_or("missing argument \"ms\"")?;
+    let steps = opt_u64_arg(args, "steps")?.unwrap_or(0);
+    match progress_token {
+        Some(token) if steps > 0 => {
+            let step =
+                Duration::from_millis(ms) / u32::try_from(steps).map_err(|_| "too many steps")?;
+            for i in 1..=steps {
+                tokio::time::sleep(step).await;
+                session.notify(
+                    "notifications/progress",
+                    json!({"progressToken": token, "progress": i, "total": steps, "message": format!("step {i}")}),
+                );
+            }
+        }
+        _ => tokio::time::sleep(Duration::from_millis(ms)).await,
+    }
+    Ok(text(format!("slept {ms} ms")))
+}
+
+fn crash(args: &Value) -> ToolResult {
+    let code = match args.get("code") {
+        None | Some(Value::Null) => 1,
+        Some(v) => v
+            .as_i64()
+            .and_then(|c| i32::try_from(c).ok())
+            .ok_or_else(|| format!("argument \"code\" must be an exit code, not {v}"))?,
+    };
+    let message = opt_str_arg(args, "message")?.unwrap_or("demo server crashing on purpose");
+    eprintln!("{message}");
+    std::process::exit(code)
+}
+
+fn garbage(session: &Session, args: &Value) -> ToolResult {
+    let line = match opt_str_arg(args, "kind")?.unwrap_or("text") {
+        "text" => b"this is not json".to_vec(),
+        "non_utf8" => vec![0xff, 0xfe],
+        "oversized" => {
+            let default = DEFAULT_OVERSIZED as usize;
+            vec![b'a'; bytes_arg(args, "bytes")?.unwrap_or(default)]
+        }
+        "non_jsonrpc" => br#"{"hello":"world"}"#.to_vec(),
+        other => return Err(format!("unknown kind {other:?}").into()),
+    };
+    session.send_line(line);
+    Ok(text("ok"))
+}
+
+async fn stderr_burst(args: &Value) -> ToolResult {
+    let lines = opt_u64_arg(args, "lines")?.ok_or("missing argument \"lines\"")?;
+    let width = bytes_arg(args, "bytes_per_line")?.unwrap_or(100);
+    if lines.saturating_mul(width as u64) > MAX_BYTES {
+        return Err(format!("more than {MAX_BYTES} bytes in all").into());
+    }
+    // Blocking writes, so that a client that stops reading stderr really stalls us.
+    let written = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut stderr = std::io::stderr().lock();
+        let mut line = Vec::with_capacity(width + 1);
+        for i in 0..lines {
+            line.clear();
+            line.extend_from_slice(format!("stderr line {i} ").as_bytes());
+            line.resize(width, b'.');
+            line.push(b'\n');
+            stderr.write_all(&line)?;
+        }
+        stderr.flush()
+    })
+    .await;
+    match written {
+        Ok(Ok(())) => Ok(text(format!("wrote {lines} lines"))),
+        Ok(Err(e)) => Err(format!("writing to stderr failed: {e}").into()),
+        Err(e) => Err(format!("the writing task failed: {e}").into()),
+    }
+}
+
+fn spawn_grandchild() -> ToolResult {
+    // stdout and stderr are inherited on purpose: a grandchild that holds the server's pipes
+    // open is exactly the situation the runtime must cope with.
+    let child = Command::new("sleep")
+        .arg("600")
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot spawn sleep: {e}"))?;
+    let pid = child.id();
+    log(format_args!("spawned grandchild {pid}"));
+    lock(&GRANDCHILDREN).push(child);
+    Ok(structured(pid.to_string(), json!({"pid": pid})))
+}
+
+async fn ping_client(session: &Session) -> ToolResult {
+    match session.request_client("ping", PING_TIMEOUT).await {
+        Ok(Outcome::Result(raw)) => match serde_json::from_str::<Value>(raw.get()) {
+            Ok(Value::Object(map)) if map.is_empty() => Ok(text("pong")),
+            _ => Err(format!("the client answered ping with {}, not {{}}", raw.get()).into()),
+        },
+        Ok(Outcome::Error(e)) => Err(format!("the client answered ping with an error: {e}").into()),
+        Err(e) => Err(format!("the client did not answer ping: {e}").into()),
+    }
+}

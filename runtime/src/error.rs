@@ -1,0 +1,210 @@
+//! The one error type of the runtime.
+//!
+//! Every variant names the server (and the tool, for tool calls) it concerns. `Error` is
+//! `Clone`: a disconnect fails every pending call with the same shared cause.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_transports::CloseReason;
+
+/// A result with the runtime's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong between a caller and an MCP server.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request's deadline passed; the server was sent `notifications/cancelled`.
+    #[error("{} timed out after {} ms (request id {request_id}){}", target(server, method, tool), elapsed.as_millis(), dropped_note(*dropped_frames))]
+    Timeout {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The request id on the wire.
+        request_id: i64,
+        /// Time from the call to its expiry.
+        elapsed: Duration,
+        /// Unreadable frames the server sent while this request was pending (its answer may
+        /// have been one of them).
+        dropped_frames: u64,
+    },
+    /// The connection ended while the request was pending.
+    #[error(
+        "{} failed: the server disconnected: {reason}",
+        target(server, method, tool)
+    )]
+    Disconnected {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// Why the connection ended (exit status or signal, last stderr lines).
+        reason: Arc<CloseReason>,
+    },
+    /// The server is not running (it failed to start, crashed, or is stopping).
+    #[error("server `{server}` is unavailable: {reason}")]
+    Unavailable {
+        /// The server.
+        server: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// Why.
+        reason: Arc<str>,
+    },
+    /// `max_in_flight` requests were pending for the whole of the call's deadline.
+    #[error(
+        "{} failed: server overloaded ({max_in_flight} requests in flight)",
+        target(server, method, tool)
+    )]
+    Overloaded {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The limit that was reached.
+        max_in_flight: usize,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error(
+        "{} failed: the server answered error {code}: {message}",
+        target(server, method, tool)
+    )]
+    Rpc {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error message.
+        message: String,
+        /// The error data, if any.
+        data: Option<Arc<serde_json::Value>>,
+    },
+    /// The server broke the protocol (a malformed answer, a result of the wrong shape).
+    #[error("{} failed: protocol error: {detail}", target(server, method, tool))]
+    Protocol {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The server answered `initialize` with a protocol version we do not speak.
+    #[error("server `{server}` answered protocol version {received}, but Switchboard offered {offered} and supports {}", crate::model::SUPPORTED_PROTOCOL_VERSIONS.join(", "))]
+    UnsupportedVersion {
+        /// The server.
+        server: Arc<str>,
+        /// What we offered.
+        offered: Arc<str>,
+        /// What the server answered.
+        received: Arc<str>,
+    },
+    /// The handshake failed or did not finish within the startup timeout.
+    #[error("server `{server}` failed its handshake: {detail}")]
+    Handshake {
+        /// The server.
+        server: Arc<str>,
+        /// What happened.
+        detail: Arc<str>,
+    },
+    /// The server could not be started.
+    #[error("server `{server}` could not be started: {detail}")]
+    Spawn {
+        /// The server.
+        server: Arc<str>,
+        /// The cause.
+        detail: Arc<str>,
+    },
+    /// The server's catalogue has no such tool.
+    #[error("server `{server}` has no tool `{tool}`")]
+    UnknownTool {
+        /// The server.
+        server: Arc<str>,
+        /// The tool asked for.
+        tool: Arc<str>,
+    },
+    /// No server of that name is configured.
+    #[error("no server named `{name}`")]
+    UnknownServer {
+        /// The name asked for.
+        name: Arc<str>,
+    },
+    /// Tool arguments must be a JSON object.
+    #[error("{} failed: arguments must be a JSON object, got {got}", target(server, "tools/call", &Some(tool.clone())))]
+    InvalidArguments {
+        /// The server.
+        server: Arc<str>,
+        /// The tool.
+        tool: Arc<str>,
+        /// The JSON type that was given.
+        got: &'static str,
+    },
+    /// The runtime has been shut down.
+    #[error("the runtime has been shut down")]
+    Shutdown,
+    /// The runtime's actor thread could not be started.
+    #[error("cannot start the runtime: {detail}")]
+    Runtime {
+        /// The cause.
+        detail: Arc<str>,
+    },
+}
+
+impl Error {
+    /// The server this error concerns, if any.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Error::Timeout { server, .. }
+            | Error::Disconnected { server, .. }
+            | Error::Unavailable { server, .. }
+            | Error::Overloaded { server, .. }
+            | Error::Rpc { server, .. }
+            | Error::Protocol { server, .. }
+            | Error::UnsupportedVersion { server, .. }
+            | Error::Handshake { server, .. }
+            | Error::Spawn { server, .. }
+            | Error::UnknownTool { server, .. }
+            | Error::InvalidArguments { server, .. } => Some(server),
+            Error::UnknownServer { name } => Some(name),
+            Error::Shutdown | Error::Runtime { .. } => None,
+        }
+    }
+
+    /// Whether this is a [`Error::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+}
+
+/// "call to tool `x` on server `s`" or "request `m` to server `s`".
+fn target(server: &str, method: &str, tool: &Option<Arc<str>>) -> impl fmt::Display {
+    let server = server.to_owned();
+    let what = match tool {
+        Some(tool) => format!("call to tool `{tool}` on server `{server}`"),
+        None => format!("request `{method}` to server `{server}`"),
+    };
+    what
+}
+
+fn dropped_note(dropped: u64) -> String {
+    if dropped == 0 {
+        String::new()
+    } else {
+        format!("; {dropped} unreadable frame(s) from the server were dropped meanwhile, the answer may have been one of them")
+    }
+}

@@ -1,0 +1,267 @@
+//! [`ServerHandle`]: a cheap, cloneable way to call one server from any thread.
+//!
+//! The handle does the per-call work on the caller's thread (resolving the deadline,
+//! numbering and serializing the request) so the actor only correlates and routes.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, oneshot, watch, Semaphore, TryAcquireError};
+
+use crate::actor::server::request_frame;
+use crate::actor::{Cancel, Submit};
+use crate::call::{Call, ProgressFn};
+use crate::deadline::{DeadlinePolicy, ToolPolicy};
+use crate::error::{Error, Result};
+use crate::model::Tool;
+use crate::status::{ServerState, ServerStatus};
+use switchboard_transports::{CloseCause, CloseReason};
+
+/// What every clone of a server's handle shares.
+pub(crate) struct Shared {
+    pub(crate) name: Arc<str>,
+    pub(crate) ids: Arc<AtomicI64>,
+    pub(crate) permits: Arc<Semaphore>,
+    pub(crate) max_in_flight: usize,
+    pub(crate) submits: mpsc::Sender<Submit>,
+    pub(crate) cancels: mpsc::UnboundedSender<Cancel>,
+    pub(crate) status: watch::Receiver<ServerStatus>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) tools: HashMap<String, ToolPolicy>,
+    pub(crate) default_timeout: Duration,
+}
+
+/// A handle to one server: `Clone + Send + Sync`, usable from any thread and any tokio
+/// runtime (calls wait for capacity with tokio timers, so poll them inside a tokio runtime).
+#[derive(Clone)]
+pub struct ServerHandle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("name", &self.shared.name)
+            .field("state", &self.shared.status.borrow().state.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerHandle {
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The server's current status.
+    pub fn status(&self) -> ServerStatus {
+        self.shared.status.borrow().clone()
+    }
+
+    /// The server's tools, as listed by its last handshake (empty until it is ready).
+    pub fn tools(&self) -> Arc<[Tool]> {
+        self.shared.status.borrow().tools.clone()
+    }
+
+    /// Requests in flight now: submitted and not yet answered, timed out or cancelled.
+    pub fn in_flight(&self) -> usize {
+        self.shared.max_in_flight - self.shared.permits.available_permits()
+    }
+
+    /// Waits until the server has left the `starting` state, and returns its status.
+    pub async fn wait_started(&self) -> ServerStatus {
+        let mut rx = self.shared.status.clone();
+        let result = rx
+            .wait_for(|s| !matches!(s.state, ServerState::Starting))
+            .await
+            .map(|s| s.clone());
+        match result {
+            Ok(status) => status,
+            // The actor is gone: its last word is the status.
+            Err(_) => self.status(),
+        }
+    }
+
+    /// Starts a `tools/call`; configure it, then `.await` it.
+    pub fn call_tool(&self, tool: impl Into<Arc<str>>, arguments: serde_json::Value) -> Call {
+        Call {
+            handle: self.clone(),
+            tool: tool.into(),
+            arguments,
+            options: ToolPolicy::default(),
+            progress: None,
+        }
+    }
+
+    /// Sends any request and returns its raw result, under the server's timeout.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the request (`notifications/cancelled` is sent).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<serde_json::Value>,
+    ) -> Result<Box<RawValue>> {
+        let policy = self.policy(None, &ToolPolicy::default());
+        let params = params.unwrap_or_else(|| serde_json::json!({}));
+        self.send(method.into(), None, policy, None, |id| {
+            request_frame(id, method, &params)
+        })
+        .await
+    }
+
+    pub(crate) async fn call_raw(
+        &self,
+        tool: Arc<str>,
+        arguments: &serde_json::Value,
+        options: &ToolPolicy,
+        progress: Option<ProgressFn>,
+    ) -> Result<Box<RawValue>> {
+        let policy = self.policy(Some(&tool), options);
+        let name: &str = &tool;
+        self.send(
+            "tools/call".into(),
+            Some(tool.clone()),
+            policy,
+            progress,
+            |id| {
+                request_frame(
+                    id,
+                    "tools/call",
+                    &CallParams {
+                        name,
+                        arguments,
+                        meta: Meta { progress_token: id },
+                    },
+                )
+            },
+        )
+        .await
+    }
+
+    fn policy(&self, tool: Option<&str>, call: &ToolPolicy) -> DeadlinePolicy {
+        let shared = &self.shared;
+        DeadlinePolicy::resolve(
+            call,
+            tool.and_then(|t| shared.tools.get(t)),
+            shared.timeout,
+            shared.default_timeout,
+        )
+    }
+
+    /// The hot path: take a slot, number and serialize, hand over, await the answer.
+    async fn send(
+        &self,
+        method: Arc<str>,
+        tool: Option<Arc<str>>,
+        policy: DeadlinePolicy,
+        progress: Option<ProgressFn>,
+        frame: impl FnOnce(i64) -> bytes::Bytes,
+    ) -> Result<Box<RawValue>> {
+        let shared = &*self.shared;
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::from_std(policy.first(started));
+        let overloaded = || Error::Overloaded {
+            server: shared.name.clone(),
+            method: method.clone(),
+            tool: tool.clone(),
+            max_in_flight: shared.max_in_flight,
+        };
+        let gone = || Error::Unavailable {
+            server: shared.name.clone(),
+            tool: tool.clone(),
+            reason: "the runtime has stopped this server".into(),
+        };
+        let permit = match shared.permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::Closed) => return Err(gone()),
+            Err(TryAcquireError::NoPermits) => {
+                match tokio::time::timeout_at(deadline, shared.permits.clone().acquire_owned())
+                    .await
+                {
+                    Ok(Ok(permit)) => permit,
+                    Ok(Err(_)) => return Err(gone()),
+                    Err(_) => return Err(overloaded()),
+                }
+            }
+        };
+        let id = shared.ids.fetch_add(1, Ordering::Relaxed);
+        let (reply, answer) = oneshot::channel();
+        let submit = Submit {
+            id,
+            method: method.clone(),
+            tool: tool.clone(),
+            payload: frame(id),
+            policy,
+            started,
+            progress,
+            reply,
+            permit,
+        };
+        let guard = CancelOnDrop {
+            id,
+            cancels: &shared.cancels,
+        };
+        match shared.submits.try_send(submit) {
+            Ok(()) => {}
+            Err(TrySendError::Closed(_)) => return Err(gone()),
+            Err(TrySendError::Full(submit)) => {
+                match tokio::time::timeout_at(deadline, shared.submits.send(submit)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return Err(gone()),
+                    Err(_) => return Err(overloaded()),
+                }
+            }
+        }
+        let result = answer.await;
+        std::mem::forget(guard);
+        match result {
+            Ok(result) => result,
+            // The actor dropped the request without answering: it stopped abnormally.
+            Err(_) => Err(Error::Disconnected {
+                server: shared.name.clone(),
+                method,
+                tool,
+                reason: Arc::new(CloseReason {
+                    cause: CloseCause::Aborted("the server's actor stopped unexpectedly".into()),
+                    stderr_tail: Vec::new(),
+                }),
+            }),
+        }
+    }
+}
+
+/// Cancels a request whose caller stopped waiting.
+struct CancelOnDrop<'a> {
+    id: i64,
+    cancels: &'a mpsc::UnboundedSender<Cancel>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        // Unbounded by necessity (drop cannot wait) and bounded in practice: at most one
+        // cancel per in-flight request.
+        let _ = self.cancels.send(Cancel(self.id));
+    }
+}
+
+#[derive(Serialize)]
+struct CallParams<'a> {
+    name: &'a str,
+    arguments: &'a serde_json::Value,
+    #[serde(rename = "_meta")]
+    meta: Meta,
+}
+
+#[derive(Serialize)]
+struct Meta {
+    #[serde(rename = "progressToken")]
+    progress_token: i64,
+}

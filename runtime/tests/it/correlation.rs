@@ -1,0 +1,113 @@
+//! Correlation by id: out-of-order answers, stray answers, batches, malformed answers.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use switchboard::Error;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn answers_out_of_order_reach_their_callers() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let slow = server.call_tool("sleep", json!({"ms": 400}));
+    let fast = server.call_tool("echo", json!({"text": "fast"}));
+    let slow = tokio::spawn(async move {
+        let r = slow.await;
+        (r, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let fast_result = fast.await.unwrap();
+    let fast_done = Instant::now();
+    let (slow_result, slow_done) = slow.await.unwrap();
+    assert_eq!(fast_result.text(), "fast");
+    assert_eq!(slow_result.unwrap().text(), "slept 400 ms");
+    assert!(fast_done < slow_done);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn answers_to_unknown_ids_are_ignored() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let r = server.call_tool("unknown_id", json!({})).await.unwrap();
+    assert_eq!(r.text(), "ok");
+    assert_eq!(
+        server
+            .call_tool("echo", json!({"text": "still"}))
+            .await
+            .unwrap()
+            .text(),
+        "still"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_batch_line_is_delivered_as_its_messages() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let r = server.call_tool("batch_answer", json!({})).await.unwrap();
+    assert!(!r.is_error());
+    assert_eq!(
+        server
+            .call_tool("echo", json!({"text": "after"}))
+            .await
+            .unwrap()
+            .text(),
+        "after"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_malformed_answer_with_a_readable_id_fails_its_call_at_once() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let started = Instant::now();
+    let err = server
+        .call_tool("malformed_answer", json!({}))
+        .timeout(Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(err.to_string().contains("malformed_answer"), "{err}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unreadable_answer_fails_at_the_deadline_noting_the_dropped_frame() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let err = server
+        .call_tool("drop_answer", json!({}))
+        .timeout(Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    let Error::Timeout { dropped_frames, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(*dropped_frames >= 1);
+    assert!(err.to_string().contains("unreadable"), "{err}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_ping_is_answered() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let r = server.call_tool("ping_client", json!({})).await.unwrap();
+    assert_eq!(r.text(), "pong");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn json_rpc_errors_and_tool_errors_are_told_apart() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let err = server.call_tool("nosuch", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::Rpc { code: -32602, .. }), "{err:?}");
+    let r = server
+        .call_tool("fail", json!({"message": "nope"}))
+        .await
+        .unwrap();
+    assert!(r.is_error());
+    let err = server.call_tool("echo", json!([1])).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArguments { .. }), "{err:?}");
+    rt.shutdown().await;
+}

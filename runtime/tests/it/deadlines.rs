@@ -1,0 +1,176 @@
+//! Deadlines: precedence, cancellation on expiry, progress.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::{Error, Runtime, ToolPolicy};
+
+use crate::support::*;
+
+fn elapsed_of(err: &Error) -> Duration {
+    match err {
+        Error::Timeout { elapsed, .. } => *elapsed,
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn per_call_beats_per_tool_beats_per_server_beats_default() {
+    let config = demo_memory(&["--faults"])
+        .timeout(Duration::from_millis(700))
+        .tool_timeout("hang", Duration::from_millis(350));
+    let rt = Runtime::builder()
+        .default_timeout(Duration::from_secs(30))
+        .server("demo", config)
+        .server("plain", demo_memory(&["--faults"]))
+        .build()
+        .await
+        .unwrap();
+    let demo = rt.server("demo").unwrap();
+    let call = demo
+        .call_tool("hang", json!({}))
+        .timeout(Duration::from_millis(100))
+        .await
+        .unwrap_err();
+    let tool = demo.call_tool("hang", json!({})).await.unwrap_err();
+    let server = demo
+        .call_tool("sleep", json!({"ms": 30000}))
+        .await
+        .unwrap_err();
+    let (call, tool, server) = (elapsed_of(&call), elapsed_of(&tool), elapsed_of(&server));
+    assert!(
+        call >= Duration::from_millis(100) && call < Duration::from_millis(350),
+        "{call:?}"
+    );
+    assert!(
+        tool >= Duration::from_millis(350) && tool < Duration::from_millis(700),
+        "{tool:?}"
+    );
+    assert!(
+        server >= Duration::from_millis(700) && server < Duration::from_secs(30),
+        "{server:?}"
+    );
+    rt.shutdown().await;
+
+    let rt = Runtime::builder()
+        .default_timeout(Duration::from_millis(250))
+        .server("demo", demo_memory(&["--faults"]))
+        .build()
+        .await
+        .unwrap();
+    let err = rt
+        .server("demo")
+        .unwrap()
+        .call_tool("hang", json!({}))
+        .await
+        .unwrap_err();
+    let default = elapsed_of(&err);
+    assert!(
+        default >= Duration::from_millis(250) && default < Duration::from_secs(5),
+        "{default:?}"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_timeout_names_everything_and_sends_cancelled() {
+    let (rt, server) = runtime_with(demo_stdio(&["--faults"])).await;
+    let err = server
+        .call_tool("hang", json!({}))
+        .timeout(Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    let Error::Timeout {
+        server: name,
+        tool,
+        request_id,
+        elapsed,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(&**name, "demo");
+    assert_eq!(tool.as_deref(), Some("hang"));
+    assert!(*elapsed >= Duration::from_millis(200));
+    let text = err.to_string();
+    assert!(
+        text.contains("hang") && text.contains("demo") && text.contains(&request_id.to_string()),
+        "{text}"
+    );
+    let seen = server.call_tool("cancellations", json!({})).await.unwrap();
+    let cancelled = seen.structured_content.unwrap()["cancelled"].clone();
+    let ids: Vec<i64> = cancelled
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["requestId"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [*request_id]);
+    assert!(cancelled[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("timed out"));
+    assert_eq!(server.in_flight(), 0);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_extends_the_deadline_but_not_past_max_total() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    // 1.2 s of work with progress every 100 ms outlives a 300 ms timeout that progress resets.
+    let r = server
+        .call_tool("sleep", json!({"ms": 1200, "steps": 12}))
+        .timeout(Duration::from_millis(300))
+        .reset_on_progress(true)
+        .on_progress(move |p| sink.lock().unwrap().push(p.progress))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "slept 1200 ms");
+    assert!(
+        seen.lock().unwrap().len() >= 10,
+        "{:?}",
+        seen.lock().unwrap()
+    );
+
+    // Without reset it times out.
+    let err = server
+        .call_tool("sleep", json!({"ms": 1200, "steps": 12}))
+        .timeout(Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(elapsed_of(&err) < Duration::from_millis(1000));
+
+    // With a cap it stops at the cap, progress or not.
+    let err = server
+        .call_tool("sleep", json!({"ms": 3000, "steps": 30}))
+        .timeout(Duration::from_millis(300))
+        .reset_on_progress(true)
+        .max_total(Duration::from_millis(700))
+        .await
+        .unwrap_err();
+    let e = elapsed_of(&err);
+    assert!(
+        e >= Duration::from_millis(700) && e < Duration::from_millis(2500),
+        "{e:?}"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn per_tool_policy_can_reset_on_progress() {
+    let config = demo_memory(&["--faults"]).tool(
+        "sleep",
+        ToolPolicy::timeout(Duration::from_millis(300)).with_reset_on_progress(true),
+    );
+    let (rt, server) = runtime_with(config).await;
+    let r = server
+        .call_tool("sleep", json!({"ms": 900, "steps": 9}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "slept 900 ms");
+    rt.shutdown().await;
+}

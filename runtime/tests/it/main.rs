@@ -1,0 +1,13 @@
+//! Behaviour tests of the runtime, through its public API, against the bundled demo server
+//! (as a real child process where the behaviour is about processes, in memory elsewhere).
+
+mod support;
+
+mod cancellation;
+mod correlation;
+mod deadlines;
+mod disconnect;
+mod handshake;
+mod load;
+mod processes;
+mod skipped_frames;

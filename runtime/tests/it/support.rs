@@ -1,0 +1,70 @@
+//! Shared fixtures: the demo server as a child process or in memory.
+
+use std::time::Duration;
+
+use switchboard::demo::{self, Options};
+use switchboard::{Runtime, ServerConfig, ServerHandle};
+
+/// The bundled demo server as a real child process.
+pub(crate) fn demo_stdio(args: &[&str]) -> ServerConfig {
+    ServerConfig::stdio(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("demo-server")
+        .args(args.iter().copied())
+        .close_timeouts(Duration::from_secs(2), Duration::from_secs(2))
+}
+
+/// The demo server in this process, over the in-memory transport.
+pub(crate) fn demo_memory(args: &[&str]) -> ServerConfig {
+    let options = Options::from_args(args.iter().map(|s| s.to_string())).expect("demo options");
+    ServerConfig::memory(move |io| {
+        let options = options.clone();
+        async move {
+            let (reader, writer) = tokio::io::split(io);
+            let _ = demo::serve(reader, writer, options).await;
+        }
+    })
+}
+
+/// A runtime with one server named `demo`.
+pub(crate) async fn runtime_with(config: ServerConfig) -> (Runtime, ServerHandle) {
+    let rt = Runtime::builder()
+        .server("demo", config)
+        .build()
+        .await
+        .expect("runtime");
+    let server = rt.server("demo").expect("server");
+    assert!(
+        server.status().is_ready(),
+        "demo server not ready: {:?}",
+        server.status().state
+    );
+    (rt, server)
+}
+
+/// Whether a process is gone (no such pid, or a zombie nobody reaped yet).
+pub(crate) fn process_is_gone(pid: u32) -> bool {
+    if unsafe { libc::kill(pid as i32, 0) } != 0 {
+        return true;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => !cfg!(target_os = "linux"),
+    }
+}
+
+/// Polls `cond` every 20 ms for up to `within`.
+pub(crate) async fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = tokio::time::Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= end {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,179 @@
+//! Shared plumbing for byte-stream transports: a reader task that turns newline-delimited
+//! JSON into [`Event`]s and a writer task that batches [`Outbound`] messages into lines.
+//!
+//! stdio and memory run one of each per connection. Neither task sends
+//! [`Event::Closed`]: the transport's own task does, after the reader has finished, so the
+//! close event always comes after the last message.
+
+use std::io;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use switchboard_codecs::lines::{Frame, LinesCodec};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::codec::FramedRead;
+
+use crate::connection::{Event, Outbound};
+
+/// Capacity of a connection's event queue. A consumer that falls behind stops the reader,
+/// and the pipe then stops the server: backpressure instead of memory.
+pub(crate) const EVENTS_CAPACITY: usize = 256;
+
+/// Most messages written between two flushes.
+const WRITE_BATCH: usize = 64;
+
+/// Longest excerpt of a skipped frame that goes into a log line.
+const LOG_EXCERPT: usize = 120;
+
+/// How the reader task ended.
+#[derive(Debug)]
+pub(crate) enum ReadEnd {
+    /// The peer closed its output.
+    Eof,
+    /// Told to stop while no data was waiting.
+    Stopped,
+    /// Reading failed.
+    Failed(io::Error),
+}
+
+/// Reads frames from `reader` into `events` until EOF, an error, or `stop`.
+///
+/// `stop` only wins while a read is pending: whatever the peer already wrote is delivered
+/// first, so an answer written just before an exit still arrives. Sending waits for room in
+/// `events` (backpressure); once the receiver is gone, frames are read and dropped so the
+/// peer never blocks on a full pipe.
+pub(crate) fn spawn_reader<R>(
+    server: Arc<str>,
+    reader: R,
+    codec: LinesCodec,
+    events: mpsc::Sender<Event>,
+    mut stop: oneshot::Receiver<()>,
+) -> JoinHandle<ReadEnd>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+{
+    tokio::spawn(async move {
+        let mut frames = FramedRead::new(reader, codec);
+        let mut receiver_alive = true;
+        loop {
+            let next = tokio::select! {
+                biased;
+                next = frames.next() => next,
+                _ = &mut stop => return ReadEnd::Stopped,
+            };
+            let event = match next {
+                None => return ReadEnd::Eof,
+                Some(Err(e)) => {
+                    tracing::debug!(server = %server, error = %e, "reading from the server failed");
+                    return ReadEnd::Failed(e);
+                }
+                Some(Ok(Frame::Message(message))) => Event::Message(message),
+                Some(Ok(Frame::Skipped(skipped))) => {
+                    tracing::warn!(
+                        server = %server,
+                        kind = skipped.kind.as_str(),
+                        len = skipped.len,
+                        excerpt = %short(&skipped.excerpt),
+                        "skipped an inbound frame",
+                    );
+                    Event::Skipped(skipped)
+                }
+            };
+            if receiver_alive && events.send(event).await.is_err() {
+                receiver_alive = false;
+            }
+        }
+    })
+}
+
+/// Writes each queued message as one line, flushing once per batch.
+///
+/// The task ends when every [`Sender`](crate::Sender) is gone or `shutdown` fires (or its
+/// sender is dropped); it then writes what is already queued, flushes and shuts `writer`
+/// down, which closes a child's stdin. It returns the first write error.
+pub(crate) fn spawn_writer<W>(
+    server: Arc<str>,
+    writer: W,
+    mut outbound: mpsc::UnboundedReceiver<Outbound>,
+    mut shutdown: oneshot::Receiver<()>,
+) -> JoinHandle<io::Result<()>>
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    tokio::spawn(async move {
+        let mut writer = BufWriter::new(writer);
+        let result = write_all(&mut writer, &mut outbound, &mut shutdown).await;
+        let result = match result {
+            Ok(()) => match writer.flush().await {
+                Ok(()) => writer.shutdown().await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &result {
+            tracing::debug!(server = %server, error = %e, "writing to the server failed");
+        }
+        result
+    })
+}
+
+async fn write_all<W>(
+    writer: &mut BufWriter<W>,
+    outbound: &mut mpsc::UnboundedReceiver<Outbound>,
+    shutdown: &mut oneshot::Receiver<()>,
+) -> io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    loop {
+        let received = tokio::select! {
+            biased;
+            _ = &mut *shutdown => {
+                // A graceful close still delivers what was sent before it.
+                while let Ok(message) = outbound.try_recv() {
+                    write_line(writer, &message).await?;
+                }
+                return Ok(());
+            }
+            n = outbound.recv_many(&mut batch, WRITE_BATCH) => n,
+        };
+        if received == 0 {
+            return Ok(());
+        }
+        for message in batch.drain(..) {
+            write_line(writer, &message).await?;
+        }
+        writer.flush().await?;
+    }
+}
+
+async fn write_line<W>(writer: &mut BufWriter<W>, message: &Outbound) -> io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    writer.write_all(&message.payload).await?;
+    writer.write_all(b"\n").await
+}
+
+/// The first characters of `text`, cut at a character boundary.
+fn short(text: &str) -> &str {
+    match text.char_indices().nth(LOG_EXCERPT) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_cuts_at_a_char_boundary() {
+        let text = "é".repeat(LOG_EXCERPT + 5);
+        assert_eq!(short(&text).chars().count(), LOG_EXCERPT);
+        assert_eq!(short("abc"), "abc");
+    }
+}
