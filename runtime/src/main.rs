@@ -1,17 +1,16 @@
-//! Temporary entry (the CLI replaces it).
-fn main() -> std::process::ExitCode {
+//! The `switchboard` command: a tour of the runtime (`switchboard demo`, the default) and
+//! ad-hoc use against any stdio MCP server (`switchboard tools`, `switchboard call`).
+//!
+//! The binary doubles as the bundled demo server: as a child process of itself it serves MCP
+//! on stdio (`switchboard demo-server`, or with `SWITCHBOARD_DEMO_SERVER` set).
+
+use std::process::ExitCode;
+
+mod cli;
+
+fn main() -> ExitCode {
     if let Some(code) = switchboard::demo::main_from_env() {
         return code;
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("demo-server") {
-        return match switchboard::demo::Options::from_args(args.into_iter().skip(1)) {
-            Ok(o) => switchboard::demo::run_stdio(o),
-            Err(e) => {
-                eprintln!("{e}");
-                std::process::ExitCode::from(2)
-            }
-        };
-    }
-    std::process::ExitCode::from(2)
+    cli::main()
 }

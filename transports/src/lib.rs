@@ -1,6 +1,6 @@
 //! Connections to MCP servers for Switchboard.
 //!
-//! A transport opens a [`Connection`](connection::Connection): inbound events, an outbound
+//! A transport opens a [`Connection`]: inbound events, an outbound
 //! sender, and a control for the protocol version and a graceful close. [`stdio`] runs the
 //! server as a child process; [`memory`] connects to a server running in the same process.
 //! Nothing here knows about actors, and little about MCP.

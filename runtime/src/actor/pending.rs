@@ -155,6 +155,15 @@ impl Pending {
         ids
     }
 
+    /// Ids of callers' requests already written to the server (never `initialize`).
+    pub(crate) fn written_ids(&self) -> Vec<i64> {
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.unsent.is_none() && matches!(e.reply, Reply::Caller(_)))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// How many requests are pending.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()

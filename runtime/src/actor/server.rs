@@ -514,14 +514,15 @@ impl ServerActor {
             Event::Message(Message::Notification(n)) => self.on_notification(n),
             Event::Message(Message::Request(r)) => self.on_server_request(r),
             Event::Skipped(skipped) => self.on_skipped(skipped),
-            Event::SendFailed { id, reason } => {
-                if let Id::Number(n) = id {
-                    self.fail_one(n, |server, e| Error::Unavailable {
-                        server,
-                        tool: e.tool.clone(),
-                        reason: reason.clone(),
-                    });
-                }
+            Event::SendFailed {
+                id: Id::Number(n),
+                reason,
+            } => {
+                self.fail_one(n, |server, e| Error::Unavailable {
+                    server,
+                    tool: e.tool.clone(),
+                    reason: reason.clone(),
+                });
             }
             Event::SessionExpired { id } => {
                 tracing::warn!(server = %self.name, ?id, "the server's session expired");
@@ -781,6 +782,10 @@ impl Handler<Shutdown> for ServerActor {
     fn handle(&mut self, _: Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
         self.phase = Phase::Stopping;
         self.down_reason = Some("the runtime is shutting down".into());
+        // Requests the server is working on are abandoned: say so before closing.
+        for id in self.pending.written_ids() {
+            self.send_cancelled(id, "the client is shutting down");
+        }
         let name = self.name.clone();
         self.fail_all(|entry| Error::Unavailable {
             server: name.clone(),

@@ -1,0 +1,1 @@
+//! Criterion benchmarks of Switchboard live in `benches/`; run them with `cargo bench`.

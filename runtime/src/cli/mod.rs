@@ -1,0 +1,249 @@
+//! The command line: arguments, logging, signals and exit codes around the subcommands.
+//!
+//! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 a bad command line or bad
+//! tool arguments; 3 any run-time failure (spawn, handshake, unknown tool, JSON-RPC error,
+//! timeout, disconnect, overload); 130 interrupted by `SIGINT` or `SIGTERM`. On 2 and 3 stdout
+//! stays empty and stderr gets one line, `switchboard: <what failed, where, and why>`.
+//!
+//! Every path that starts a runtime shuts it down before exiting, so no server outlives us.
+
+use std::future::Future;
+use std::process::ExitCode;
+
+use clap::{ArgAction, Parser, Subcommand};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+use switchboard::{Runtime, ServerConfig, ServerHandle, ServerState, ServerStatus};
+
+mod adhoc;
+mod demo;
+mod duration;
+mod print;
+
+/// Run MCP servers under Switchboard's supervision and call their tools.
+///
+/// Without a subcommand, runs `demo`.
+#[derive(Debug, Parser)]
+#[command(name = "switchboard", version, about, long_about = None)]
+struct Cli {
+    /// Log more to stderr (-v info, -vv debug); RUST_LOG sets finer filters.
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// A tour: start the bundled demo server, call its tools, time one out, crash it.
+    Demo,
+    /// List the tools of a stdio MCP server.
+    #[command(
+        after_help = "Example: switchboard tools -- npx -y @modelcontextprotocol/server-everything"
+    )]
+    Tools(adhoc::ToolsArgs),
+    /// Call one tool of a stdio MCP server and print its result.
+    #[command(
+        after_help = "Example: switchboard call add '{\"a\":2,\"b\":3}' --timeout 5s -- switchboard demo-server"
+    )]
+    Call(adhoc::CallArgs),
+    /// Serve the bundled demo MCP server on stdin/stdout.
+    #[command(hide = true)]
+    DemoServer {
+        /// `--faults`, `--protocol-version V`, `--page-size N`, `--name N`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// Why the command did not succeed; each maps to one exit code.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// A bad command line or bad tool arguments (exit 2).
+    Usage(String),
+    /// Anything that went wrong while running (exit 3).
+    Run(String),
+    /// `SIGINT` or `SIGTERM` arrived (exit 130).
+    Interrupted(String),
+}
+
+impl Failure {
+    fn exit_code(&self) -> ExitCode {
+        ExitCode::from(match self {
+            Failure::Usage(_) => 2,
+            Failure::Run(_) => 3,
+            Failure::Interrupted(_) => 130,
+        })
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            Failure::Usage(m) | Failure::Run(m) | Failure::Interrupted(m) => m,
+        }
+    }
+}
+
+impl From<switchboard::Error> for Failure {
+    fn from(error: switchboard::Error) -> Self {
+        Failure::Run(error.to_string())
+    }
+}
+
+impl From<Interrupted> for Failure {
+    fn from(Interrupted(signal): Interrupted) -> Self {
+        Failure::Interrupted(format!("interrupted by {signal}"))
+    }
+}
+
+/// Parses the command line and runs it; clap itself exits 2 on a bad command line and 0 for
+/// `--help` and `--version`.
+pub(crate) fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = match cli.command.unwrap_or(Command::Demo) {
+        Command::DemoServer { args } => return demo_server(args),
+        command => command,
+    };
+    init_logging(cli.verbose);
+    let tokio = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(tokio) => tokio,
+        Err(e) => {
+            return fail(&Failure::Run(format!(
+                "cannot start the async runtime: {e}"
+            )))
+        }
+    };
+    match tokio.block_on(run(command)) {
+        Ok(code) => code,
+        Err(failure) => fail(&failure),
+    }
+}
+
+async fn run(command: Command) -> Result<ExitCode, Failure> {
+    let mut interrupt = Interrupt::new()
+        .map_err(|e| Failure::Run(format!("cannot listen for SIGINT and SIGTERM: {e}")))?;
+    match command {
+        Command::Demo => demo::run(&mut interrupt).await,
+        Command::Tools(args) => adhoc::tools(args, &mut interrupt).await,
+        Command::Call(args) => adhoc::call(args, &mut interrupt).await,
+        Command::DemoServer { .. } => {
+            unreachable!("demo-server is served before the async runtime starts")
+        }
+    }
+}
+
+fn fail(failure: &Failure) -> ExitCode {
+    eprintln!("switchboard: {}", failure.message());
+    failure.exit_code()
+}
+
+fn demo_server(args: Vec<String>) -> ExitCode {
+    match switchboard::demo::Options::from_args(args) {
+        Ok(options) => switchboard::demo::run_stdio(options),
+        Err(e) => fail(&Failure::Usage(format!("demo-server: {e}"))),
+    }
+}
+
+/// Logs go to stderr: `-v` and `-vv` pick info and debug, else `RUST_LOG`, else warnings.
+///
+/// By default Switchboard's own crates log only errors: every failure they warn about reaches
+/// us as an error too, and is printed once, as the one line a failure gets.
+fn init_logging(verbose: u8) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    const DEFAULT: &str =
+        "warn,switchboard=error,switchboard_transports=error,switchboard_codecs=error";
+    let filter = match verbose {
+        0 => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT)),
+        1 => EnvFilter::new("info"),
+        _ => EnvFilter::new("debug"),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// `SIGINT` or `SIGTERM` arrived; carries the signal's name.
+#[derive(Debug)]
+pub(crate) struct Interrupted(pub(crate) &'static str);
+
+/// Listens for `SIGINT` and `SIGTERM` from the start, so that neither kills us before we have
+/// shut our servers down (they run in process groups of their own, out of a terminal's reach).
+#[derive(Debug)]
+pub(crate) struct Interrupt {
+    int: Signal,
+    term: Signal,
+}
+
+impl Interrupt {
+    fn new() -> std::io::Result<Self> {
+        Ok(Interrupt {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Runs `work` until it completes or a signal arrives; on a signal `work` is dropped,
+    /// which cancels whatever it was awaiting (a call sends `notifications/cancelled`).
+    pub(crate) async fn guard<T>(
+        &mut self,
+        work: impl Future<Output = T>,
+    ) -> Result<T, Interrupted> {
+        tokio::select! {
+            biased;
+            out = work => Ok(out),
+            _ = self.int.recv() => Err(Interrupted("SIGINT")),
+            _ = self.term.recv() => Err(Interrupted("SIGTERM")),
+        }
+    }
+}
+
+/// Builds a runtime with one server, interruptibly. Dropped mid-build, a runtime kills the
+/// servers it had started (its `Drop` sends `SIGKILL` to their process groups).
+pub(crate) async fn start(
+    name: &str,
+    config: ServerConfig,
+    interrupt: &mut Interrupt,
+) -> Result<Runtime, Failure> {
+    let build = Runtime::builder().server(name, config).build();
+    match interrupt.guard(build).await {
+        Ok(built) => Ok(built?),
+        Err(Interrupted(signal)) => Err(Failure::Interrupted(format!(
+            "interrupted by {signal} while server `{name}` was starting"
+        ))),
+    }
+}
+
+/// The server's status if it is ready, else the reason it is not, as a run-time failure.
+pub(crate) fn ready(server: &ServerHandle) -> Result<ServerStatus, Failure> {
+    let status = server.status();
+    let name = server.name();
+    match &status.state {
+        ServerState::Ready => Ok(status),
+        ServerState::Failed { error } => Err(error.clone().into()),
+        ServerState::Down { reason } => Err(Failure::Run(format!(
+            "server `{name}` stopped right after its handshake: {reason}"
+        ))),
+        other => Err(Failure::Run(format!(
+            "server `{name}` is {} instead of ready",
+            other.as_str()
+        ))),
+    }
+}
+
+/// One line about a ready server: its name, implementation, protocol version and tools.
+pub(crate) fn describe(name: &str, status: &ServerStatus) -> String {
+    let info = status
+        .server_info
+        .as_ref()
+        .map(|i| format!("{} {}", i.name, i.version))
+        .unwrap_or_else(|| "unnamed server".to_owned());
+    let protocol = status.protocol_version.as_deref().unwrap_or("unknown");
+    let count = status.tools.len();
+    let tools = if count == 1 { "tool" } else { "tools" };
+    format!("server `{name}`: {info}, protocol {protocol}, {count} {tools}")
+}

@@ -1,0 +1,85 @@
+//! Interop with `@modelcontextprotocol/server-everything` over stdio.
+//!
+//! Runs only with `SWITCHBOARD_INTEROP=1`; then a peer that cannot start fails the test. The
+//! peer is installed by `.ci/run` into `.ci/peers` (never fetched inside a startup timeout).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::{Runtime, ServerConfig};
+
+fn enabled() -> bool {
+    std::env::var("SWITCHBOARD_INTEROP").is_ok_and(|v| v == "1")
+}
+
+fn peer_bin(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../.ci/peers/node_modules/.bin")
+        .join(name)
+}
+
+#[tokio::test]
+async fn server_everything_lists_and_calls_echo_over_stdio() {
+    if !enabled() {
+        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
+        return;
+    }
+    let bin = peer_bin("mcp-server-everything");
+    assert!(bin.exists(), "peer not installed at {}", bin.display());
+    let rt = Runtime::builder()
+        .server(
+            "everything",
+            ServerConfig::stdio(&bin)
+                .arg("stdio")
+                .startup_timeout(Duration::from_secs(30)),
+        )
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("everything").unwrap();
+    let status = server.status();
+    assert!(status.is_ready(), "{:?}", status.state);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(
+        status.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("mcp-servers/everything")
+    );
+    let names: Vec<_> = server.tools().iter().map(|t| t.name.clone()).collect();
+    assert!(names.iter().any(|n| n == "echo"), "{names:?}");
+    assert!(names.iter().any(|n| n == "get-sum"), "{names:?}");
+
+    let r = server
+        .call_tool("echo", json!({"message": "hello from switchboard"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: hello from switchboard");
+    let sum = server
+        .call_tool("get-sum", json!({"a": 2, "b": 40}))
+        .await
+        .unwrap();
+    assert!(sum.text().contains("42"), "{}", sum.text());
+
+    // Progress from a server nobody here wrote reaches the caller.
+    let steps = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = steps.clone();
+    server
+        .call_tool(
+            "trigger-long-running-operation",
+            json!({"duration": 1, "steps": 4}),
+        )
+        .on_progress(move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })
+        .await
+        .unwrap();
+    assert_eq!(steps.load(std::sync::atomic::Ordering::SeqCst), 4);
+    let pid = status.pid.unwrap();
+    rt.shutdown().await;
+    assert!(
+        unsafe { libc::kill(pid as i32, 0) } != 0
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.contains(") Z"))
+                .unwrap_or(true)
+    );
+}

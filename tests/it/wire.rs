@@ -1,0 +1,108 @@
+//! What Switchboard writes on the wire, checked line by line against a scripted peer.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard::{Runtime, ServerConfig};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// A peer that records every line it receives and answers the handshake, then `hang` never.
+fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig {
+    ServerConfig::memory(move |io| {
+        let seen = seen.clone();
+        async move {
+            let (reader, mut writer) = tokio::io::split(io);
+            let mut lines = BufReader::new(reader).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                let _ = seen.send(msg.clone());
+                let answer = match msg["method"].as_str() {
+                    Some("initialize") => json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "scripted", "version": "0"},
+                        "futureField": {"kept": true}
+                    }}),
+                    Some("tools/list") => json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                        "tools": [{"name": "hang", "inputSchema": {"type": "object"}, "x-vendor": 1}]
+                    }}),
+                    _ => continue,
+                };
+                let mut out = serde_json::to_vec(&answer).unwrap();
+                out.push(b'\n');
+                if writer.write_all(&out).await.is_err() {
+                    break;
+                }
+            }
+        }
+    })
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<Value>) -> Value {
+    tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("a line within 5 s")
+        .expect("peer alive")
+}
+
+#[tokio::test]
+async fn handshake_then_tools_list_then_call_then_cancel_on_the_wire() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let rt = Runtime::builder()
+        .server("s", scripted(tx))
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("s").unwrap();
+    assert!(server.status().is_ready());
+
+    let init = next(&mut rx).await;
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["jsonrpc"], "2.0");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["params"]["capabilities"], json!({}));
+    assert_eq!(init["params"]["clientInfo"]["name"], "switchboard");
+    assert!(init["id"].is_i64());
+    let initialized = next(&mut rx).await;
+    assert_eq!(initialized["method"], "notifications/initialized");
+    assert!(initialized.get("id").is_none());
+    let list = next(&mut rx).await;
+    assert_eq!(list["method"], "tools/list");
+    assert_ne!(list["id"], init["id"]);
+
+    // Unknown fields survive parsing.
+    let tools = server.tools();
+    assert_eq!(tools[0].name, "hang");
+    assert_eq!(tools[0].extra["x-vendor"], 1);
+
+    let err = server
+        .call_tool("hang", json!({"k": "v"}))
+        .timeout(Duration::from_millis(150))
+        .await
+        .unwrap_err();
+    let call = next(&mut rx).await;
+    assert_eq!(call["method"], "tools/call");
+    assert_eq!(call["params"]["name"], "hang");
+    assert_eq!(call["params"]["arguments"], json!({"k": "v"}));
+    assert_eq!(call["params"]["_meta"]["progressToken"], call["id"]);
+    let cancel = next(&mut rx).await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], call["id"]);
+    assert!(cancel["params"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("timed out"));
+    let switchboard::Error::Timeout { request_id, .. } = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(json!(request_id), call["id"]);
+
+    // Never anything from the stateless era.
+    rt.shutdown().await;
+    while let Ok(msg) = rx.try_recv() {
+        assert_ne!(msg["method"], "server/discover");
+    }
+}
