@@ -154,8 +154,8 @@ fn fault_tools() -> Vec<Value> {
         cancellations,
         tool(
             "ping_client",
-            "Sends a ping request to the client and answers \"pong\" once the client answers {}.",
-            none(),
+            "Sends a ping (or `method`) request to the client and answers \"pong\" once the client answers {}.",
+            object(json!({"method": {"type": "string"}}), &[]),
         ),
         tool(
             "unknown_id",
@@ -244,7 +244,7 @@ async fn run(
             let cancelled = json!({"cancelled": session.cancellations()});
             Ok(structured(cancelled.to_string(), cancelled))
         }
-        "ping_client" => ping_client(session).await,
+        "ping_client" => ping_client(session, args).await,
         "unknown_id" => {
             session.send_json(&json!({"jsonrpc": "2.0", "id": 999_999_999, "result": {}}));
             session.send_json(&json!({"jsonrpc": "2.0", "id": "nobody-asked", "result": {}}));
@@ -437,13 +437,19 @@ fn spawn_grandchild() -> ToolResult {
     Ok(structured(pid.to_string(), json!({"pid": pid})))
 }
 
-async fn ping_client(session: &Session) -> ToolResult {
-    match session.request_client("ping", PING_TIMEOUT).await {
+async fn ping_client(session: &Session, args: &Value) -> ToolResult {
+    // `method` lets tests send requests the client does not serve (it must answer -32601).
+    let method = args.get("method").and_then(Value::as_str).unwrap_or("ping");
+    match session.request_client(method, PING_TIMEOUT).await {
         Ok(Outcome::Result(raw)) => match serde_json::from_str::<Value>(raw.get()) {
             Ok(Value::Object(map)) if map.is_empty() => Ok(text("pong")),
-            _ => Err(format!("the client answered ping with {}, not {{}}", raw.get()).into()),
+            _ => Err(format!("the client answered {method} with {}, not {{}}", raw.get()).into()),
         },
-        Ok(Outcome::Error(e)) => Err(format!("the client answered ping with an error: {e}").into()),
-        Err(e) => Err(format!("the client did not answer ping: {e}").into()),
+        Ok(Outcome::Error(e)) => Err(format!(
+            "the client answered {method} with error {}: {}",
+            e.code, e.message
+        )
+        .into()),
+        Err(e) => Err(format!("the client did not answer {method}: {e}").into()),
     }
 }

@@ -111,3 +111,15 @@ async fn json_rpc_errors_and_tool_errors_are_told_apart() {
     assert!(matches!(err, Error::InvalidArguments { .. }), "{err:?}");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn other_server_requests_get_method_not_found() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let r = server
+        .call_tool("ping_client", json!({"method": "sampling/createMessage"}))
+        .await
+        .unwrap();
+    assert!(r.is_error());
+    assert!(r.text().contains("-32601"), "{}", r.text());
+    rt.shutdown().await;
+}
