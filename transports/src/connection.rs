@@ -124,6 +124,11 @@ pub trait Control: Send + fmt::Debug + 'static {
 
     /// The server's process id, for process transports.
     fn pid(&self) -> Option<u32>;
+
+    /// The transport in use: `stdio`, `memory`, `http` (Streamable HTTP) or `sse`.
+    fn transport(&self) -> &'static str {
+        "stdio"
+    }
 }
 
 /// Kills a connection's process group synchronously, from any thread, without awaiting.

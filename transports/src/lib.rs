@@ -2,7 +2,8 @@
 //!
 //! A transport opens a [`Connection`]: inbound events, an outbound
 //! sender, and a control for the protocol version and a graceful close. [`stdio`] runs the
-//! server as a child process; [`memory`] connects to a server running in the same process.
+//! server as a child process; `http` (feature `http`) speaks Streamable HTTP and the legacy
+//! HTTP+SSE transport; [`memory`] connects to a server running in the same process.
 //! Nothing here knows about actors, and little about MCP.
 #![warn(
     missing_docs,
@@ -13,6 +14,8 @@
 
 pub mod connection;
 mod framed;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod memory;
 #[cfg(all(unix, feature = "stdio"))]
 pub mod stdio;

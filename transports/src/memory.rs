@@ -257,4 +257,8 @@ impl Control for MemoryControl {
     fn pid(&self) -> Option<u32> {
         None
     }
+
+    fn transport(&self) -> &'static str {
+        "memory"
+    }
 }

@@ -1,0 +1,513 @@
+//! The Streamable HTTP engine: one task per POST, the optional GET stream, resumption,
+//! session loss, and the Auto-mode probe. See the [module docs](super) for the behaviour.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::{Response, StatusCode};
+use switchboard_codecs::jsonrpc::Id;
+use switchboard_codecs::sse::{SseCodec, SseFrame};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::codec::Decoder;
+
+use super::client::{self, Body, Shared};
+use super::session::{self, resume_delay};
+use super::{Command, End, Error, Inputs};
+use crate::connection::{CloseCause, Event, Outbound};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+/// The most of an error body read to look for a session error.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// How one POST ended, for the engine.
+#[derive(Debug)]
+enum PostEnd {
+    /// Done (answered, failed and reported, or not a request).
+    Done,
+    /// The server cannot be reached: the connection is over.
+    Fatal(CloseCause),
+    /// Auto mode: the `initialize` was refused in a way that means "legacy server".
+    Fallback(Outbound),
+}
+
+/// Runs a Streamable HTTP connection until it ends. With `probe`, the first `initialize`
+/// decides whether the server speaks Streamable HTTP at all.
+pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bool) -> End {
+    let mut posts: JoinSet<PostEnd> = JoinSet::new();
+    let mut listener: Option<(u64, JoinHandle<()>)> = None;
+    let mut probing = false;
+    let end = loop {
+        tokio::select! {
+            command = inputs.commands.recv() => match command {
+                Some(Command::ProtocolVersion) => {
+                    let generation = session::lock(&shared.session).generation;
+                    let running = listener
+                        .as_ref()
+                        .is_some_and(|(g, task)| *g == generation && !task.is_finished());
+                    if !running {
+                        if let Some((_, old)) = listener.take() {
+                            old.abort();
+                        }
+                        let task = tokio::spawn(listen(shared.clone(), generation));
+                        listener = Some((generation, task));
+                    }
+                }
+                Some(Command::Close(done)) => {
+                    // What was sent before the close is delivered (briefly), the session
+                    // deleted, then the streams close (below).
+                    super::settle(inputs, &mut posts, |outbound| {
+                        Box::pin(post(shared.clone(), outbound, false, false))
+                    })
+                    .await;
+                    delete_session(shared).await;
+                    break End::Over { cause: CloseCause::Closed, done: Some(done) };
+                }
+                None => break End::Over {
+                    cause: CloseCause::Aborted("the connection's control was dropped".into()),
+                    done: None,
+                },
+            },
+            outbound = inputs.outbound.recv(), if inputs.outbound_open && !probing => match outbound {
+                Some(outbound) => {
+                    let method = client::method_of(&outbound.payload);
+                    let initialize = method.as_deref() == Some("initialize");
+                    let this_probe = probe && initialize;
+                    probing = this_probe;
+                    probe = false;
+                    posts.spawn(post(shared.clone(), outbound, initialize, this_probe));
+                }
+                None => inputs.outbound_open = false,
+            },
+            Some(joined) = posts.join_next(), if !posts.is_empty() => match joined {
+                Ok(PostEnd::Done) => probing = false,
+                Ok(PostEnd::Fatal(cause)) => break End::Over { cause, done: None },
+                Ok(PostEnd::Fallback(initialize)) => break End::Fallback(initialize),
+                Err(e) => {
+                    probing = false;
+                    if e.is_panic() {
+                        tracing::error!(server = %shared.name, "a request task panicked");
+                    }
+                }
+            },
+            _ = shared.events.closed() => break End::Over {
+                cause: CloseCause::Aborted("the connection's events were dropped".into()),
+                done: None,
+            },
+        }
+    };
+    if let Some((_, task)) = listener {
+        task.abort();
+    }
+    posts.shutdown().await;
+    end
+}
+
+/// Ends the session with DELETE (any answer is fine, 405 included), bounded by the
+/// connect timeout.
+async fn delete_session(shared: &Shared) {
+    let (id, version) = {
+        let mut state = session::lock(&shared.session);
+        (state.id.take(), state.protocol_version.clone())
+    };
+    let Some(id) = id else { return };
+    let url = &shared.url;
+    let request = shared.send(url, || {
+        let mut request = shared
+            .client
+            .delete(url.clone())
+            .header(SESSION_HEADER, id.clone());
+        if let Some(version) = &version {
+            request = request.header(VERSION_HEADER, version.clone());
+        }
+        request
+    });
+    match tokio::time::timeout(shared.connect_timeout, request).await {
+        Ok(Ok(response)) => {
+            tracing::debug!(server = %shared.name, status = response.status().as_u16(), "session deleted")
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(server = %shared.name, error = %e, "deleting the session failed")
+        }
+        Err(_) => tracing::debug!(server = %shared.name, "deleting the session timed out"),
+    }
+}
+
+/// POSTs one message and delivers what comes back.
+async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: bool) -> PostEnd {
+    let (session_id, generation, version) = {
+        let state = session::lock(&shared.session);
+        if initialize {
+            (None, state.generation, None)
+        } else {
+            (
+                state.id.clone(),
+                state.generation,
+                state.protocol_version.clone(),
+            )
+        }
+    };
+    let url = &shared.url;
+    let sent = shared
+        .send(url, || {
+            let mut request = shared
+                .client
+                .post(url.clone())
+                .header(ACCEPT, "application/json, text/event-stream")
+                .header(CONTENT_TYPE, "application/json")
+                .body(outbound.payload.clone());
+            if let Some(id) = &session_id {
+                request = request.header(SESSION_HEADER, id.clone());
+            }
+            if let Some(version) = &version {
+                request = request.header(VERSION_HEADER, version.clone());
+            }
+            request
+        })
+        .await;
+    let mut response = match sent {
+        Ok(response) => response,
+        Err(e @ Error::Connect { .. }) => {
+            tracing::warn!(server = %shared.name, error = %e, "the server cannot be reached");
+            let reason = e.to_string();
+            shared.fail(outbound.id.clone(), &reason).await;
+            return PostEnd::Fatal(CloseCause::WriteFailed(reason));
+        }
+        Err(e) => {
+            shared.fail(outbound.id, &e.to_string()).await;
+            return PostEnd::Done;
+        }
+    };
+    let status = response.status();
+    let request = outbound.id.clone();
+
+    if !status.is_success() {
+        let session_error = match status {
+            StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND => {
+                match client::read_body(&mut response, ERROR_BODY_LIMIT, shared.idle_timeout).await
+                {
+                    Ok(Body::Complete(body)) => client::is_session_error(&body),
+                    _ => false,
+                }
+            }
+            _ => false,
+        };
+        let lost = session_id.is_some()
+            && (status == StatusCode::NOT_FOUND
+                || (status == StatusCode::BAD_REQUEST && session_error));
+        if lost {
+            session_lost(&shared, generation, request).await;
+            return PostEnd::Done;
+        }
+        if probe && matches!(status.as_u16(), 400 | 404 | 405) && !session_error {
+            return PostEnd::Fallback(outbound);
+        }
+        let e = shared.http_error(url, status);
+        shared.fail(request, &e.to_string()).await;
+        return PostEnd::Done;
+    }
+
+    if initialize {
+        capture_session(&shared, &response, generation);
+    }
+    if status == StatusCode::ACCEPTED {
+        if request.is_some() {
+            shared
+                .fail(
+                    request,
+                    "the server accepted the request without answering it",
+                )
+                .await;
+        }
+        return PostEnd::Done;
+    }
+    let content_type = client::content_type(&response);
+    if content_type == "text/event-stream" {
+        return answer_stream(&shared, response, request, generation).await;
+    }
+    if request.is_none() {
+        // A notification or a response needs no answer; whatever came is ignored.
+        return PostEnd::Done;
+    }
+    match client::read_body(&mut response, shared.max_event_size, shared.idle_timeout).await {
+        Ok(Body::Complete(body)) => {
+            if content_type != "application/json" && !body.is_empty() {
+                tracing::debug!(server = %shared.name, content_type, "unexpected content type; reading the body as json");
+            }
+            if !shared.emit_json(&body, request.as_ref()).await {
+                shared
+                    .fail(request, "the server's answer did not contain the response")
+                    .await;
+            }
+        }
+        Ok(Body::TooLong { seen, excerpt }) => {
+            shared
+                .skip(client::too_long(seen, excerpt, shared.max_event_size))
+                .await;
+            shared
+                .fail(request, "the answer is longer than the limit")
+                .await;
+        }
+        Err(reason) => {
+            shared
+                .fail(request, &format!("reading the answer failed: {reason}"))
+                .await
+        }
+    }
+    PostEnd::Done
+}
+
+/// Keeps the session id of an `initialize` answer (when it has one and the session was not
+/// lost meanwhile).
+fn capture_session(shared: &Shared, response: &Response, generation: u64) {
+    let Some(id) = response.headers().get(SESSION_HEADER) else {
+        return;
+    };
+    if !session::valid_session_id(id) {
+        tracing::warn!(server = %shared.name, "ignoring a session id that is not visible ascii");
+        return;
+    }
+    let mut id = id.clone();
+    id.set_sensitive(true);
+    let mut state = session::lock(&shared.session);
+    if state.generation == generation {
+        state.id = Some(id);
+    }
+}
+
+/// The server forgot the session: the first request rejected on it reports
+/// [`Event::SessionExpired`]; later ones on the same session fail.
+async fn session_lost(shared: &Shared, generation: u64, request: Option<Id>) {
+    let first = {
+        let mut state = session::lock(&shared.session);
+        let first = state.generation == generation;
+        if first {
+            state.id = None;
+            state.generation += 1;
+        }
+        first
+    };
+    if first {
+        tracing::info!(server = %shared.name, "the server lost the session");
+        shared.emit(Event::SessionExpired { id: request }).await;
+    } else {
+        shared.fail(request, "the session expired").await;
+    }
+}
+
+/// What a stream's reader keeps across reconnections.
+#[derive(Debug, Default)]
+struct StreamState {
+    last_event_id: Option<String>,
+    retry: Option<std::time::Duration>,
+    answered: bool,
+}
+
+/// Reads a POST's SSE answer, resuming it with GET and `Last-Event-ID` if it drops first.
+async fn answer_stream(
+    shared: &Arc<Shared>,
+    mut response: Response,
+    request: Option<Id>,
+    generation: u64,
+) -> PostEnd {
+    let mut state = StreamState::default();
+    let mut attempt = 0;
+    loop {
+        if read_stream(shared, &mut response, &mut state, request.as_ref()).await {
+            attempt = 0;
+        }
+        if state.answered || request.is_none() {
+            return PostEnd::Done;
+        }
+        let Some(last_event_id) = state.last_event_id.clone() else {
+            shared
+                .fail(
+                    request,
+                    "the answer's stream ended before the response and cannot be resumed (no event id)",
+                )
+                .await;
+            return PostEnd::Done;
+        };
+        loop {
+            let Some(delay) = resume_delay(attempt, state.retry, session::jitter()) else {
+                shared
+                    .fail(
+                        request,
+                        "the answer's stream dropped and could not be resumed",
+                    )
+                    .await;
+                return PostEnd::Done;
+            };
+            attempt += 1;
+            tokio::time::sleep(delay).await;
+            if session::lock(&shared.session).generation != generation {
+                shared.fail(request, "the session expired").await;
+                return PostEnd::Done;
+            }
+            match open_get(shared, Some(&last_event_id)).await {
+                Ok(Opened::Stream(r)) => {
+                    tracing::debug!(server = %shared.name, attempt, "resumed a stream");
+                    response = r;
+                    break;
+                }
+                Ok(Opened::Refused(status)) if status.is_client_error() => {
+                    let e = shared.http_error(&shared.url, status);
+                    shared
+                        .fail(
+                            request,
+                            &format!("resuming the answer's stream failed: {e}"),
+                        )
+                        .await;
+                    return PostEnd::Done;
+                }
+                Ok(Opened::Refused(_)) | Err(_) => continue,
+            }
+        }
+    }
+}
+
+/// The answer to a GET for an event stream.
+#[derive(Debug)]
+enum Opened {
+    /// A 2xx event stream.
+    Stream(Response),
+    /// Anything else.
+    Refused(StatusCode),
+}
+
+/// GETs the endpoint for an event stream, resuming after `last_event_id` if given.
+async fn open_get(shared: &Shared, last_event_id: Option<&str>) -> Result<Opened, Error> {
+    let (session_id, version) = {
+        let state = session::lock(&shared.session);
+        (state.id.clone(), state.protocol_version.clone())
+    };
+    let last = last_event_id.and_then(|id| HeaderValue::from_str(id).ok());
+    let url = &shared.url;
+    let response = shared
+        .send(url, || {
+            let mut request = shared
+                .client
+                .get(url.clone())
+                .header(ACCEPT, "text/event-stream");
+            if let Some(id) = &session_id {
+                request = request.header(SESSION_HEADER, id.clone());
+            }
+            if let Some(version) = &version {
+                request = request.header(VERSION_HEADER, version.clone());
+            }
+            if let Some(last) = &last {
+                request = request.header(LAST_EVENT_ID, last.clone());
+            }
+            request
+        })
+        .await?;
+    let status = response.status();
+    if status.is_success() && client::content_type(&response) == "text/event-stream" {
+        Ok(Opened::Stream(response))
+    } else {
+        Ok(Opened::Refused(status))
+    }
+}
+
+/// Reads one SSE response to its end (or until it answered `request`, or stalls), delivering
+/// every `message` event in order. Returns whether any event arrived.
+async fn read_stream(
+    shared: &Shared,
+    response: &mut Response,
+    state: &mut StreamState,
+    request: Option<&Id>,
+) -> bool {
+    let mut codec = SseCodec::with_max_event_size(shared.max_event_size);
+    let mut buf = BytesMut::new();
+    let mut got_events = false;
+    loop {
+        let chunk = tokio::time::timeout(shared.idle_timeout, response.chunk()).await;
+        let eof = match chunk {
+            Err(_) => {
+                tracing::debug!(server = %shared.name, "an event stream went idle");
+                return got_events;
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(server = %shared.name, error = %client::describe(e), "an event stream broke");
+                return got_events;
+            }
+            Ok(Ok(None)) => true,
+            Ok(Ok(Some(chunk))) => {
+                buf.extend_from_slice(&chunk);
+                false
+            }
+        };
+        loop {
+            let frame = if eof {
+                codec.decode_eof(&mut buf)
+            } else {
+                codec.decode(&mut buf)
+            };
+            // The codec never fails on content.
+            let Ok(Some(frame)) = frame else { break };
+            got_events = true;
+            match frame {
+                SseFrame::Event(event) => {
+                    if let Some(id) = &event.id {
+                        state.last_event_id = (!id.is_empty()).then(|| id.clone());
+                    }
+                    if let Some(retry) = event.retry {
+                        state.retry = Some(retry);
+                    }
+                    if event.is_message() && shared.emit_data(&event.data, request).await {
+                        state.answered = true;
+                    }
+                }
+                SseFrame::Skipped { len, reason } => {
+                    let mut skipped = client::too_long(len, String::new(), shared.max_event_size);
+                    skipped.detail = reason;
+                    shared.skip(skipped).await;
+                }
+            }
+        }
+        if eof || state.answered {
+            return got_events;
+        }
+    }
+}
+
+/// The GET stream for server-initiated messages: opened after the protocol version is set,
+/// reopened (resuming when it can) after it drops, until the session changes, the server
+/// has none (405), or the attempts run out.
+async fn listen(shared: Arc<Shared>, generation: u64) {
+    let mut state = StreamState::default();
+    let mut attempt = 0;
+    loop {
+        match open_get(&shared, state.last_event_id.as_deref()).await {
+            Ok(Opened::Stream(mut response)) => {
+                tracing::debug!(server = %shared.name, "the get stream is open");
+                if read_stream(&shared, &mut response, &mut state, None).await {
+                    attempt = 0;
+                }
+            }
+            Ok(Opened::Refused(StatusCode::METHOD_NOT_ALLOWED)) => {
+                tracing::debug!(server = %shared.name, "the server offers no get stream");
+                return;
+            }
+            Ok(Opened::Refused(status)) if status.is_client_error() => {
+                tracing::debug!(server = %shared.name, status = status.as_u16(), "the get stream was refused");
+                return;
+            }
+            Ok(Opened::Refused(status)) => {
+                tracing::debug!(server = %shared.name, status = status.as_u16(), "the get stream failed")
+            }
+            Err(e) => tracing::debug!(server = %shared.name, error = %e, "the get stream failed"),
+        }
+        let Some(delay) = resume_delay(attempt, state.retry, session::jitter()) else {
+            tracing::warn!(server = %shared.name, "giving up on the get stream");
+            return;
+        };
+        attempt += 1;
+        tokio::time::sleep(delay).await;
+        if session::lock(&shared.session).generation != generation {
+            return;
+        }
+    }
+}
