@@ -49,7 +49,8 @@ pub(crate) type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 /// and the server is sent `notifications/cancelled`.
 #[must_use = "a call does nothing until awaited"]
 pub struct Call {
-    pub(crate) handle: ServerHandle,
+    /// The server, or why the call cannot be routed (reported when awaited).
+    pub(crate) handle: Result<ServerHandle, Error>,
     pub(crate) tool: Arc<str>,
     pub(crate) arguments: serde_json::Value,
     pub(crate) options: ToolPolicy,
@@ -59,7 +60,7 @@ pub struct Call {
 impl fmt::Debug for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Call")
-            .field("server", &self.handle.name())
+            .field("server", &self.handle.as_ref().map(|h| h.name()).ok())
             .field("tool", &self.tool)
             .field("options", &self.options)
             .finish_non_exhaustive()
@@ -102,6 +103,7 @@ impl Call {
             options,
             progress,
         } = self;
+        let handle = handle?;
         if !arguments.is_object() {
             return Err(Error::InvalidArguments {
                 server: handle.shared.name.clone(),
@@ -119,7 +121,10 @@ impl IntoFuture for Call {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let server = self.handle.shared.name.clone();
+            let server = match &self.handle {
+                Ok(handle) => handle.shared.name.clone(),
+                Err(e) => return Err(e.clone()),
+            };
             let tool = self.tool.clone();
             let raw = self.raw().await?;
             serde_json::from_str(raw.get()).map_err(|e| Error::Protocol {

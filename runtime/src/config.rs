@@ -22,15 +22,80 @@ use std::time::Duration;
 
 use switchboard_transports::connection::BoxFuture;
 
+use crate::catalogue::Naming;
 use crate::deadline::ToolPolicy;
+use crate::restart::{Liveness, RestartPolicy};
 
 /// Default bound on the handshake (`initialize` through the last `tools/list` page).
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bound on requests in flight per server.
 pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 
+/// Runtime-wide defaults; each server's own settings win over them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Defaults {
+    /// Request timeout (default 60 s).
+    pub timeout: Duration,
+    /// Handshake bound (default 30 s).
+    pub startup_timeout: Duration,
+    /// Requests in flight per server (default 256).
+    pub max_in_flight: usize,
+    /// Restart policy (default [`RestartPolicy::default`]).
+    pub restart: RestartPolicy,
+    /// Liveness pings (default [`Liveness::default`]).
+    pub liveness: Liveness,
+    /// Catalogue naming (default conditional, `__`).
+    pub naming: Naming,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            timeout: crate::deadline::DEFAULT_TIMEOUT,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            restart: RestartPolicy::default(),
+            liveness: Liveness::default(),
+            naming: Naming::default(),
+        }
+    }
+}
+
 /// An in-process server: called with the server's end of a duplex stream on each connect.
 pub(crate) type MemoryServe = Arc<dyn Fn(tokio::io::DuplexStream) -> BoxFuture<()> + Send + Sync>;
+
+/// Which HTTP transport a remote server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpKind {
+    /// The 2024-11-05 HTTP+SSE transport (`type: "sse"`).
+    Sse,
+    /// Streamable HTTP (`type: "http"` / `"streamable-http"`).
+    StreamableHttp,
+    /// Streamable HTTP, falling back to HTTP+SSE for old servers (a `url` without a type).
+    Auto,
+}
+
+/// A remote server's address and static headers.
+#[derive(Clone)]
+pub(crate) struct HttpTarget {
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) kind: HttpKind,
+}
+
+impl fmt::Debug for HttpTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Header values may be credentials: names only.
+        let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("HttpTarget")
+            .field("url", &self.url)
+            .field("headers", &names)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
 
 /// How the runtime reaches a server.
 #[derive(Clone)]
@@ -38,6 +103,23 @@ pub(crate) enum Transport {
     #[cfg(all(unix, feature = "stdio"))]
     Stdio(switchboard_transports::stdio::Config),
     Memory(MemoryServe),
+    Http(HttpTarget),
+}
+
+impl Transport {
+    /// `stdio`, `memory`, `sse`, `http` or `auto`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            #[cfg(all(unix, feature = "stdio"))]
+            Transport::Stdio(_) => "stdio",
+            Transport::Memory(_) => "memory",
+            Transport::Http(t) => match t.kind {
+                HttpKind::Sse => "sse",
+                HttpKind::StreamableHttp => "http",
+                HttpKind::Auto => "auto",
+            },
+        }
+    }
 }
 
 impl fmt::Debug for Transport {
@@ -46,6 +128,7 @@ impl fmt::Debug for Transport {
             #[cfg(all(unix, feature = "stdio"))]
             Transport::Stdio(c) => f.debug_tuple("Stdio").field(c).finish(),
             Transport::Memory(_) => f.write_str("Memory"),
+            Transport::Http(t) => f.debug_tuple("Http").field(t).finish(),
         }
     }
 }
@@ -59,8 +142,13 @@ pub struct ServerConfig {
     pub(crate) transport: Transport,
     pub(crate) timeout: Option<Duration>,
     pub(crate) tools: HashMap<String, ToolPolicy>,
-    pub(crate) startup_timeout: Duration,
-    pub(crate) max_in_flight: usize,
+    pub(crate) startup_timeout: Option<Duration>,
+    pub(crate) max_in_flight: Option<usize>,
+    pub(crate) restart: Option<RestartPolicy>,
+    pub(crate) liveness: Option<Liveness>,
+    pub(crate) allow_tools: Vec<String>,
+    pub(crate) deny_tools: Vec<String>,
+    pub(crate) prefix: Option<String>,
 }
 
 impl ServerConfig {
@@ -69,9 +157,59 @@ impl ServerConfig {
             transport,
             timeout: None,
             tools: HashMap::new(),
-            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            startup_timeout: None,
+            max_in_flight: None,
+            restart: None,
+            liveness: None,
+            allow_tools: Vec::new(),
+            deny_tools: Vec::new(),
+            prefix: None,
         }
+    }
+
+    /// A remote server over HTTP: Streamable HTTP, or the legacy HTTP+SSE transport, or
+    /// Streamable HTTP with a fallback to HTTP+SSE (`HttpKind::Auto`).
+    pub fn http(url: impl Into<String>, kind: HttpKind) -> Self {
+        Self::with_transport(Transport::Http(HttpTarget {
+            url: url.into(),
+            headers: Vec::new(),
+            kind,
+        }))
+    }
+
+    /// Adds a static HTTP header (HTTP servers; ignored otherwise). Values never appear in
+    /// logs, errors or `Debug` output.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Transport::Http(t) = &mut self.transport {
+            t.headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    /// Fills every setting the server leaves open from the runtime's defaults.
+    pub(crate) fn resolve(mut self, defaults: &Defaults) -> ServerConfig {
+        self.timeout.get_or_insert(defaults.timeout);
+        self.startup_timeout.get_or_insert(defaults.startup_timeout);
+        self.max_in_flight.get_or_insert(defaults.max_in_flight);
+        self.restart.get_or_insert_with(|| defaults.restart.clone());
+        self.liveness
+            .get_or_insert_with(|| defaults.liveness.clone());
+        self
+    }
+
+    /// The handshake bound (after [`resolve`](Self::resolve)).
+    pub(crate) fn startup_timeout_value(&self) -> Duration {
+        self.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT)
+    }
+
+    /// The in-flight bound (after [`resolve`](Self::resolve)).
+    pub(crate) fn max_in_flight_value(&self) -> usize {
+        self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
+    }
+
+    /// The transport's kind: `stdio`, `memory`, `sse`, `http` or `auto`.
+    pub fn transport_kind(&self) -> &'static str {
+        self.transport.kind()
     }
 
     /// A server run as a child process speaking MCP over stdin/stdout, started directly
@@ -175,7 +313,7 @@ impl ServerConfig {
     /// Bounds the handshake (default 30 s). Past it the connection is closed: `initialize`
     /// is never cancelled, as the specification requires.
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
-        self.startup_timeout = timeout;
+        self.startup_timeout = Some(timeout);
         self
     }
 
@@ -183,7 +321,48 @@ impl ServerConfig {
     /// call waits for a slot within its own deadline, then fails with
     /// [`Error::Overloaded`](crate::Error::Overloaded).
     pub fn max_in_flight(mut self, max: usize) -> Self {
-        self.max_in_flight = max.max(1);
+        self.max_in_flight = Some(max.max(1));
+        self
+    }
+
+    /// How the server is restarted when it goes down (default: the runtime's policy).
+    pub fn restart(mut self, policy: RestartPolicy) -> Self {
+        self.restart = Some(policy);
+        self
+    }
+
+    /// Liveness pings while idle (default: the runtime's setting).
+    pub fn liveness(mut self, liveness: Liveness) -> Self {
+        self.liveness = Some(liveness);
+        self
+    }
+
+    /// Only tools whose original names match one of these globs (`*`, `?`) are listed and
+    /// callable. Empty means all.
+    pub fn allow_tools<I, S>(mut self, globs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allow_tools = globs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Tools whose original names match one of these globs are neither listed nor callable,
+    /// by any name.
+    pub fn deny_tools<I, S>(mut self, globs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.deny_tools = globs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The string used instead of the server's name when its tools are prefixed in the
+    /// catalogue.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
         self
     }
 }

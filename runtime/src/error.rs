@@ -138,6 +138,46 @@ pub enum Error {
         /// The tool asked for.
         tool: Arc<str>,
     },
+    /// The tool is filtered out by the server's allow/deny lists.
+    #[error("tool `{tool}` of server `{server}` is not allowed by the configuration")]
+    ToolDenied {
+        /// The server.
+        server: Arc<str>,
+        /// The tool.
+        tool: Arc<str>,
+    },
+    /// No tool of the catalogue has that name.
+    #[error("no tool named `{name}` in the catalogue")]
+    NoSuchTool {
+        /// The name asked for.
+        name: Arc<str>,
+    },
+    /// Several servers offer a tool of that name and the naming mode keeps names unprefixed.
+    #[error("tool `{name}` is offered by several servers ({}); call it by a prefixed name", servers.join(", "))]
+    AmbiguousTool {
+        /// The name asked for.
+        name: Arc<str>,
+        /// The servers offering it.
+        servers: Vec<Arc<str>>,
+    },
+    /// The server kept crashing and is no longer restarted.
+    #[error("server `{server}` failed {failures} times within {} s and is no longer restarted; last error: {last_error}", window.as_secs())]
+    CrashLoop {
+        /// The server.
+        server: Arc<str>,
+        /// Failures that tripped the guard.
+        failures: u32,
+        /// The guard's window.
+        window: Duration,
+        /// The last failure.
+        last_error: Arc<str>,
+    },
+    /// A server of that name already exists.
+    #[error("a server named `{name}` already exists")]
+    DuplicateServer {
+        /// The name.
+        name: Arc<str>,
+    },
     /// No server of that name is configured.
     #[error("no server named `{name}`")]
     UnknownServer {
@@ -179,9 +219,14 @@ impl Error {
             | Error::Handshake { server, .. }
             | Error::Spawn { server, .. }
             | Error::UnknownTool { server, .. }
+            | Error::ToolDenied { server, .. }
+            | Error::CrashLoop { server, .. }
             | Error::InvalidArguments { server, .. } => Some(server),
-            Error::UnknownServer { name } => Some(name),
-            Error::Shutdown | Error::Runtime { .. } => None,
+            Error::UnknownServer { name } | Error::DuplicateServer { name } => Some(name),
+            Error::Shutdown
+            | Error::Runtime { .. }
+            | Error::NoSuchTool { .. }
+            | Error::AmbiguousTool { .. } => None,
         }
     }
 

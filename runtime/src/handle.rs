@@ -14,27 +14,37 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore, TryAcquireError};
 
+use arc_swap::ArcSwap;
+
 use crate::actor::server::request_frame;
 use crate::actor::{Cancel, Submit};
 use crate::call::{Call, ProgressFn};
+use crate::catalogue::tool_allowed;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::error::{Error, Result};
 use crate::model::Tool;
 use crate::status::{ServerState, ServerStatus};
 use switchboard_transports::{CloseCause, CloseReason};
 
-/// What every clone of a server's handle shares.
+/// The way into the server's current actor; replaced when a panicked actor is restarted.
+pub(crate) struct Channels {
+    pub(crate) submits: mpsc::Sender<Submit>,
+    pub(crate) cancels: mpsc::UnboundedSender<Cancel>,
+}
+
+/// What every clone of a server's handle shares; outlives any one actor.
 pub(crate) struct Shared {
     pub(crate) name: Arc<str>,
     pub(crate) ids: Arc<AtomicI64>,
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) max_in_flight: usize,
-    pub(crate) submits: mpsc::Sender<Submit>,
-    pub(crate) cancels: mpsc::UnboundedSender<Cancel>,
+    pub(crate) channels: ArcSwap<Channels>,
     pub(crate) status: watch::Receiver<ServerStatus>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) tools: HashMap<String, ToolPolicy>,
     pub(crate) default_timeout: Duration,
+    pub(crate) allow: Vec<String>,
+    pub(crate) deny: Vec<String>,
 }
 
 /// A handle to one server: `Clone + Send + Sync`, usable from any thread and any tokio
@@ -91,7 +101,7 @@ impl ServerHandle {
     /// Starts a `tools/call`; configure it, then `.await` it.
     pub fn call_tool(&self, tool: impl Into<Arc<str>>, arguments: serde_json::Value) -> Call {
         Call {
-            handle: self.clone(),
+            handle: Ok(self.clone()),
             tool: tool.into(),
             arguments,
             options: ToolPolicy::default(),
@@ -124,6 +134,12 @@ impl ServerHandle {
         options: &ToolPolicy,
         progress: Option<ProgressFn>,
     ) -> Result<Box<RawValue>> {
+        if !tool_allowed(&self.shared.allow, &self.shared.deny, &tool) {
+            return Err(Error::ToolDenied {
+                server: self.shared.name.clone(),
+                tool,
+            });
+        }
         let policy = self.policy(Some(&tool), options);
         let name: &str = &tool;
         self.send(
@@ -177,7 +193,8 @@ impl ServerHandle {
         let gone = || Error::Unavailable {
             server: shared.name.clone(),
             tool: tool.clone(),
-            reason: "the runtime has stopped this server".into(),
+            reason: "its actor is not running (the runtime stopped it, or it is being restarted)"
+                .into(),
         };
         let permit = match shared.permits.clone().try_acquire_owned() {
             Ok(permit) => permit,
@@ -205,15 +222,16 @@ impl ServerHandle {
             reply,
             permit,
         };
+        let channels = shared.channels.load_full();
         let guard = CancelOnDrop {
             id,
-            cancels: &shared.cancels,
+            cancels: &channels.cancels,
         };
-        match shared.submits.try_send(submit) {
+        match channels.submits.try_send(submit) {
             Ok(()) => {}
             Err(TrySendError::Closed(_)) => return Err(gone()),
             Err(TrySendError::Full(submit)) => {
-                match tokio::time::timeout_at(deadline, shared.submits.send(submit)).await {
+                match tokio::time::timeout_at(deadline, channels.submits.send(submit)).await {
                     Ok(Ok(())) => {}
                     Ok(Err(_)) => return Err(gone()),
                     Err(_) => return Err(overloaded()),

@@ -8,21 +8,27 @@
 
 mod actor;
 mod call;
+mod catalogue;
 mod config;
+mod config_file;
 mod deadline;
 #[doc(hidden)]
 pub mod demo;
 mod error;
 mod handle;
+mod restart;
 mod runtime;
 mod status;
 
 pub use call::{Call, Progress};
-pub use config::ServerConfig;
+pub use catalogue::{Catalogue, CatalogueEntry, Collision, Naming, NamingMode, Unresolved};
+pub use config::{Defaults, HttpKind, ServerConfig};
+pub use config_file::{ConfigError, ConfigFile, FileDefaults};
 pub use deadline::ToolPolicy;
 pub use error::{Error, Result};
 pub use handle::ServerHandle;
-pub use runtime::{Runtime, RuntimeBuilder};
+pub use restart::{Liveness, RestartPolicy};
+pub use runtime::{Runtime, RuntimeBuilder, RuntimeWatch};
 pub use status::{ServerState, ServerStatus};
 pub use switchboard_transports::{CloseCause, CloseReason};
 

@@ -1,33 +1,37 @@
-//! [`Runtime`]: the actor system on its own thread, and the servers it runs.
+//! [`Runtime`]: the actor system on its own thread, the servers it supervises, and the tool
+//! catalogue across them.
 //!
 //! The actix `System` lives on a thread the runtime owns, so any tokio application (single-
-//! or multi-threaded) can embed it; callers only ever hold plain handles.
+//! or multi-threaded) can embed it; callers only ever hold plain handles. Routing a call by
+//! catalogue name reads a shared snapshot and never waits on the supervisor.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use actix::{Actor, Addr, AsyncContext};
-use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::actor::server::{Kills, ServerActor, Shutdown};
+use crate::actor::server::Kills;
+use crate::actor::supervisor::{
+    AddServer, PanicServer, Registry, RemoveServer, RestartServer, Settle, StopAll, Supervisor,
+};
 use crate::call::Call;
-use crate::config::ServerConfig;
-use crate::deadline::DEFAULT_TIMEOUT;
+use crate::catalogue::{Catalogue, Naming, Unresolved};
+use crate::config::{Defaults, ServerConfig};
+use crate::config_file::ConfigFile;
+use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
-use crate::handle::{ServerHandle, Shared};
-use crate::status::ServerStatus;
-
-/// How many submitted calls may queue in a server actor's mailbox.
-const MAILBOX: usize = 1024;
+use crate::handle::ServerHandle;
+use crate::restart::{Liveness, RestartPolicy};
 
 /// Builds a [`Runtime`].
 #[derive(Debug, Default)]
 pub struct RuntimeBuilder {
     servers: Vec<(String, ServerConfig)>,
-    default_timeout: Option<Duration>,
+    defaults: Defaults,
 }
 
 impl RuntimeBuilder {
@@ -39,18 +43,92 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Adds every enabled server of a config file, and applies its `"switchboard"` defaults.
+    pub fn config(mut self, file: ConfigFile) -> Self {
+        let d = file.defaults;
+        if let Some(t) = d.timeout {
+            self.defaults.timeout = t;
+        }
+        if let Some(t) = d.startup_timeout {
+            self.defaults.startup_timeout = t;
+        }
+        if let Some(n) = d.max_in_flight {
+            self.defaults.max_in_flight = n;
+        }
+        if let Some(r) = d.restart {
+            self.defaults.restart = r;
+        }
+        if let Some(n) = d.naming {
+            self.defaults.naming = n;
+        }
+        for (name, config) in file.servers {
+            self = self.server(name, config);
+        }
+        self
+    }
+
     /// The request timeout when neither the call, the tool nor the server sets one
     /// (default 60 s).
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
-        self.default_timeout = Some(timeout);
+        self.defaults.timeout = timeout;
+        self
+    }
+
+    /// The handshake bound for servers that set none (default 30 s).
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.defaults.startup_timeout = timeout;
+        self
+    }
+
+    /// The in-flight bound for servers that set none (default 256).
+    pub fn max_in_flight(mut self, max: usize) -> Self {
+        self.defaults.max_in_flight = max.max(1);
+        self
+    }
+
+    /// The restart policy for servers that set none.
+    pub fn restart(mut self, policy: RestartPolicy) -> Self {
+        self.defaults.restart = policy;
+        self
+    }
+
+    /// Liveness pings for servers that set none.
+    pub fn liveness(mut self, liveness: Liveness) -> Self {
+        self.defaults.liveness = liveness;
+        self
+    }
+
+    /// How catalogue names are made.
+    pub fn naming(mut self, naming: Naming) -> Self {
+        self.defaults.naming = naming;
+        self
+    }
+
+    /// Reads `MCP_TIMEOUT` (startup) and `MCP_TOOL_TIMEOUT` (tool calls), in integer
+    /// milliseconds as Claude Code reads them, into the runtime defaults. Servers' and tools'
+    /// own values still win. Unset or unparsable variables change nothing.
+    pub fn with_env_defaults(mut self) -> Self {
+        let millis = |var: &str| {
+            std::env::var(var)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|ms| *ms > 0)
+                .map(Duration::from_millis)
+        };
+        if let Some(t) = millis("MCP_TIMEOUT") {
+            self.defaults.startup_timeout = t;
+        }
+        if let Some(t) = millis("MCP_TOOL_TIMEOUT") {
+            self.defaults.timeout = t;
+        }
         self
     }
 
     /// Starts the actor thread and every server, concurrently, and waits until each is ready
-    /// or has failed. A server that fails does not fail the build: its status says why, and
-    /// calls to it fail with [`Error::Unavailable`].
+    /// or has failed. A server that fails does not fail the build: its status says why (and
+    /// it is retried under its restart policy), and calls to it fail with
+    /// [`Error::Unavailable`].
     pub async fn build(self) -> Result<Runtime> {
-        let default_timeout = self.default_timeout.unwrap_or(DEFAULT_TIMEOUT);
         let (system_tx, system_rx) = oneshot::channel();
         let (done_tx, done_rx) = oneshot::channel();
         std::thread::Builder::new()
@@ -68,73 +146,42 @@ impl RuntimeBuilder {
             detail: "the actor thread stopped while starting".into(),
         })?;
         let kills: Kills = Arc::new(Mutex::new(HashMap::new()));
-        let mut servers = BTreeMap::new();
-        let mut addrs = Vec::new();
-        for (name, config) in self.servers {
-            let name: Arc<str> = name.into();
-            let (handle, addr) =
-                start_server(&arbiter, name.clone(), config, default_timeout, &kills);
-            servers.insert(name, handle);
-            addrs.push(addr);
-        }
+        let registry = Arc::new(Registry::new());
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let supervisor = {
+            let registry = registry.clone();
+            let kills = kills.clone();
+            let defaults = self.defaults.clone();
+            Supervisor::start_in_arbiter(&arbiter, move |ctx| {
+                ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
+                    events_rx,
+                ));
+                Supervisor::new(registry, defaults, kills, events_tx)
+            })
+        };
         let runtime = Runtime {
             inner: Arc::new(Inner {
-                servers,
-                addrs,
+                registry,
+                supervisor,
                 system,
                 kills,
                 done: Mutex::new(Some(done_rx)),
                 stopped: AtomicBool::new(false),
             }),
         };
-        for handle in runtime.inner.servers.values() {
+        let mut handles = Vec::new();
+        for (name, config) in self.servers {
+            handles.push(runtime.start_server(name.into(), config).await?);
+        }
+        for handle in &handles {
             handle.wait_started().await;
         }
+        runtime.settle().await;
         Ok(runtime)
     }
 }
 
-fn start_server(
-    arbiter: &actix::ArbiterHandle,
-    name: Arc<str>,
-    config: ServerConfig,
-    default_timeout: Duration,
-    kills: &Kills,
-) -> (ServerHandle, Addr<ServerActor>) {
-    let (submit_tx, submit_rx) = mpsc::channel(MAILBOX);
-    let (cancel_tx, cancel_rx) = mpsc::unbounded_channel();
-    let (status_tx, status_rx) = watch::channel(ServerStatus::starting());
-    // Ids start at 1 and are never reused during the actor's life.
-    let ids = Arc::new(AtomicI64::new(1));
-    let shared = Shared {
-        name: name.clone(),
-        ids: ids.clone(),
-        permits: Arc::new(Semaphore::new(config.max_in_flight)),
-        max_in_flight: config.max_in_flight,
-        submits: submit_tx,
-        cancels: cancel_tx,
-        status: status_rx,
-        timeout: config.timeout,
-        tools: config.tools.clone(),
-        default_timeout,
-    };
-    let kills = kills.clone();
-    let addr = ServerActor::start_in_arbiter(arbiter, move |ctx| {
-        ctx.add_stream(tokio_stream::wrappers::ReceiverStream::new(submit_rx));
-        ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
-            cancel_rx,
-        ));
-        ServerActor::new(name, config, ids, kills, status_tx)
-    });
-    (
-        ServerHandle {
-            shared: Arc::new(shared),
-        },
-        addr,
-    )
-}
-
-/// A running Switchboard: an actor thread and the servers it supervises.
+/// A running Switchboard: an actor thread, the servers it supervises, and their tools.
 ///
 /// `Clone + Send + Sync`; every clone refers to the same runtime.
 ///
@@ -151,8 +198,8 @@ pub struct Runtime {
 }
 
 struct Inner {
-    servers: BTreeMap<Arc<str>, ServerHandle>,
-    addrs: Vec<Addr<ServerActor>>,
+    registry: Arc<Registry>,
+    supervisor: Addr<Supervisor>,
     system: actix::System,
     kills: Kills,
     done: Mutex<Option<oneshot::Receiver<()>>>,
@@ -162,7 +209,7 @@ struct Inner {
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runtime")
-            .field("servers", &self.inner.servers.values().collect::<Vec<_>>())
+            .field("servers", &self.servers())
             .finish_non_exhaustive()
     }
 }
@@ -173,10 +220,59 @@ impl Runtime {
         RuntimeBuilder::default()
     }
 
+    async fn start_server(&self, name: Arc<str>, config: ServerConfig) -> Result<ServerHandle> {
+        self.inner
+            .supervisor
+            .send(AddServer { name, config })
+            .await
+            .map_err(|_| Error::Shutdown)?
+    }
+
+    /// Adds a server to the running runtime and waits until it is ready or has failed.
+    pub async fn add_server(&self, name: &str, config: ServerConfig) -> Result<ServerHandle> {
+        let handle = self.start_server(name.into(), config).await?;
+        handle.wait_started().await;
+        self.settle().await;
+        Ok(handle)
+    }
+
+    /// Stops a server gracefully and removes it (and its tools).
+    pub async fn remove_server(&self, name: &str) -> Result<()> {
+        self.inner
+            .supervisor
+            .send(RemoveServer { name: name.into() })
+            .await
+            .map_err(|_| Error::Shutdown)?
+    }
+
+    /// Starts a server that is down or failed (for example after a crash loop) again, with
+    /// its backoff reset; waits until it is ready or has failed again.
+    pub async fn restart_server(&self, name: &str) -> Result<ServerHandle> {
+        let handle = self.server(name)?;
+        self.inner
+            .supervisor
+            .send(RestartServer { name: name.into() })
+            .await
+            .map_err(|_| Error::Shutdown)??;
+        // Let the actor leave its down state before waiting for the outcome.
+        let mut rx = handle.shared.status.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
+        handle.wait_started().await;
+        self.settle().await;
+        Ok(handle)
+    }
+
+    /// Waits until the catalogue reflects every status published so far.
+    async fn settle(&self) {
+        let _ = self.inner.supervisor.send(Settle).await;
+    }
+
     /// The handle of the server with this name.
     pub fn server(&self, name: &str) -> Result<ServerHandle> {
         self.inner
+            .registry
             .servers
+            .load()
             .get(name)
             .cloned()
             .ok_or_else(|| Error::UnknownServer { name: name.into() })
@@ -184,17 +280,53 @@ impl Runtime {
 
     /// Every server's handle, ordered by name.
     pub fn servers(&self) -> Vec<ServerHandle> {
-        self.inner.servers.values().cloned().collect()
+        self.inner
+            .registry
+            .servers
+            .load()
+            .values()
+            .cloned()
+            .collect()
     }
 
-    /// Starts a `tools/call` on the named server; configure it, then `.await` it.
-    pub fn call_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: serde_json::Value,
-    ) -> Result<Call> {
-        Ok(self.server(server)?.call_tool(tool, arguments))
+    /// The tool catalogue of every ready server, now.
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.inner.registry.catalogue.load_full()
+    }
+
+    /// Starts a `tools/call` of a catalogue tool (by its catalogue name, or its prefixed
+    /// form `<prefix><separator><tool>`), routed to the server that owns it.
+    pub fn call_tool(&self, name: &str, arguments: serde_json::Value) -> Call {
+        let catalogue = self.inner.registry.catalogue.load();
+        let routed = match catalogue.resolve(name) {
+            Ok(entry) => self
+                .server(&entry.server)
+                .map(|handle| (handle, Arc::<str>::from(entry.tool.name.as_str()))),
+            Err(Unresolved::Unknown) => Err(Error::NoSuchTool { name: name.into() }),
+            Err(Unresolved::Ambiguous(collision)) => Err(Error::AmbiguousTool {
+                name: name.into(),
+                servers: collision.servers.clone(),
+            }),
+        };
+        match routed {
+            Ok((handle, tool)) => handle.call_tool(tool, arguments),
+            Err(error) => Call {
+                handle: Err(error),
+                tool: name.into(),
+                arguments,
+                options: ToolPolicy::default(),
+                progress: None,
+            },
+        }
+    }
+
+    /// A watch on the runtime: wakes on every change of a server's status or of the
+    /// catalogue (for example to refresh an LLM's tool list).
+    pub fn watch(&self) -> RuntimeWatch {
+        RuntimeWatch {
+            rx: self.inner.registry.changes.subscribe(),
+            registry: Arc::downgrade(&self.inner.registry),
+        }
     }
 
     /// Closes every server gracefully (close stdin, wait, `SIGTERM`, wait, `SIGKILL`, reap;
@@ -205,21 +337,55 @@ impl Runtime {
         if self.inner.stopped.swap(true, Ordering::SeqCst) {
             return;
         }
-        let closing: Vec<_> = self
-            .inner
-            .addrs
-            .iter()
-            .map(|addr| addr.send(Shutdown))
-            .collect();
-        for close in closing {
-            // An actor that is already gone has nothing left to close.
-            let _ = close.await;
-        }
+        let _ = self.inner.supervisor.send(StopAll).await;
         self.inner.system.stop();
         let done = self.inner.done.lock().ok().and_then(|mut d| d.take());
         if let Some(done) = done {
             let _ = done.await;
         }
+    }
+
+    /// Makes a server's actor panic, to prove that a panic counts as a crash. Tests only.
+    #[doc(hidden)]
+    pub fn inject_actor_panic(&self, server: &str) {
+        self.inner.supervisor.do_send(PanicServer {
+            name: server.into(),
+        });
+    }
+}
+
+/// Wakes on every change of a server's status or of the catalogue.
+#[derive(Debug)]
+pub struct RuntimeWatch {
+    rx: watch::Receiver<u64>,
+    // Weak, so that a watch does not keep a dropped runtime's servers alive.
+    registry: Weak<Registry>,
+}
+
+impl RuntimeWatch {
+    /// Waits for the next change; `false` once the runtime is gone.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a change that happens while nobody waits is seen by the next call.
+    pub async fn changed(&mut self) -> bool {
+        self.rx.changed().await.is_ok()
+    }
+
+    /// The catalogue now (empty once the runtime is gone).
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.registry
+            .upgrade()
+            .map(|r| r.catalogue.load_full())
+            .unwrap_or_default()
+    }
+
+    /// Every server's handle now (none once the runtime is gone).
+    pub fn servers(&self) -> Vec<ServerHandle> {
+        self.registry
+            .upgrade()
+            .map(|r| r.servers.load().values().cloned().collect())
+            .unwrap_or_default()
     }
 }
 

@@ -1,7 +1,7 @@
 //! What a server is doing now, as seen by handles.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use switchboard_transports::CloseReason;
 
@@ -24,6 +24,14 @@ pub struct ServerStatus {
     pub tools: Arc<[Tool]>,
     /// The server's process id, for process transports.
     pub pid: Option<u32>,
+    /// The transport: `stdio`, `memory`, `http` (Streamable HTTP) or `sse`.
+    pub transport: &'static str,
+    /// How many times the server was restarted.
+    pub restarts: u32,
+    /// Since when the server has been ready (its uptime), if it is.
+    pub ready_since: Option<Instant>,
+    /// How long the last successful handshake took.
+    pub handshake: Option<Duration>,
     /// When the state last changed.
     pub since: Instant,
 }
@@ -37,8 +45,17 @@ impl ServerStatus {
             instructions: None,
             tools: Arc::from(Vec::new()),
             pid: None,
+            transport: "",
+            restarts: 0,
+            ready_since: None,
+            handshake: None,
             since: Instant::now(),
         }
+    }
+
+    /// How long the server has been ready, if it is.
+    pub fn uptime(&self) -> Option<Duration> {
+        self.ready_since.map(|t| t.elapsed())
     }
 
     /// Whether the server is ready for calls.
@@ -55,10 +72,19 @@ pub enum ServerState {
     Starting,
     /// Handshake done; calls are served.
     Ready,
-    /// The connection ended after the handshake.
+    /// The connection ended after the handshake, and the server is not restarted.
     Down {
         /// Why.
         reason: Arc<CloseReason>,
+    },
+    /// Down, with a restart scheduled.
+    Restarting {
+        /// Restart attempts since the server was last stable.
+        attempt: u32,
+        /// When the next attempt starts.
+        next_retry_at: Instant,
+        /// Why it went down.
+        last_error: Arc<str>,
     },
     /// The server could not be started or failed its handshake.
     Failed {
@@ -70,12 +96,18 @@ pub enum ServerState {
 }
 
 impl ServerState {
-    /// A short name: `starting`, `ready`, `down`, `failed` or `stopped`.
+    /// Whether this is [`ServerState::Ready`].
+    pub fn is_ready_state(&self) -> bool {
+        matches!(self, ServerState::Ready)
+    }
+
+    /// A short name: `starting`, `ready`, `restarting`, `down`, `failed` or `stopped`.
     pub fn as_str(&self) -> &'static str {
         match self {
             ServerState::Starting => "starting",
             ServerState::Ready => "ready",
             ServerState::Down { .. } => "down",
+            ServerState::Restarting { .. } => "restarting",
             ServerState::Failed { .. } => "failed",
             ServerState::Stopped => "stopped",
         }

@@ -6,6 +6,7 @@
 
 pub(crate) mod pending;
 pub(crate) mod server;
+pub(crate) mod supervisor;
 
 use std::sync::Arc;
 use std::time::Instant;

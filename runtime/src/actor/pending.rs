@@ -23,6 +23,8 @@ pub(crate) enum Reply {
     Initialize,
     /// The actor's own `tools/list`, page number.
     ToolsPage(u32),
+    /// The actor's own liveness `ping`.
+    Ping,
 }
 
 /// What a `DelayQueue` entry stands for.
@@ -52,6 +54,11 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// Whether the caller stopped waiting.
+    pub(crate) fn caller_gone(&self) -> bool {
+        matches!(&self.reply, Reply::Caller(tx) if tx.is_closed())
+    }
+
     /// An entry for one of the actor's own requests (no deadline of its own, no caller).
     pub(crate) fn internal(reply: Reply, method: &str) -> Entry {
         Entry {
@@ -131,9 +138,18 @@ impl Pending {
         self.deadlines.try_remove(key);
     }
 
-    /// Removes every entry, for mass-fail, keeping standalone timers.
-    pub(crate) fn drain(&mut self) -> Vec<(i64, Entry)> {
-        let mut all: Vec<(i64, Entry)> = self.entries.drain().collect();
+    /// Removes the entries `which` selects, for mass-fail, keeping standalone timers.
+    pub(crate) fn drain_where(&mut self, which: impl Fn(&Entry) -> bool) -> Vec<(i64, Entry)> {
+        let ids: Vec<i64> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| which(e))
+            .map(|(id, _)| *id)
+            .collect();
+        let mut all: Vec<(i64, Entry)> = ids
+            .into_iter()
+            .filter_map(|id| self.entries.remove(&id).map(|e| (id, e)))
+            .collect();
         for (_, entry) in &mut all {
             if let Some(key) = entry.key.take() {
                 self.deadlines.try_remove(&key);
@@ -162,6 +178,14 @@ impl Pending {
             .filter(|(_, e)| e.unsent.is_none() && matches!(e.reply, Reply::Caller(_)))
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// How many callers' requests are pending.
+    pub(crate) fn callers(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|e| matches!(e.reply, Reply::Caller(_)))
+            .count()
     }
 
     /// How many requests are pending.

@@ -1,7 +1,8 @@
 //! `switchboard tools` and `switchboard call`: ad-hoc use of any stdio MCP server.
 //!
 //! The server is the command after `--`, named after its file name (`npx`, `uvx`, ...), and
-//! lives only as long as the one listing or call:
+//! lives only as long as the one listing or call. It is not restarted; `MCP_TIMEOUT` and
+//! `MCP_TOOL_TIMEOUT` set its default timeouts, as they do for a config file's servers:
 //!
 //! ```text
 //! switchboard tools -- npx -y @modelcontextprotocol/server-everything
@@ -15,25 +16,32 @@ use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
-use serde_json::Value;
 
 use switchboard::model::Tool;
+use switchboard::RestartPolicy;
 use switchboard::{Runtime, ServerConfig};
 
-use super::{describe, duration, print, ready, start, Failure, Interrupt, Interrupted};
+use super::invoke::{self, Target};
+use super::{describe, duration, print, ready, start, CallArgs, Failure, Interrupt, ToolsArgs};
 
 /// The server to run: its command line and how long it may take to start.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
-    /// How long the server may take to start and finish its handshake, e.g. 10s [default: 30s].
-    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    /// With `-- CMD`: how long the server may take to start and finish its handshake, e.g. 10s
+    /// [default: MCP_TIMEOUT, else 30s].
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse, requires = "command")]
     startup_timeout: Option<Duration>,
-    /// The server's command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD", num_args = 1..)]
+    /// One stdio server to run instead of a config file's: its command and arguments.
+    #[arg(last = true, value_name = "CMD", num_args = 1..)]
     command: Vec<OsString>,
 }
 
 impl ServerArgs {
+    /// Whether a server was given after `--`.
+    pub(crate) fn is_given(&self) -> bool {
+        !self.command.is_empty()
+    }
+
     /// The server's name: its command's file name.
     fn name(&self) -> String {
         let program = self
@@ -50,8 +58,10 @@ impl ServerArgs {
 
     fn config(&self) -> ServerConfig {
         let (program, args) = self.command.split_first().unzip();
+        // One-shot use: a server that fails is reported, not restarted.
         let mut config = ServerConfig::stdio(program.map(OsString::as_os_str).unwrap_or_default())
-            .args(args.unwrap_or_default());
+            .args(args.unwrap_or_default())
+            .restart(RestartPolicy::never());
         if let Some(timeout) = self.startup_timeout {
             config = config.startup_timeout(timeout);
         }
@@ -59,35 +69,12 @@ impl ServerArgs {
     }
 
     async fn start(&self, interrupt: &mut Interrupt) -> Result<Runtime, Failure> {
-        start(&self.name(), self.config(), interrupt).await
+        let name = self.name();
+        let builder = Runtime::builder()
+            .with_env_defaults()
+            .server(&name, self.config());
+        start(builder, format!("server `{name}` was starting"), interrupt).await
     }
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct ToolsArgs {
-    /// Print one JSON document: {"servers":[{"name","state","error","tools":[...]}]}, the tools
-    /// as the server listed them.
-    #[arg(long)]
-    json: bool,
-    #[command(flatten)]
-    server: ServerArgs,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct CallArgs {
-    /// The tool to call.
-    tool: String,
-    /// The tool's arguments: a JSON object.
-    #[arg(value_name = "ARGS_JSON", default_value = "{}")]
-    arguments: String,
-    /// How long the call may take, e.g. 500ms, 5s, 2m [default: 60s].
-    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
-    timeout: Option<Duration>,
-    /// Print the result exactly as the server sent it, as one JSON document.
-    #[arg(long)]
-    json: bool,
-    #[command(flatten)]
-    server: ServerArgs,
 }
 
 /// `switchboard tools`: one line per tool, or one JSON document.
@@ -144,9 +131,13 @@ struct ServerListing<'a> {
 /// `switchboard call`: the result, readable or raw; exit 1 if the tool reported an error.
 pub(crate) async fn call(args: CallArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
     let name = args.server.name();
-    let arguments = arguments(&name, &args.tool, &args.arguments)?;
+    let target = Target {
+        tool: &args.tool,
+        server: Some(&name),
+    };
+    let arguments = invoke::arguments(&target, &args.arguments)?;
     let runtime = args.server.start(interrupt).await?;
-    let answer = answer(&runtime, &name, &args, arguments, interrupt).await;
+    let answer = answer(&runtime, &args, target, arguments, interrupt).await;
     if let Ok((output, _)) = &answer {
         print::emit(output);
     }
@@ -156,79 +147,23 @@ pub(crate) async fn call(args: CallArgs, interrupt: &mut Interrupt) -> Result<Ex
 
 async fn answer(
     runtime: &Runtime,
-    name: &str,
     args: &CallArgs,
-    arguments: Value,
+    target: Target<'_>,
+    arguments: serde_json::Value,
     interrupt: &mut Interrupt,
 ) -> Result<(String, ExitCode), Failure> {
-    let tool = args.tool.as_str();
+    let name = target.server.unwrap_or_default();
     let server = runtime.server(name)?;
     ready(&server)?;
-    if !server.tools().iter().any(|t| t.name == tool) {
+    if !server.tools().iter().any(|t| t.name == target.tool) {
         return Err(switchboard::Error::UnknownTool {
             server: name.into(),
-            tool: tool.into(),
+            tool: target.tool.into(),
         }
         .into());
     }
-    let mut call = server.call_tool(tool, arguments);
-    if let Some(timeout) = args.timeout {
-        call = call.timeout(timeout);
-    }
-    let interrupted = |Interrupted(signal)| {
-        Failure::Interrupted(format!(
-            "interrupted by {signal}: cancelled the call to tool `{tool}` on server `{name}`"
-        ))
-    };
-    let (output, is_error) = if args.json {
-        let raw = interrupt.guard(call.raw()).await.map_err(interrupted)??;
-        let is_error = serde_json::from_str::<Value>(raw.get())
-            .ok()
-            .and_then(|v| v.get("isError")?.as_bool())
-            == Some(true);
-        (format!("{}\n", raw.get()), is_error)
-    } else {
-        let result = interrupt
-            .guard(async { call.await })
-            .await
-            .map_err(interrupted)??;
-        (print::result(&result), result.is_error())
-    };
-    if is_error {
-        eprintln!(
-            "switchboard: tool `{tool}` on server `{name}` reported an error (isError: true)"
-        );
-        return Ok((output, ExitCode::from(1)));
-    }
-    Ok((output, ExitCode::SUCCESS))
-}
-
-/// Parses ARGS_JSON, which must be a JSON object.
-fn arguments(server: &str, tool: &str, text: &str) -> Result<Value, Failure> {
-    let bad = |why: String| {
-        Failure::Usage(format!(
-            "bad arguments for tool `{tool}` on server `{server}`: {why}"
-        ))
-    };
-    match serde_json::from_str(text) {
-        Ok(object @ Value::Object(_)) => Ok(object),
-        Ok(other) => Err(bad(format!(
-            "ARGS_JSON must be a JSON object, not {}",
-            kind(&other)
-        ))),
-        Err(e) => Err(bad(format!("ARGS_JSON is not valid JSON ({e})"))),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    let call = server.call_tool(target.tool, arguments);
+    invoke::invoke(call, target, args.timeout, args.json, interrupt).await
 }
 
 #[cfg(test)]
@@ -252,20 +187,6 @@ mod tests {
             "switchboard"
         );
         assert_eq!(server(&[".."]).name(), "..");
-    }
-
-    #[test]
-    fn arguments_must_be_an_object() {
-        assert_eq!(
-            arguments("s", "t", r#"{"a":1}"#).ok(),
-            Some(serde_json::json!({"a": 1}))
-        );
-        for bad in ["[1]", "nope", "1", "null", "\"x\"", "{"] {
-            match arguments("s", "t", bad) {
-                Err(Failure::Usage(m)) => assert!(m.contains("tool `t` on server `s`"), "{m}"),
-                other => panic!("{bad}: {other:?}"),
-            }
-        }
     }
 
     #[test]
@@ -296,10 +217,19 @@ mod tests {
             panic!("{cli:?}")
         };
         assert_eq!(call.arguments, "{}");
+        // Without `-- CMD`, the servers come from a config file.
+        let cli = super::super::Cli::try_parse_from(["switchboard", "call", "t", "-c", "f.json"])
+            .unwrap();
+        let Some(super::super::Command::Call(call)) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert!(!call.server.is_given());
         for bad in [
             &["switchboard", "call", "t", "--timeout", "5", "--", "srv"][..],
-            &["switchboard", "call", "t"],
+            &["switchboard", "call"],
             &["switchboard", "tools", "srv"],
+            &["switchboard", "tools", "--startup-timeout", "5s"],
+            &["switchboard", "check", "--", "srv"],
         ] {
             let e = super::super::Cli::try_parse_from(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");

@@ -45,10 +45,19 @@ pub(crate) async fn run(interrupt: &mut Interrupt) -> Result<ExitCode, Failure> 
             "cannot find this program to start the demo server: {e}"
         ))
     })?;
+    // The tour shows a crash failing pending calls; a restart would only add noise.
     let config = ServerConfig::stdio(program)
         .args(["demo-server", "--faults"])
-        .tool_timeout("hang", HANG_TIMEOUT);
-    let runtime = start(SERVER, config, interrupt).await?;
+        .tool_timeout("hang", HANG_TIMEOUT)
+        .restart(switchboard::RestartPolicy::never());
+    // The tour is the same everywhere: MCP_TIMEOUT and MCP_TOOL_TIMEOUT are not read.
+    let builder = Runtime::builder().server(SERVER, config);
+    let runtime = start(
+        builder,
+        format!("server `{SERVER}` was starting"),
+        interrupt,
+    )
+    .await?;
     let toured = match interrupt.guard(tour(&runtime)).await {
         Ok(toured) => toured,
         Err(interrupted) => Err(interrupted.into()),

@@ -1,24 +1,37 @@
 //! The command line: arguments, logging, signals and exit codes around the subcommands.
 //!
+//! `tools` and `call` run either one server given after `--` ([`adhoc`]) or every server of a
+//! config file ([`configured`], found as [`config`] says); `check` starts a config file's
+//! servers and reports on each.
+//!
 //! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 a bad command line or bad
 //! tool arguments; 3 any run-time failure (spawn, handshake, unknown tool, JSON-RPC error,
 //! timeout, disconnect, overload); 130 interrupted by `SIGINT` or `SIGTERM`. On 2 and 3 stdout
-//! stays empty and stderr gets one line, `switchboard: <what failed, where, and why>`.
+//! stays empty and stderr gets one line, `switchboard: <what failed, where, and why>`. The
+//! exception is a report on several servers (`tools` and `check` with a config file): it is
+//! printed in full, and exit 3 then says that some server is not ready.
 //!
 //! Every path that starts a runtime shuts it down before exiting, so no server outlives us.
 
+use std::fmt::Display;
 use std::future::Future;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{ArgAction, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use switchboard::{Runtime, ServerConfig, ServerHandle, ServerState, ServerStatus};
+use switchboard::{Runtime, RuntimeBuilder, ServerHandle, ServerState, ServerStatus};
 
 mod adhoc;
+mod check;
+mod config;
+mod configured;
 mod demo;
 mod duration;
+mod invoke;
 mod print;
+mod progress;
 
 /// Run MCP servers under Switchboard's supervision and call their tools.
 ///
@@ -37,16 +50,16 @@ struct Cli {
 enum Command {
     /// A tour: start the bundled demo server, call its tools, time one out, crash it.
     Demo,
-    /// List the tools of a stdio MCP server.
-    #[command(
-        after_help = "Example: switchboard tools -- npx -y @modelcontextprotocol/server-everything"
-    )]
-    Tools(adhoc::ToolsArgs),
-    /// Call one tool of a stdio MCP server and print its result.
-    #[command(
-        after_help = "Example: switchboard call add '{\"a\":2,\"b\":3}' --timeout 5s -- switchboard demo-server"
-    )]
-    Call(adhoc::CallArgs),
+    /// List the tools of a config file's servers, or of one stdio MCP server after `--`.
+    #[command(after_help = AFTER_HELP_TOOLS)]
+    Tools(ToolsArgs),
+    /// Call one tool (by catalogue name, or of the stdio MCP server after `--`) and print its
+    /// result.
+    #[command(after_help = AFTER_HELP_CALL)]
+    Call(CallArgs),
+    /// Start every server of a config file and report on each.
+    #[command(after_help = AFTER_HELP_CHECK)]
+    Check(CheckArgs),
     /// Serve the bundled demo MCP server on stdin/stdout.
     #[command(hide = true)]
     DemoServer {
@@ -54,6 +67,70 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+const AFTER_HELP_TOOLS: &str = "\
+Without `-- CMD`, the servers are those of the config file: -c FILE, else $SWITCHBOARD_CONFIG,
+else ./.mcp.json. MCP_TIMEOUT and MCP_TOOL_TIMEOUT (milliseconds) set default timeouts.
+
+Examples:
+  switchboard tools -c .mcp.json --json
+  switchboard tools -- npx -y @modelcontextprotocol/server-everything";
+
+const AFTER_HELP_CALL: &str = "\
+Without `-- CMD`, TOOL is a catalogue name across the servers of the config file: -c FILE,
+else $SWITCHBOARD_CONFIG, else ./.mcp.json. MCP_TIMEOUT and MCP_TOOL_TIMEOUT (milliseconds)
+set default timeouts.
+
+Examples:
+  switchboard call search_code '{\"q\":\"actix\"}' -c .mcp.json
+  switchboard call add '{\"a\":2,\"b\":3}' --timeout 5s -- switchboard demo-server";
+
+const AFTER_HELP_CHECK: &str = "\
+The config file is -c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json. Exits 3 if any
+enabled server is not ready.
+
+Example: switchboard check -c .mcp.json";
+
+#[derive(Debug, Args)]
+struct ToolsArgs {
+    /// Print one JSON document: {"servers":[{"name","state","error","tools":[...]}]}, the tools
+    /// as the server listed them (plus "catalogueName" with a config file).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    config: config::ConfigArgs,
+    #[command(flatten)]
+    server: adhoc::ServerArgs,
+}
+
+#[derive(Debug, Args)]
+struct CallArgs {
+    /// The tool to call: a catalogue name, or the server's own name for it after `--`.
+    tool: String,
+    /// The tool's arguments: a JSON object.
+    #[arg(value_name = "ARGS_JSON", default_value = "{}")]
+    arguments: String,
+    /// How long the call may take, e.g. 500ms, 5s, 2m [default: MCP_TOOL_TIMEOUT, else 60s].
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    timeout: Option<Duration>,
+    /// Print the result exactly as the server sent it, as one JSON document.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    config: config::ConfigArgs,
+    #[command(flatten)]
+    server: adhoc::ServerArgs,
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// Print one JSON document:
+    /// {"servers":[{"name","transport","state","protocolVersion","tools","handshakeMs","error"}]}.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    config: config::ConfigArgs,
 }
 
 /// Why the command did not succeed; each maps to one exit code.
@@ -126,8 +203,17 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::Run(format!("cannot listen for SIGINT and SIGTERM: {e}")))?;
     match command {
         Command::Demo => demo::run(&mut interrupt).await,
-        Command::Tools(args) => adhoc::tools(args, &mut interrupt).await,
-        Command::Call(args) => adhoc::call(args, &mut interrupt).await,
+        Command::Tools(args) if args.server.is_given() => {
+            args.config.refuse_with_command()?;
+            adhoc::tools(args, &mut interrupt).await
+        }
+        Command::Tools(args) => configured::tools(args, &mut interrupt).await,
+        Command::Call(args) if args.server.is_given() => {
+            args.config.refuse_with_command()?;
+            adhoc::call(args, &mut interrupt).await
+        }
+        Command::Call(args) => configured::call(args, &mut interrupt).await,
+        Command::Check(args) => check::run(args, &mut interrupt).await,
         Command::DemoServer { .. } => {
             unreachable!("demo-server is served before the async runtime starts")
         }
@@ -202,18 +288,18 @@ impl Interrupt {
     }
 }
 
-/// Builds a runtime with one server, interruptibly. Dropped mid-build, a runtime kills the
-/// servers it had started (its `Drop` sends `SIGKILL` to their process groups).
+/// Builds a runtime, interruptibly; `starting` says what is starting, for the message of an
+/// interruption (``server `x` was starting``). Dropped mid-build, a runtime kills the servers it had started
+/// (its `Drop` sends `SIGKILL` to their process groups).
 pub(crate) async fn start(
-    name: &str,
-    config: ServerConfig,
+    builder: RuntimeBuilder,
+    starting: impl Display,
     interrupt: &mut Interrupt,
 ) -> Result<Runtime, Failure> {
-    let build = Runtime::builder().server(name, config).build();
-    match interrupt.guard(build).await {
+    match interrupt.guard(builder.build()).await {
         Ok(built) => Ok(built?),
         Err(Interrupted(signal)) => Err(Failure::Interrupted(format!(
-            "interrupted by {signal} while server `{name}` was starting"
+            "interrupted by {signal} while {starting}"
         ))),
     }
 }
@@ -227,6 +313,9 @@ pub(crate) fn ready(server: &ServerHandle) -> Result<ServerStatus, Failure> {
         ServerState::Failed { error } => Err(error.clone().into()),
         ServerState::Down { reason } => Err(Failure::Run(format!(
             "server `{name}` stopped right after its handshake: {reason}"
+        ))),
+        ServerState::Restarting { last_error, .. } => Err(Failure::Run(format!(
+            "server `{name}` is restarting after: {last_error}"
         ))),
         other => Err(Failure::Run(format!(
             "server `{name}` is {} instead of ready",

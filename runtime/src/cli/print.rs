@@ -73,14 +73,19 @@ pub(crate) fn block(content: &Content) -> String {
 
 /// `name — description` (the description's first line), or just the name.
 pub(crate) fn tool(tool: &Tool) -> String {
+    tool_as(&tool.name, tool)
+}
+
+/// [`tool`] under another name, such as its catalogue name.
+pub(crate) fn tool_as(name: &str, tool: &Tool) -> String {
     match tool
         .description
         .as_deref()
         .and_then(|d| d.lines().next())
         .map(str::trim)
     {
-        Some(description) if !description.is_empty() => format!("{} — {description}", tool.name),
-        _ => tool.name.clone(),
+        Some(description) if !description.is_empty() => format!("{name} — {description}"),
+        _ => name.to_owned(),
     }
 }
 
@@ -129,5 +134,6 @@ mod tests {
         assert_eq!(tool(&t), "t — Does it.");
         let t: Tool = serde_json::from_value(json!({"name": "bare", "description": " "})).unwrap();
         assert_eq!(tool(&t), "bare");
+        assert_eq!(tool_as("s__bare", &t), "s__bare");
     }
 }

@@ -183,6 +183,10 @@ pub(super) struct Session {
     client_requests: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
     next_client_id: AtomicU64,
     initialized: AtomicBool,
+    /// How many requests and notifications of each method arrived, for the `stats` tool.
+    methods: Mutex<HashMap<String, u64>>,
+    /// Set by the `freeze` tool: from then on every input is ignored (a hung server).
+    pub(super) frozen: AtomicBool,
 }
 
 impl Session {
@@ -196,6 +200,8 @@ impl Session {
             client_requests: Mutex::default(),
             next_client_id: AtomicU64::new(1),
             initialized: AtomicBool::new(false),
+            methods: Mutex::default(),
+            frozen: AtomicBool::new(false),
         }
     }
 
@@ -244,6 +250,11 @@ impl Session {
         lock(&self.cancellations).clone()
     }
 
+    /// Requests and notifications received so far, by method.
+    pub(super) fn method_counts(&self) -> HashMap<String, u64> {
+        lock(&self.methods).clone()
+    }
+
     fn abort_all(&self) {
         for (_, (_, task)) in lock(&self.in_flight).drain() {
             task.abort();
@@ -270,7 +281,14 @@ impl Session {
     }
 
     fn dispatch_one(self: &Arc<Self>, bytes: &[u8]) {
-        match Message::from_slice(bytes) {
+        if self.frozen.load(Ordering::Relaxed) {
+            return;
+        }
+        let message = Message::from_slice(bytes);
+        if let Ok(Some(method)) = message.as_ref().map(Message::method) {
+            *lock(&self.methods).entry(method.to_owned()).or_default() += 1;
+        }
+        match message {
             Ok(Message::Request(request)) => self.spawn_request(request),
             Ok(Message::Notification(notification)) => self.on_notification(notification),
             Ok(Message::Response(response)) => {

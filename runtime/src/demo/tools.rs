@@ -173,6 +173,21 @@ fn fault_tools() -> Vec<Value> {
             none(),
         ),
         tool(
+            "stats",
+            "Counts of the requests and notifications received, by method.",
+            none(),
+        ),
+        tool(
+            "list_changed",
+            "Sends `count` notifications/tools/list_changed at once, then answers.",
+            object(json!({"count": {"type": "integer", "minimum": 0}}), &[]),
+        ),
+        tool(
+            "freeze",
+            "Answers \"frozen\", then ignores every input from then on (a hung server).",
+            none(),
+        ),
+        tool(
             "drop_answer",
             "Writes a truncated, unreadable answer and never answers properly.",
             none(),
@@ -245,6 +260,37 @@ async fn run(
             Ok(structured(cancelled.to_string(), cancelled))
         }
         "ping_client" => ping_client(session, args).await,
+        "stats" => {
+            let counts = json!({ "methods": session.method_counts() });
+            Ok(structured(counts.to_string(), counts))
+        }
+        "list_changed" => {
+            let count = args
+                .get("count")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .min(1000);
+            for _ in 0..count {
+                session.send_json(&json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/tools/list_changed"
+                }));
+            }
+            Ok(text(format!("sent {count} notifications")))
+        }
+        "freeze" => {
+            // Answer first, then go silent: the client sees a live but stuck server.
+            session.send_json(&json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "result": {"content": [{"type": "text", "text": "frozen"}]}
+            }));
+            session
+                .frozen
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            std::future::pending::<()>().await;
+            Ok(text("unreachable"))
+        }
         "unknown_id" => {
             session.send_json(&json!({"jsonrpc": "2.0", "id": 999_999_999, "result": {}}));
             session.send_json(&json!({"jsonrpc": "2.0", "id": "nobody-asked", "result": {}}));

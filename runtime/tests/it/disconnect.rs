@@ -3,13 +3,14 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchboard::{CloseCause, Error, ServerState};
+use switchboard::{CloseCause, Error, RestartPolicy, ServerState};
 
 use crate::support::*;
 
 #[tokio::test]
 async fn a_crash_fails_every_pending_call_at_once_with_status_and_stderr() {
-    let (rt, server) = runtime_with(demo_stdio(&["--faults"])).await;
+    let config = demo_stdio(&["--faults"]).restart(RestartPolicy::never());
+    let (rt, server) = runtime_with(config).await;
     let pending: Vec<_> = (0..3)
         .map(|_| {
             tokio::spawn(

@@ -1,7 +1,7 @@
 //! The handshake: versions accepted and refused, server info and the tool list.
 
 use serde_json::json;
-use switchboard::{Error, Runtime, ServerState};
+use switchboard::{Error, RestartPolicy, Runtime, ServerState};
 
 use crate::support::*;
 
@@ -42,7 +42,10 @@ async fn every_supported_version_is_accepted() {
 #[tokio::test]
 async fn unsupported_version_is_refused_naming_both_versions() {
     let rt = Runtime::builder()
-        .server("old", demo_stdio(&["--protocol-version", "2023-01-01"]))
+        .server(
+            "old",
+            demo_stdio(&["--protocol-version", "2023-01-01"]).restart(RestartPolicy::never()),
+        )
         .build()
         .await
         .unwrap();
@@ -83,7 +86,8 @@ async fn a_server_that_cannot_start_fails_alone() {
         .server("good", demo_memory(&[]))
         .server(
             "bad",
-            switchboard::ServerConfig::stdio("/nonexistent/mcp-server"),
+            switchboard::ServerConfig::stdio("/nonexistent/mcp-server")
+                .restart(RestartPolicy::never()),
         )
         .build()
         .await

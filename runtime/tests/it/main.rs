@@ -12,3 +12,4 @@ mod handshake;
 mod load;
 mod processes;
 mod skipped_frames;
+mod supervision;

@@ -1,51 +1,81 @@
-//! The server actor: owns one connection, numbers and correlates requests, enforces their
-//! deadlines, runs the MCP handshake, and fails everything pending at once on disconnect.
+//! The server actor: owns one connection at a time, numbers and correlates requests, enforces
+//! their deadlines, runs the MCP handshake, fails everything pending at once on disconnect,
+//! and restarts the server with backoff.
 //!
 //! Lifecycle: connect → `initialize` → `notifications/initialized` → `tools/list` (every
-//! page) → ready. Requests submitted before ready wait, with their deadlines running, and are
-//! written once the server is ready.
+//! page) → ready → (disconnect → fail what is pending → backoff → connect …). Requests
+//! submitted while the server is starting or restarting wait, with their deadlines running,
+//! and are written once it is ready.
+//!
+//! The work is split by direction: [`lifecycle`] (connecting, handshake, restarts, liveness),
+//! [`requests`] (what callers submit, deadlines), [`inbound`] (what the server sends).
+
+mod inbound;
+mod lifecycle;
+mod requests;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::fut::{ActorFuture, ActorFutureExt, WrapFuture};
 use actix::{
     Actor, ActorContext, AsyncContext, Context, Handler, Message as ActixMessage,
-    ResponseActFuture, StreamHandler,
+    ResponseActFuture, SpawnHandle, StreamHandler,
 };
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use switchboard_codecs::jsonrpc::{
-    ErrorObject, Id, Message, Notification, Outcome, Request, Response,
-};
-use switchboard_codecs::lines::Skipped;
-use switchboard_codecs::mcp::{self, methods};
+use switchboard_codecs::jsonrpc::Id;
+use switchboard_codecs::mcp;
 use switchboard_transports::connection::{Control, Event, KillHandle, Outbound, Sender};
-use switchboard_transports::{CloseReason, Connection};
-use tokio::sync::watch;
-use tokio_stream::StreamExt as _;
-use tokio_util::time::delay_queue;
+use switchboard_transports::Connection;
+use tokio::sync::{mpsc, watch};
 
-use super::pending::{Entry, Pending, Reply, Timer};
+use super::pending::{Entry, Pending};
 use super::{Cancel, Submit};
-use crate::call::Progress;
 use crate::config::{ServerConfig, Transport};
 use crate::error::Error;
+use crate::restart::{Backoff, Liveness};
 use crate::status::{ServerState, ServerStatus};
 
-/// Most `tools/list` pages followed during a handshake.
+/// Most `tools/list` pages followed in one listing.
 const MAX_TOOL_PAGES: u32 = 100;
+
+/// How long a burst of `notifications/tools/list_changed` is gathered into one re-list.
+const RELIST_DEBOUNCE: Duration = Duration::from_millis(100);
 
 /// Live kill handles of every server of a runtime, for the synchronous kill on drop.
 pub(crate) type Kills = Arc<Mutex<HashMap<Arc<str>, KillHandle>>>;
 
+/// What server actors tell the supervisor.
+#[derive(Debug)]
+pub(crate) enum ServerEvent {
+    /// A server's status (and maybe its tools) changed.
+    StatusChanged,
+    /// The actor stopped without being asked (it panicked): incarnation number.
+    Died(Arc<str>, u64),
+}
+
+/// What an actor shares with its handles and its supervisor; outlives any one actor.
+#[derive(Clone)]
+pub(crate) struct Ties {
+    pub(crate) name: Arc<str>,
+    pub(crate) ids: Arc<AtomicI64>,
+    pub(crate) kills: Kills,
+    pub(crate) status: Arc<watch::Sender<ServerStatus>>,
+    pub(crate) events: mpsc::UnboundedSender<ServerEvent>,
+    pub(crate) incarnation: u64,
+    /// Restarts before this incarnation (a panic restart keeps counting).
+    pub(crate) restarts: u32,
+}
+
 /// An event from connection number `.0` (older connections' stragglers are ignored).
-pub(crate) struct Inbound(u64, Event);
+pub(crate) struct Inbound(pub(crate) u64, pub(crate) Event);
 
 /// Where the actor is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +84,28 @@ enum Phase {
     Initializing,
     ListingTools,
     Ready,
+    /// Down, with a restart scheduled.
+    Restarting,
+    /// Down for good (restarts off, or a crash loop).
     Down,
     Stopping,
+}
+
+impl Phase {
+    /// Calls submitted now wait for the server instead of failing fast.
+    fn queues_calls(self) -> bool {
+        matches!(
+            self,
+            Phase::Connecting | Phase::Initializing | Phase::ListingTools | Phase::Restarting
+        )
+    }
+
+    fn in_handshake(self) -> bool {
+        matches!(
+            self,
+            Phase::Connecting | Phase::Initializing | Phase::ListingTools
+        )
+    }
 }
 
 /// The live connection.
@@ -67,132 +117,121 @@ struct Link {
 
 /// One server's actor.
 pub(crate) struct ServerActor {
+    ties: Ties,
     name: Arc<str>,
     config: ServerConfig,
-    ids: Arc<AtomicI64>,
-    kills: Kills,
-    status: watch::Sender<ServerStatus>,
+    liveness: Liveness,
+    backoff: Backoff,
     phase: Phase,
     link: Option<Link>,
     generation: u64,
     pending: Pending,
-    startup: Option<delay_queue::Key>,
+    startup: Option<tokio_util::time::delay_queue::Key>,
+    connect_started: Instant,
+    handshake_time: Option<Duration>,
+    ready_since: Option<Instant>,
+    restarts: u32,
+    restart_timer: Option<SpawnHandle>,
     /// Why the server is unavailable, when it is.
     down_reason: Option<Arc<str>>,
+    last_error: Option<Arc<str>>,
     init: Option<mcp::InitializeResult>,
-    tools: Vec<mcp::Tool>,
+    tools: Arc<[mcp::Tool]>,
+    /// Pages gathered by the listing in progress.
+    listing: Vec<mcp::Tool>,
+    relist_scheduled: bool,
+    relist_running: bool,
+    relist_again: bool,
+    /// Consecutive failed pings or timed-out requests.
+    strikes: u32,
+    ping_outstanding: bool,
+    last_heard: Instant,
     /// Unreadable frames dropped so far.
     dropped_frames: u64,
     unknown_answers: u64,
+    /// Set when the actor stops in an orderly way; otherwise its drop reports a death.
+    stopped_cleanly: bool,
 }
 
 impl ServerActor {
-    pub(crate) fn new(
-        name: Arc<str>,
-        config: ServerConfig,
-        ids: Arc<AtomicI64>,
-        kills: Kills,
-        status: watch::Sender<ServerStatus>,
-    ) -> Self {
+    pub(crate) fn new(ties: Ties, config: ServerConfig) -> Self {
+        let restart = config.restart.clone().unwrap_or_default();
+        let liveness = config.liveness.clone().unwrap_or_default();
         ServerActor {
-            name,
+            name: ties.name.clone(),
+            restarts: ties.restarts,
+            ties,
             config,
-            ids,
-            kills,
-            status,
+            liveness,
+            backoff: Backoff::new(restart),
             phase: Phase::Connecting,
             link: None,
             generation: 0,
             pending: Pending::default(),
             startup: None,
+            connect_started: Instant::now(),
+            handshake_time: None,
+            ready_since: None,
+            restart_timer: None,
             down_reason: None,
+            last_error: None,
             init: None,
-            tools: Vec::new(),
+            tools: Arc::from(Vec::new()),
+            listing: Vec::new(),
+            relist_scheduled: false,
+            relist_running: false,
+            relist_again: false,
+            strikes: 0,
+            ping_outstanding: false,
+            last_heard: Instant::now(),
             dropped_frames: 0,
             unknown_answers: 0,
+            stopped_cleanly: false,
         }
     }
 
     fn next_id(&self) -> i64 {
-        self.ids.fetch_add(1, Ordering::Relaxed)
+        self.ties.ids.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Publishes a new status and tells the supervisor.
     fn publish(&self, state: ServerState) {
         let pid = self.link.as_ref().and_then(|l| l.control.pid());
+        let transport = self
+            .link
+            .as_ref()
+            .map(|l| l.control.transport())
+            .unwrap_or_else(|| self.config.transport_kind());
         let init = self.init.as_ref();
-        self.status.send_replace(ServerStatus {
+        self.ties.status.send_replace(ServerStatus {
             state,
             protocol_version: init.map(|i| Arc::from(i.protocol_version.as_str())),
             server_info: init.map(|i| Arc::new(i.server_info.clone())),
             instructions: init.and_then(|i| i.instructions.as_deref().map(Arc::from)),
-            tools: Arc::from(self.tools.clone()),
+            tools: self.tools.clone(),
             pid,
+            transport,
+            restarts: self.restarts,
+            ready_since: self.ready_since,
+            handshake: self.handshake_time,
             since: Instant::now(),
         });
-    }
-
-    // ----- connecting and the handshake -------------------------------------------------
-
-    fn connect(&mut self, ctx: &mut Context<Self>) {
-        self.phase = Phase::Connecting;
-        self.generation += 1;
-        let at = Instant::now() + self.config.startup_timeout;
-        self.startup = Some(self.pending.start_timer(Timer::Startup, at));
-        let name = self.name.clone();
-        let transport = self.config.transport.clone();
-        ctx.spawn(
-            open(name, transport)
-                .into_actor(self)
-                .map(|result, act, ctx| act.on_connected(result, ctx)),
-        );
-    }
-
-    fn on_connected(&mut self, result: Result<Connection, Arc<str>>, ctx: &mut Context<Self>) {
-        if self.phase != Phase::Connecting {
-            // Stopped or timed out meanwhile: dropping the connection kills it.
-            return;
-        }
-        let conn = match result {
-            Ok(conn) => conn,
-            Err(detail) => {
-                let error = Error::Spawn {
-                    server: self.name.clone(),
-                    detail,
-                };
-                self.fail_start(error);
-                return;
-            }
-        };
-        let generation = self.generation;
-        if let Some(kill) = conn.control.kill_handle() {
-            if let Ok(mut kills) = self.kills.lock() {
-                kills.insert(self.name.clone(), kill);
-            }
-        }
-        ctx.add_stream(
-            tokio_stream::wrappers::ReceiverStream::new(conn.events)
-                .map(move |event| Inbound(generation, event)),
-        );
-        self.link = Some(Link {
-            generation,
-            sender: conn.sender,
-            control: conn.control,
-        });
-        self.phase = Phase::Initializing;
-        let params = serde_json::json!({
-            "protocolVersion": mcp::LATEST_PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
-        });
-        self.send_internal(methods::INITIALIZE, &params, Reply::Initialize);
+        let _ = self.ties.events.send(ServerEvent::StatusChanged);
     }
 
     /// Sends one of the actor's own requests.
-    fn send_internal(&mut self, method: &str, params: &impl Serialize, reply: Reply) {
+    fn send_internal(
+        &mut self,
+        method: &str,
+        params: &impl Serialize,
+        reply: super::pending::Reply,
+        timeout: Option<Duration>,
+    ) {
         let id = self.next_id();
         let frame = request_frame(id, method, params);
+        let deadline = timeout.map(|t| Instant::now() + t);
         self.pending
-            .insert(id, Entry::internal(reply, method), None);
+            .insert(id, Entry::internal(reply, method), deadline);
         self.write(Some(id), frame);
     }
 
@@ -217,506 +256,21 @@ impl ServerActor {
         }
     }
 
-    fn on_internal(&mut self, reply: Reply, outcome: Outcome, ctx: &mut Context<Self>) {
-        match (reply, outcome) {
-            (Reply::Initialize, Outcome::Result(raw)) => self.on_initialized(&raw, ctx),
-            (Reply::Initialize, Outcome::Error(e)) => {
-                self.fail_start(self.handshake_error(format!("initialize was refused: {e}")))
-            }
-            (Reply::ToolsPage(page), Outcome::Result(raw)) => self.on_tools_page(page, &raw),
-            (Reply::ToolsPage(_), Outcome::Error(e)) => {
-                if self.phase == Phase::ListingTools {
-                    self.fail_start(self.handshake_error(format!("tools/list failed: {e}")))
-                } else {
-                    tracing::warn!(server = %self.name, error = %e, "refreshing the tool list failed");
-                }
-            }
-            (Reply::Caller(_), _) => {}
-        }
-    }
-
-    fn handshake_error(&self, detail: String) -> Error {
-        Error::Handshake {
-            server: self.name.clone(),
-            detail: detail.into(),
-        }
-    }
-
-    fn on_initialized(&mut self, raw: &RawValue, _ctx: &mut Context<Self>) {
-        let init: mcp::InitializeResult = match serde_json::from_str(raw.get()) {
-            Ok(init) => init,
-            Err(e) => {
-                self.fail_start(self.handshake_error(format!("invalid initialize result: {e}")));
-                return;
-            }
-        };
-        if !mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&init.protocol_version.as_str()) {
-            let error = Error::UnsupportedVersion {
-                server: self.name.clone(),
-                offered: mcp::LATEST_PROTOCOL_VERSION.into(),
-                received: init.protocol_version.as_str().into(),
-            };
-            self.fail_start(error);
-            return;
-        }
-        if let Some(link) = &mut self.link {
-            link.control.set_protocol_version(&init.protocol_version);
-        }
-        tracing::info!(
-            server = %self.name,
-            version = %init.protocol_version,
-            peer = %init.server_info.name,
-            "server initialized"
-        );
-        let has_tools = init.capabilities.tools.is_some();
-        self.init = Some(init);
-        self.notify(methods::INITIALIZED, &serde_json::json!({}));
-        self.tools.clear();
-        if has_tools {
-            self.phase = Phase::ListingTools;
-            self.send_internal(
-                methods::TOOLS_LIST,
-                &serde_json::json!({}),
-                Reply::ToolsPage(1),
-            );
-        } else {
-            self.become_ready();
-        }
-    }
-
-    fn on_tools_page(&mut self, page: u32, raw: &RawValue) {
-        let list: mcp::ListToolsResult = match serde_json::from_str(raw.get()) {
-            Ok(list) => list,
-            Err(e) => {
-                let detail = format!("invalid tools/list result: {e}");
-                if self.phase == Phase::ListingTools {
-                    self.fail_start(self.handshake_error(detail));
-                } else {
-                    tracing::warn!(server = %self.name, "{detail}");
-                }
-                return;
-            }
-        };
-        if page == 1 {
-            self.tools.clear();
-        }
-        self.tools.extend(list.tools);
-        match list.next_cursor {
-            Some(cursor) if page < MAX_TOOL_PAGES => {
-                let params = serde_json::json!({ "cursor": cursor });
-                self.send_internal(methods::TOOLS_LIST, &params, Reply::ToolsPage(page + 1));
-            }
-            next => {
-                if next.is_some() {
-                    tracing::warn!(server = %self.name, pages = MAX_TOOL_PAGES, "tools/list still had more pages; the rest were not fetched");
-                }
-                if self.phase == Phase::ListingTools {
-                    self.become_ready();
-                } else if self.phase == Phase::Ready {
-                    self.publish(ServerState::Ready);
-                }
-            }
-        }
-    }
-
-    fn become_ready(&mut self) {
-        self.phase = Phase::Ready;
-        self.down_reason = None;
-        if let Some(key) = self.startup.take() {
-            self.pending.stop_timer(&key);
-        }
-        self.publish(ServerState::Ready);
-        // Requests submitted while starting go out now, unless their callers left.
-        for id in self.pending.unsent_ids() {
-            let Some(entry) = self.pending.get_mut(id) else {
-                continue;
-            };
-            let gone = matches!(&entry.reply, Reply::Caller(tx) if tx.is_closed());
-            if gone {
-                self.pending.take(id);
-                continue;
-            }
-            let frame = entry.unsent.take();
-            entry.dropped_at_start = self.dropped_frames;
-            if let Some(frame) = frame {
-                self.write(Some(id), frame);
-            }
-        }
-    }
-
-    /// The server could not be started: report it, close what there is, fail the waiting.
-    fn fail_start(&mut self, error: Error) {
-        tracing::warn!(server = %self.name, %error, "server failed to start");
-        self.phase = Phase::Down;
-        if let Some(key) = self.startup.take() {
-            self.pending.stop_timer(&key);
-        }
-        self.down_reason = Some(error.to_string().into());
-        self.close_link();
-        self.fail_all(|_| error.clone());
-        self.publish(ServerState::Failed { error });
-    }
-
-    fn close_link(&mut self) {
-        if let Some(link) = self.link.take() {
-            if let Ok(mut kills) = self.kills.lock() {
-                kills.remove(&self.name);
-            }
-            actix::spawn(link.control.close());
-        }
-    }
-
-    /// Fails every pending request; written ones get `written(entry)`, the rest Unavailable.
-    fn fail_all(&mut self, written: impl Fn(&Entry) -> Error) {
-        let reason = self
-            .down_reason
-            .clone()
-            .unwrap_or_else(|| Arc::from("the server is not running"));
-        for (_, entry) in self.pending.drain() {
-            let Reply::Caller(tx) = &entry.reply else {
-                continue;
-            };
-            let error = if entry.unsent.is_some() {
-                Error::Unavailable {
-                    server: self.name.clone(),
-                    tool: entry.tool.clone(),
-                    reason: reason.clone(),
-                }
-            } else {
-                written(&entry)
-            };
-            if let Reply::Caller(tx) = entry.reply {
-                let _ = tx.send(Err(error));
-            } else {
-                let _ = tx;
-            }
-        }
-    }
-
-    // ----- requests from handles ---------------------------------------------------------
-
-    fn on_submit(&mut self, submit: Submit) {
-        if submit.reply.is_closed() {
-            return;
-        }
-        let Submit {
-            id,
-            method,
-            tool,
-            payload,
-            policy,
-            started,
-            progress,
-            reply,
-            permit,
-        } = submit;
-        let ready = self.phase == Phase::Ready;
-        let waiting = matches!(
-            self.phase,
-            Phase::Connecting | Phase::Initializing | Phase::ListingTools
-        );
-        if !ready && !waiting {
-            let reason = self
-                .down_reason
-                .clone()
-                .unwrap_or_else(|| Arc::from("the server is stopping"));
-            let _ = reply.send(Err(Error::Unavailable {
-                server: self.name.clone(),
-                tool,
-                reason,
-            }));
-            return;
-        }
-        let entry = Entry {
-            reply: Reply::Caller(reply),
-            method,
-            tool,
-            started,
-            policy: Some(policy),
-            progress,
-            unsent: if ready { None } else { Some(payload.clone()) },
-            dropped_at_start: self.dropped_frames,
-            key: None,
-            permit: Some(permit),
-        };
-        self.pending.insert(id, entry, Some(policy.first(started)));
-        if ready {
-            self.write(Some(id), payload);
-        }
-    }
-
-    fn on_cancel(&mut self, id: i64) {
-        let Some(entry) = self.pending.take(id) else {
-            return;
-        };
-        if entry.unsent.is_none() {
-            self.send_cancelled(id, "the caller cancelled the request");
-        }
-    }
-
-    fn send_cancelled(&self, id: i64, reason: &str) {
-        self.notify(
-            methods::CANCELLED,
-            &serde_json::json!({ "requestId": id, "reason": reason }),
-        );
-    }
-
-    fn on_timer(&mut self, timer: Timer) {
-        match timer {
-            Timer::Startup => {
-                self.startup = None;
-                if matches!(
-                    self.phase,
-                    Phase::Connecting | Phase::Initializing | Phase::ListingTools
-                ) {
-                    let detail = format!(
-                        "no complete handshake within the startup timeout of {} ms",
-                        self.config.startup_timeout.as_millis()
-                    );
-                    self.fail_start(self.handshake_error(detail));
-                }
-            }
-            Timer::Request(id) => {
-                let Some(entry) = self.pending.take_expired(id) else {
-                    return;
-                };
-                let Reply::Caller(tx) = entry.reply else {
-                    return;
-                };
-                let error = if entry.unsent.is_some() {
-                    Error::Unavailable {
-                        server: self.name.clone(),
-                        tool: entry.tool,
-                        reason: "the server did not become ready within the call's deadline".into(),
-                    }
-                } else {
-                    let elapsed = entry.started.elapsed();
-                    self.send_cancelled(id, &format!("timed out after {} ms", elapsed.as_millis()));
-                    Error::Timeout {
-                        server: self.name.clone(),
-                        method: entry.method,
-                        tool: entry.tool,
-                        request_id: id,
-                        elapsed,
-                        dropped_frames: self.dropped_frames - entry.dropped_at_start,
-                    }
-                };
-                let _ = tx.send(Err(error));
-            }
-        }
-    }
-
-    // ----- what the server sends ---------------------------------------------------------
-
-    fn on_event(&mut self, event: Event, ctx: &mut Context<Self>) {
-        match event {
-            Event::Message(Message::Response(response)) => self.on_response(response, ctx),
-            Event::Message(Message::Notification(n)) => self.on_notification(n),
-            Event::Message(Message::Request(r)) => self.on_server_request(r),
-            Event::Skipped(skipped) => self.on_skipped(skipped),
-            Event::SendFailed {
-                id: Id::Number(n),
-                reason,
-            } => {
-                self.fail_one(n, |server, e| Error::Unavailable {
-                    server,
-                    tool: e.tool.clone(),
-                    reason: reason.clone(),
-                });
-            }
-            Event::SessionExpired { id } => {
-                tracing::warn!(server = %self.name, ?id, "the server's session expired");
-            }
-            Event::Closed(reason) => self.on_closed(reason),
-            _ => {}
-        }
-    }
-
-    fn on_response(&mut self, response: Response, ctx: &mut Context<Self>) {
-        let Some(Id::Number(id)) = response.id else {
-            self.on_unknown_answer(response.id.as_ref(), &response.outcome);
-            return;
-        };
-        let Some(entry) = self.pending.take(id) else {
-            self.on_unknown_answer(Some(&Id::Number(id)), &response.outcome);
-            return;
-        };
-        match entry.reply {
-            Reply::Caller(tx) => {
-                let result = match response.outcome {
-                    Outcome::Result(raw) => Ok(raw),
-                    Outcome::Error(e) => Err(Error::Rpc {
-                        server: self.name.clone(),
-                        method: entry.method,
-                        tool: entry.tool,
-                        code: e.code,
-                        message: e.message,
-                        data: e
-                            .data
-                            .and_then(|d| serde_json::from_str(d.get()).ok())
-                            .map(Arc::new),
-                    }),
-                };
-                let _ = tx.send(result);
-            }
-            internal => self.on_internal(internal, response.outcome, ctx),
-        }
-    }
-
-    fn on_unknown_answer(&mut self, id: Option<&Id>, outcome: &Outcome) {
-        self.unknown_answers += 1;
-        match (id, outcome) {
-            (None, Outcome::Error(e)) => {
-                tracing::warn!(server = %self.name, error = %e, "the server reported an error about a message it could not read")
-            }
-            _ => tracing::warn!(
-                server = %self.name,
-                id = %id.map(ToString::to_string).unwrap_or_default(),
-                total = self.unknown_answers,
-                "ignored an answer to an unknown request id"
-            ),
-        }
-    }
-
-    fn on_skipped(&mut self, skipped: Skipped) {
-        if let Some(Id::Number(id)) = skipped.id {
-            let detail = format!("malformed answer: {}", skipped.reason());
-            if self.fail_one(id, |server, e| Error::Protocol {
-                server,
-                method: e.method.clone(),
-                tool: e.tool.clone(),
-                detail: detail.clone(),
-            }) {
-                return;
-            }
-        }
-        self.dropped_frames += 1;
-    }
-
-    /// Fails one pending caller; true when there was one.
-    fn fail_one(&mut self, id: i64, error: impl FnOnce(Arc<str>, &Entry) -> Error) -> bool {
-        let Some(entry) = self.pending.take(id) else {
-            return false;
-        };
-        let e = error(self.name.clone(), &entry);
-        match entry.reply {
-            Reply::Caller(tx) => {
-                let _ = tx.send(Err(e));
-            }
-            _ => {
-                if self.phase != Phase::Ready {
-                    self.fail_start(self.handshake_error(e.to_string()));
-                }
-            }
-        }
-        true
-    }
-
-    fn on_notification(&mut self, n: Notification) {
-        match n.method.as_str() {
-            methods::PROGRESS => self.on_progress(n.params.as_deref()),
-            methods::MESSAGE => {
-                if let Some(params) = n.params {
-                    match serde_json::from_str::<mcp::LoggingMessageParams>(params.get()) {
-                        Ok(log) => tracing::info!(
-                            target: "switchboard::server_log",
-                            server = %self.name,
-                            level = ?log.level,
-                            logger = log.logger.as_deref().unwrap_or(""),
-                            data = %log.data,
-                        ),
-                        Err(_) => {
-                            tracing::debug!(server = %self.name, "malformed notifications/message")
-                        }
-                    }
-                }
-            }
-            methods::TOOLS_LIST_CHANGED => {
-                if self.phase == Phase::Ready {
-                    self.send_internal(
-                        methods::TOOLS_LIST,
-                        &serde_json::json!({}),
-                        Reply::ToolsPage(1),
-                    );
-                }
-            }
-            other => tracing::debug!(server = %self.name, method = other, "notification ignored"),
-        }
-    }
-
-    fn on_progress(&mut self, params: Option<&RawValue>) {
-        let Some(params) = params else { return };
-        let Ok(p) = serde_json::from_str::<mcp::ProgressNotificationParams>(params.get()) else {
-            tracing::debug!(server = %self.name, "malformed notifications/progress");
-            return;
-        };
-        let mcp::ProgressToken::Number(id) = p.progress_token else {
-            return;
-        };
-        let Some(entry) = self.pending.get_mut(id) else {
-            return;
-        };
-        if let Some(callback) = &entry.progress {
-            callback(Progress {
-                progress: p.progress,
-                total: p.total,
-                message: p.message.clone(),
-            });
-        }
-        let next = entry
-            .policy
-            .and_then(|policy| policy.on_progress(entry.started, Instant::now()));
-        if let Some(at) = next {
-            self.pending.reset(id, at);
-        }
-    }
-
-    fn on_server_request(&mut self, request: Request) {
-        let outcome = if request.method == methods::PING {
-            Outcome::Result(empty_object())
-        } else {
-            Outcome::Error(ErrorObject::new(
-                ErrorObject::METHOD_NOT_FOUND,
-                format!("method not found: {}", request.method),
-            ))
-        };
-        let answer = Message::Response(Response {
-            id: Some(request.id),
-            outcome,
-        });
-        self.write(None, Bytes::from(answer.to_vec()));
-    }
-
-    fn on_closed(&mut self, reason: CloseReason) {
-        if let Ok(mut kills) = self.kills.lock() {
+    fn unregister_kill(&self) {
+        if let Ok(mut kills) = self.ties.kills.lock() {
             kills.remove(&self.name);
         }
-        self.link = None;
-        if self.phase == Phase::Stopping {
-            return;
-        }
-        tracing::warn!(server = %self.name, %reason, pending = self.pending.len(), "server disconnected");
-        let reason = Arc::new(reason);
-        let was_ready = self.phase == Phase::Ready;
-        self.phase = Phase::Down;
-        if let Some(key) = self.startup.take() {
-            self.pending.stop_timer(&key);
-        }
-        self.down_reason = Some(format!("it disconnected: {reason}").into());
-        let name = self.name.clone();
-        self.fail_all(|entry| Error::Disconnected {
-            server: name.clone(),
-            method: entry.method.clone(),
-            tool: entry.tool.clone(),
-            reason: reason.clone(),
-        });
-        if was_ready {
-            self.publish(ServerState::Down { reason });
-        } else {
-            let error = self.handshake_error(format!(
-                "the server disconnected during the handshake: {reason}"
-            ));
-            self.publish(ServerState::Failed { error });
+    }
+}
+
+impl Drop for ServerActor {
+    fn drop(&mut self) {
+        if !self.stopped_cleanly {
+            // Dropped without stopping: the actor panicked (or its thread is going away).
+            let _ = self
+                .ties
+                .events
+                .send(ServerEvent::Died(self.name.clone(), self.ties.incarnation));
         }
     }
 }
@@ -726,19 +280,33 @@ impl Actor for ServerActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.spawn(DeadlineDriver);
+        if self.liveness.is_enabled() {
+            let tick = (self.liveness.interval / 4).max(Duration::from_millis(10));
+            ctx.run_interval(tick, |act, ctx| act.liveness_tick(ctx));
+        }
         self.connect(ctx);
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
-        // Any connection still held is killed by its drop; waiting callers learn it here.
-        self.down_reason
-            .get_or_insert_with(|| Arc::from("the server was stopped"));
-        let name = self.name.clone();
-        self.fail_all(|entry| Error::Unavailable {
-            server: name.clone(),
-            tool: entry.tool.clone(),
-            reason: "the server was stopped".into(),
-        });
+        if !self.stopped_cleanly {
+            // Nobody asked us to stop: actix is dropping a context whose actor panicked (the
+            // task harness caught the panic), or the whole actor thread is going away. For
+            // callers that is a crash; the drop below reports it to the supervisor.
+            let reason = Arc::new(switchboard_transports::CloseReason {
+                cause: switchboard_transports::CloseCause::Aborted(
+                    "the server's actor stopped unexpectedly".into(),
+                ),
+                stderr_tail: Vec::new(),
+            });
+            let name = self.name.clone();
+            self.fail_written(|entry| Error::Disconnected {
+                server: name.clone(),
+                method: entry.method.clone(),
+                tool: entry.tool.clone(),
+                reason: reason.clone(),
+            });
+            self.fail_unsent("its actor stopped unexpectedly and is being restarted".into());
+        }
     }
 }
 
@@ -779,23 +347,21 @@ impl ActixMessage for Shutdown {
 impl Handler<Shutdown> for ServerActor {
     type Result = ResponseActFuture<Self, ()>;
 
-    fn handle(&mut self, _: Shutdown, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
         self.phase = Phase::Stopping;
-        self.down_reason = Some("the runtime is shutting down".into());
+        self.stopped_cleanly = true;
+        if let Some(timer) = self.restart_timer.take() {
+            ctx.cancel_future(timer);
+        }
         // Requests the server is working on are abandoned: say so before closing.
         for id in self.pending.written_ids() {
             self.send_cancelled(id, "the client is shutting down");
         }
-        let name = self.name.clone();
-        self.fail_all(|entry| Error::Unavailable {
-            server: name.clone(),
-            tool: entry.tool.clone(),
-            reason: "the runtime is shutting down".into(),
-        });
+        let reason: Arc<str> = "the runtime is shutting down".into();
+        self.down_reason = Some(reason.clone());
+        self.fail_everything(reason);
         let link = self.link.take();
-        if let Ok(mut kills) = self.kills.lock() {
-            kills.remove(&self.name);
-        }
+        self.unregister_kill();
         Box::pin(
             async move {
                 if let Some(link) = link {
@@ -812,6 +378,44 @@ impl Handler<Shutdown> for ServerActor {
     }
 }
 
+/// Start a server that is down or failed again, forgetting its crash loop.
+pub(crate) struct Restart;
+
+impl ActixMessage for Restart {
+    type Result = ();
+}
+
+impl Handler<Restart> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Restart, ctx: &mut Context<Self>) {
+        if !matches!(self.phase, Phase::Down | Phase::Restarting) {
+            return;
+        }
+        if let Some(timer) = self.restart_timer.take() {
+            ctx.cancel_future(timer);
+        }
+        self.backoff.reset();
+        self.restarts += 1;
+        self.connect(ctx);
+    }
+}
+
+/// Make the actor panic (tests prove that a panicking actor counts as a crash).
+pub(crate) struct InjectPanic;
+
+impl ActixMessage for InjectPanic {
+    type Result = ();
+}
+
+impl Handler<InjectPanic> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, _: InjectPanic, _ctx: &mut Context<Self>) {
+        panic!("panic injected into the actor of server `{}`", self.name);
+    }
+}
+
 /// Polls the actor's `DelayQueue` inside its context: one timer wheel for every deadline.
 struct DeadlineDriver;
 
@@ -821,12 +425,12 @@ impl ActorFuture<ServerActor> for DeadlineDriver {
     fn poll(
         self: Pin<&mut Self>,
         act: &mut ServerActor,
-        _ctx: &mut Context<ServerActor>,
+        ctx: &mut Context<ServerActor>,
         task: &mut std::task::Context<'_>,
     ) -> Poll<()> {
         // An empty queue keeps the waker and wakes us on the next insert.
         while let Poll::Ready(Some(expired)) = act.pending.deadlines.poll_expired(task) {
-            act.on_timer(expired.into_inner());
+            act.on_timer(expired.into_inner(), ctx);
         }
         Poll::Pending
     }
@@ -844,6 +448,14 @@ async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, Arc<st
             actix::spawn(serve(io));
             Ok(conn)
         }
+        Transport::Http(target) => Err(Arc::from(format!(
+            "{} transport to {} is not supported yet",
+            match target.kind {
+                crate::config::HttpKind::Sse => "the HTTP+SSE",
+                _ => "the Streamable HTTP",
+            },
+            target.url
+        ))),
     }
 }
 
@@ -869,4 +481,20 @@ fn push_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
 
 fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON")
+}
+
+/// A uniform random number in 0..1 for backoff jitter, from std's per-instance random keys.
+fn random_unit() -> f64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0);
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Errors handed to a caller: a shorthand for the actor's name.
+fn unavailable(server: &Arc<str>, tool: Option<Arc<str>>, reason: Arc<str>) -> Error {
+    Error::Unavailable {
+        server: server.clone(),
+        tool,
+        reason,
+    }
 }

@@ -1,0 +1,184 @@
+//! What the server sends: answers, notifications, its own requests, skipped frames.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::Context;
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use switchboard_codecs::jsonrpc::{
+    ErrorObject, Id, Message, Notification, Outcome, Request, Response,
+};
+use switchboard_codecs::lines::Skipped;
+use switchboard_codecs::mcp::{self, methods};
+use switchboard_transports::connection::Event;
+
+use super::{empty_object, ServerActor};
+use crate::actor::pending::Reply;
+use crate::call::Progress;
+use crate::error::Error;
+
+impl ServerActor {
+    pub(super) fn on_event(&mut self, event: Event, ctx: &mut Context<Self>) {
+        self.last_heard = Instant::now();
+        match event {
+            Event::Message(Message::Response(response)) => self.on_response(response, ctx),
+            Event::Message(Message::Notification(n)) => self.on_notification(n, ctx),
+            Event::Message(Message::Request(r)) => self.on_server_request(r),
+            Event::Skipped(skipped) => self.on_skipped(skipped, ctx),
+            Event::SendFailed {
+                id: Id::Number(n),
+                reason,
+            } => {
+                self.fail_one(
+                    n,
+                    |server, e| Error::Unavailable {
+                        server,
+                        tool: e.tool.clone(),
+                        reason: reason.clone(),
+                    },
+                    ctx,
+                );
+            }
+            Event::SessionExpired { id } => {
+                tracing::warn!(server = %self.name, ?id, "the server's session expired");
+            }
+            Event::Closed(reason) => self.on_closed(reason, ctx),
+            _ => {}
+        }
+    }
+
+    fn on_response(&mut self, response: Response, ctx: &mut Context<Self>) {
+        self.strikes = 0;
+        let Some(Id::Number(id)) = response.id else {
+            self.on_unknown_answer(response.id.as_ref(), &response.outcome);
+            return;
+        };
+        let Some(entry) = self.pending.take(id) else {
+            self.on_unknown_answer(Some(&Id::Number(id)), &response.outcome);
+            return;
+        };
+        match entry.reply {
+            Reply::Caller(tx) => {
+                let result = match response.outcome {
+                    Outcome::Result(raw) => Ok(raw),
+                    Outcome::Error(e) => Err(Error::Rpc {
+                        server: self.name.clone(),
+                        method: entry.method,
+                        tool: entry.tool,
+                        code: e.code,
+                        message: e.message,
+                        data: e
+                            .data
+                            .and_then(|d| serde_json::from_str(d.get()).ok())
+                            .map(Arc::new),
+                    }),
+                };
+                let _ = tx.send(result);
+            }
+            internal => self.on_internal(internal, response.outcome, ctx),
+        }
+    }
+
+    fn on_unknown_answer(&mut self, id: Option<&Id>, outcome: &Outcome) {
+        self.unknown_answers += 1;
+        match (id, outcome) {
+            (None, Outcome::Error(e)) => {
+                tracing::warn!(server = %self.name, error = %e, "the server reported an error about a message it could not read")
+            }
+            _ => tracing::warn!(
+                server = %self.name,
+                id = %id.map(ToString::to_string).unwrap_or_default(),
+                total = self.unknown_answers,
+                "ignored an answer to an unknown request id"
+            ),
+        }
+    }
+
+    fn on_skipped(&mut self, skipped: Skipped, ctx: &mut Context<Self>) {
+        if let Some(Id::Number(id)) = skipped.id {
+            let detail = format!("malformed answer: {}", skipped.reason());
+            let failed = self.fail_one(
+                id,
+                |server, e| Error::Protocol {
+                    server,
+                    method: e.method.clone(),
+                    tool: e.tool.clone(),
+                    detail: detail.clone(),
+                },
+                ctx,
+            );
+            if failed {
+                return;
+            }
+        }
+        self.dropped_frames += 1;
+    }
+
+    fn on_notification(&mut self, n: Notification, ctx: &mut Context<Self>) {
+        match n.method.as_str() {
+            methods::PROGRESS => self.on_progress(n.params.as_deref()),
+            methods::MESSAGE => {
+                if let Some(params) = n.params {
+                    match serde_json::from_str::<mcp::LoggingMessageParams>(params.get()) {
+                        Ok(log) => tracing::info!(
+                            target: "switchboard::server_log",
+                            server = %self.name,
+                            level = ?log.level,
+                            logger = log.logger.as_deref().unwrap_or(""),
+                            data = %log.data,
+                        ),
+                        Err(_) => {
+                            tracing::debug!(server = %self.name, "malformed notifications/message")
+                        }
+                    }
+                }
+            }
+            methods::TOOLS_LIST_CHANGED => self.on_tools_changed(ctx),
+            other => tracing::debug!(server = %self.name, method = other, "notification ignored"),
+        }
+    }
+
+    fn on_progress(&mut self, params: Option<&RawValue>) {
+        let Some(params) = params else { return };
+        let Ok(p) = serde_json::from_str::<mcp::ProgressNotificationParams>(params.get()) else {
+            tracing::debug!(server = %self.name, "malformed notifications/progress");
+            return;
+        };
+        let mcp::ProgressToken::Number(id) = p.progress_token else {
+            return;
+        };
+        let Some(entry) = self.pending.get_mut(id) else {
+            return;
+        };
+        if let Some(callback) = &entry.progress {
+            callback(Progress {
+                progress: p.progress,
+                total: p.total,
+                message: p.message.clone(),
+            });
+        }
+        let next = entry
+            .policy
+            .and_then(|policy| policy.on_progress(entry.started, Instant::now()));
+        if let Some(at) = next {
+            self.pending.reset(id, at);
+        }
+    }
+
+    fn on_server_request(&mut self, request: Request) {
+        let outcome = if request.method == methods::PING {
+            Outcome::Result(empty_object())
+        } else {
+            Outcome::Error(ErrorObject::new(
+                ErrorObject::METHOD_NOT_FOUND,
+                format!("method not found: {}", request.method),
+            ))
+        };
+        let answer = Message::Response(Response {
+            id: Some(request.id),
+            outcome,
+        });
+        self.write(None, Bytes::from(answer.to_vec()));
+    }
+}

@@ -1,0 +1,383 @@
+//! The supervisor: starts and stops server actors, restarts one whose actor panicked, and
+//! keeps the shared snapshots handles read (the servers, the tool catalogue) up to date.
+//!
+//! Restarts after a server *process* dies are the server actor's own business (it keeps its
+//! handles' channels); the supervisor only replaces an actor that died itself.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+
+use actix::fut::{ActorFutureExt, WrapFuture};
+use actix::{
+    Actor, Addr, AsyncContext, Context, Handler, Message as ActixMessage, ResponseActFuture,
+    StreamHandler,
+};
+use arc_swap::ArcSwap;
+use tokio::sync::{mpsc, watch, Semaphore};
+
+use super::server::{InjectPanic, Kills, Restart, ServerActor, ServerEvent, Shutdown, Ties};
+use crate::catalogue::{Catalogue, ServerTools};
+use crate::config::{Defaults, ServerConfig};
+use crate::error::Error;
+use crate::handle::{Channels, ServerHandle, Shared};
+use crate::status::{ServerState, ServerStatus};
+
+/// How many submitted calls may queue in a server actor's mailbox.
+const MAILBOX: usize = 1024;
+
+/// The snapshots handles read without asking the supervisor.
+pub(crate) struct Registry {
+    pub(crate) servers: ArcSwap<BTreeMap<Arc<str>, ServerHandle>>,
+    pub(crate) catalogue: ArcSwap<Catalogue>,
+    /// Bumped on every status or catalogue change.
+    pub(crate) changes: watch::Sender<u64>,
+}
+
+impl Registry {
+    pub(crate) fn new() -> Self {
+        Registry {
+            servers: ArcSwap::from_pointee(BTreeMap::new()),
+            catalogue: ArcSwap::from_pointee(Catalogue::default()),
+            changes: watch::Sender::new(0),
+        }
+    }
+}
+
+/// One supervised server.
+struct Managed {
+    config: ServerConfig,
+    addr: Addr<ServerActor>,
+    handle: ServerHandle,
+    status: Arc<watch::Sender<ServerStatus>>,
+    incarnation: u64,
+    removing: bool,
+}
+
+/// The one supervisor of a runtime.
+pub(crate) struct Supervisor {
+    registry: Arc<Registry>,
+    defaults: Defaults,
+    kills: Kills,
+    events: mpsc::UnboundedSender<ServerEvent>,
+    servers: BTreeMap<Arc<str>, Managed>,
+    version: u64,
+    stopping: bool,
+}
+
+impl Supervisor {
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        defaults: Defaults,
+        kills: Kills,
+        events: mpsc::UnboundedSender<ServerEvent>,
+    ) -> Self {
+        Supervisor {
+            registry,
+            defaults,
+            kills,
+            events,
+            servers: BTreeMap::new(),
+            version: 0,
+            stopping: false,
+        }
+    }
+
+    /// Starts an actor for `ties` and returns its address and the way into it.
+    fn spawn_actor(ties: Ties, config: ServerConfig) -> (Addr<ServerActor>, Channels) {
+        let (submit_tx, submit_rx) = mpsc::channel(MAILBOX);
+        let (cancel_tx, cancel_rx) = mpsc::unbounded_channel();
+        let addr = ServerActor::create(move |ctx| {
+            ctx.add_stream(tokio_stream::wrappers::ReceiverStream::new(submit_rx));
+            ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
+                cancel_rx,
+            ));
+            ServerActor::new(ties, config)
+        });
+        let channels = Channels {
+            submits: submit_tx,
+            cancels: cancel_tx,
+        };
+        (addr, channels)
+    }
+
+    fn add(&mut self, name: Arc<str>, config: ServerConfig) -> Result<ServerHandle, Error> {
+        if self.stopping {
+            return Err(Error::Shutdown);
+        }
+        if self.servers.contains_key(&name) {
+            return Err(Error::DuplicateServer { name });
+        }
+        let config = config.resolve(&self.defaults);
+        let (status_tx, status_rx) = watch::channel(ServerStatus::starting());
+        let status_tx = Arc::new(status_tx);
+        // Ids start at 1 and are never reused during the server's life, across restarts.
+        let ids = Arc::new(AtomicI64::new(1));
+        let ties = Ties {
+            name: name.clone(),
+            ids: ids.clone(),
+            kills: self.kills.clone(),
+            status: status_tx.clone(),
+            events: self.events.clone(),
+            incarnation: 0,
+            restarts: 0,
+        };
+        let (addr, channels) = Self::spawn_actor(ties, config.clone());
+        let max_in_flight = config.max_in_flight_value();
+        let handle = ServerHandle {
+            shared: Arc::new(Shared {
+                name: name.clone(),
+                ids,
+                permits: Arc::new(Semaphore::new(max_in_flight)),
+                max_in_flight,
+                channels: ArcSwap::from_pointee(channels),
+                status: status_rx,
+                timeout: config.timeout,
+                tools: config.tools.clone(),
+                default_timeout: self.defaults.timeout,
+                allow: config.allow_tools.clone(),
+                deny: config.deny_tools.clone(),
+            }),
+        };
+        self.servers.insert(
+            name,
+            Managed {
+                config,
+                addr,
+                handle: handle.clone(),
+                status: status_tx,
+                incarnation: 0,
+                removing: false,
+            },
+        );
+        self.publish_servers();
+        Ok(handle)
+    }
+
+    fn publish_servers(&mut self) {
+        let servers = self
+            .servers
+            .iter()
+            .filter(|(_, m)| !m.removing)
+            .map(|(name, m)| (name.clone(), m.handle.clone()))
+            .collect();
+        self.registry.servers.store(Arc::new(servers));
+        self.rebuild_catalogue();
+    }
+
+    /// Rebuilds the catalogue from every server's last known tools.
+    fn rebuild_catalogue(&mut self) {
+        let statuses: Vec<(Arc<str>, &Managed, ServerStatus)> = self
+            .servers
+            .iter()
+            .filter(|(_, m)| !m.removing)
+            .map(|(name, m)| (name.clone(), m, m.handle.status()))
+            .collect();
+        let inputs: Vec<ServerTools<'_>> = statuses
+            .iter()
+            .map(|(name, m, status)| ServerTools {
+                server: name,
+                prefix: m.config.prefix.as_deref(),
+                allow: &m.config.allow_tools,
+                deny: &m.config.deny_tools,
+                tools: &status.tools,
+                available: status.is_ready(),
+            })
+            .collect();
+        let next = Catalogue::build(&inputs, &self.defaults.naming, self.version + 1);
+        if !next.same_entries(&self.registry.catalogue.load()) {
+            self.version += 1;
+            self.registry.catalogue.store(Arc::new(next));
+        }
+        self.registry.changes.send_modify(|v| *v += 1);
+    }
+
+    /// A server actor died without being stopped: replace it, keeping its handles working.
+    fn revive(&mut self, name: &Arc<str>, incarnation: u64) {
+        if self.stopping {
+            return;
+        }
+        let Some(managed) = self.servers.get_mut(name) else {
+            return;
+        };
+        if managed.removing || managed.incarnation != incarnation {
+            return;
+        }
+        tracing::error!(server = %name, "the server's actor stopped unexpectedly; restarting it");
+        // Clone before replacing: a borrow held across send_replace would deadlock.
+        let last = managed.status.borrow().clone();
+        let previous = last.restarts;
+        managed.status.send_replace(ServerStatus {
+            state: ServerState::Restarting {
+                attempt: 1,
+                next_retry_at: std::time::Instant::now(),
+                last_error: "its actor panicked".into(),
+            },
+            ..last
+        });
+        managed.incarnation += 1;
+        let ties = Ties {
+            name: name.clone(),
+            ids: managed.handle.shared.ids.clone(),
+            kills: self.kills.clone(),
+            status: managed.status.clone(),
+            events: self.events.clone(),
+            incarnation: managed.incarnation,
+            restarts: previous + 1,
+        };
+        let (addr, channels) = Self::spawn_actor(ties, managed.config.clone());
+        managed.addr = addr;
+        managed.handle.shared.channels.store(Arc::new(channels));
+        self.rebuild_catalogue();
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+}
+
+impl StreamHandler<ServerEvent> for Supervisor {
+    fn handle(&mut self, event: ServerEvent, _ctx: &mut Context<Self>) {
+        match event {
+            ServerEvent::StatusChanged => self.rebuild_catalogue(),
+            ServerEvent::Died(name, incarnation) => self.revive(&name, incarnation),
+        }
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+/// Start supervising a server.
+pub(crate) struct AddServer {
+    pub(crate) name: Arc<str>,
+    pub(crate) config: ServerConfig,
+}
+
+impl ActixMessage for AddServer {
+    type Result = Result<ServerHandle, Error>;
+}
+
+impl Handler<AddServer> for Supervisor {
+    type Result = Result<ServerHandle, Error>;
+
+    fn handle(&mut self, msg: AddServer, _ctx: &mut Context<Self>) -> Self::Result {
+        self.add(msg.name, msg.config)
+    }
+}
+
+/// Stop a server gracefully and forget it.
+pub(crate) struct RemoveServer {
+    pub(crate) name: Arc<str>,
+}
+
+impl ActixMessage for RemoveServer {
+    type Result = Result<(), Error>;
+}
+
+impl Handler<RemoveServer> for Supervisor {
+    type Result = ResponseActFuture<Self, Result<(), Error>>;
+
+    fn handle(&mut self, msg: RemoveServer, _ctx: &mut Context<Self>) -> Self::Result {
+        let Some(managed) = self.servers.get_mut(&msg.name) else {
+            let error = Error::UnknownServer { name: msg.name };
+            return Box::pin(async move { Err(error) }.into_actor(self));
+        };
+        managed.removing = true;
+        let close = managed.addr.send(Shutdown);
+        self.publish_servers();
+        let name = msg.name;
+        Box::pin(close.into_actor(self).map(move |_, act, _| {
+            act.servers.remove(&name);
+            act.publish_servers();
+            Ok(())
+        }))
+    }
+}
+
+/// Stop every server gracefully.
+pub(crate) struct StopAll;
+
+impl ActixMessage for StopAll {
+    type Result = ();
+}
+
+impl Handler<StopAll> for Supervisor {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _: StopAll, _ctx: &mut Context<Self>) -> Self::Result {
+        self.stopping = true;
+        let closing: Vec<_> = self
+            .servers
+            .values()
+            .map(|m| m.addr.send(Shutdown))
+            .collect();
+        Box::pin(
+            async move {
+                for close in closing {
+                    // An actor that is already gone has nothing left to close.
+                    let _ = close.await;
+                }
+            }
+            .into_actor(self)
+            .map(|(), act, _| act.rebuild_catalogue()),
+        )
+    }
+}
+
+/// Start a down or failed server again.
+pub(crate) struct RestartServer {
+    pub(crate) name: Arc<str>,
+}
+
+impl ActixMessage for RestartServer {
+    type Result = Result<(), Error>;
+}
+
+impl Handler<RestartServer> for Supervisor {
+    type Result = Result<(), Error>;
+
+    fn handle(&mut self, msg: RestartServer, _ctx: &mut Context<Self>) -> Self::Result {
+        match self.servers.get(&msg.name) {
+            Some(managed) if !managed.removing => {
+                managed.addr.do_send(Restart);
+                Ok(())
+            }
+            _ => Err(Error::UnknownServer { name: msg.name }),
+        }
+    }
+}
+
+/// Rebuild the catalogue from the statuses as they are now, so that a caller who saw a
+/// server become ready also sees its tools.
+pub(crate) struct Settle;
+
+impl ActixMessage for Settle {
+    type Result = ();
+}
+
+impl Handler<Settle> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, _: Settle, _ctx: &mut Context<Self>) {
+        self.rebuild_catalogue();
+    }
+}
+
+/// Make a server's actor panic (hidden test hook).
+pub(crate) struct PanicServer {
+    pub(crate) name: Arc<str>,
+}
+
+impl ActixMessage for PanicServer {
+    type Result = ();
+}
+
+impl Handler<PanicServer> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: PanicServer, _ctx: &mut Context<Self>) {
+        if let Some(managed) = self.servers.get(&msg.name) {
+            managed.addr.do_send(InjectPanic);
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! `switchboard check`: start every server of a config file and report on each, as a table
+//! or one JSON document; exit 3 if an enabled server is not ready.
+//!
+//! ```text
+//! SERVER  TRANSPORT  STATE       PROTOCOL    TOOLS  HANDSHAKE  ERROR
+//! one     stdio      ready       2025-06-18  3      4 ms
+//! two     stdio      restarting  -           -      -          server `two` could not be started: …
+//! old     -          disabled    -           -      -
+//! ```
+
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use super::config::{self, Report};
+use super::{print, CheckArgs, Failure, Interrupt};
+
+pub(crate) async fn run(args: CheckArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
+    let file = args.config.load(false)?;
+    let runtime = config::start_all(&file, interrupt).await?;
+    let reports = config::reports(&runtime, &file, true);
+    runtime.shutdown().await;
+    let rows: Vec<Row<'_>> = reports.iter().map(Row::from).collect();
+    let output = if args.json {
+        let document = serde_json::to_string_pretty(&Document { servers: &rows })
+            .map_err(|e| Failure::Run(format!("cannot write the report as JSON: {e}")))?;
+        document + "\n"
+    } else {
+        table(&rows)
+    };
+    print::emit(&output);
+    match config::not_ready(&reports) {
+        Some(failure) => Err(failure),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The `check --json` document.
+#[derive(Serialize)]
+struct Document<'a> {
+    servers: &'a [Row<'a>],
+}
+
+/// One server's line of the report.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row<'a> {
+    name: &'a str,
+    transport: Option<&'static str>,
+    state: &'static str,
+    protocol_version: Option<&'a str>,
+    /// How many tools it listed, if it is ready.
+    tools: Option<usize>,
+    handshake_ms: Option<u64>,
+    error: Option<&'a str>,
+}
+
+impl<'a> From<&'a Report> for Row<'a> {
+    fn from(report: &'a Report) -> Self {
+        let status = report.status.as_ref();
+        Row {
+            name: &report.name,
+            transport: report.transport,
+            state: report.state,
+            protocol_version: status.and_then(|s| s.protocol_version.as_deref()),
+            tools: status.filter(|s| s.is_ready()).map(|s| s.tools.len()),
+            handshake_ms: status
+                .and_then(|s| s.handshake)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            error: report.error.as_deref(),
+        }
+    }
+}
+
+/// The rows as aligned columns under a header; `-` for what is unknown.
+fn table(rows: &[Row<'_>]) -> String {
+    const HEADER: [&str; 7] = [
+        "SERVER",
+        "TRANSPORT",
+        "STATE",
+        "PROTOCOL",
+        "TOOLS",
+        "HANDSHAKE",
+        "ERROR",
+    ];
+    let dash = || "-".to_owned();
+    let cells: Vec<[String; 7]> = rows
+        .iter()
+        .map(|row| {
+            [
+                row.name.to_owned(),
+                row.transport.map_or_else(dash, str::to_owned),
+                row.state.to_owned(),
+                row.protocol_version.map_or_else(dash, str::to_owned),
+                row.tools.map_or_else(dash, |n| n.to_string()),
+                row.handshake_ms.map_or_else(dash, |ms| format!("{ms} ms")),
+                // Errors are one line in a table.
+                row.error
+                    .map(|e| e.split_whitespace().collect::<Vec<_>>().join(" "))
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut widths = HEADER.map(|h| h.chars().count());
+    for row in &cells {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let header = HEADER.map(str::to_owned);
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&cells) {
+        let line: String = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}  "))
+            .collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up() {
+        let rows = [
+            Row {
+                name: "one",
+                transport: Some("stdio"),
+                state: "ready",
+                protocol_version: Some("2025-06-18"),
+                tools: Some(3),
+                handshake_ms: Some(4),
+                error: None,
+            },
+            Row {
+                name: "second",
+                transport: Some("stdio"),
+                state: "restarting",
+                protocol_version: None,
+                tools: None,
+                handshake_ms: None,
+                error: Some("server `second` could not be started:\n  no such file"),
+            },
+            Row {
+                name: "old",
+                transport: None,
+                state: "disabled",
+                protocol_version: None,
+                tools: None,
+                handshake_ms: None,
+                error: None,
+            },
+        ];
+        assert_eq!(
+            table(&rows),
+            "\
+SERVER  TRANSPORT  STATE       PROTOCOL    TOOLS  HANDSHAKE  ERROR
+one     stdio      ready       2025-06-18  3      4 ms
+second  stdio      restarting  -           -      -          server `second` could not be started: no such file
+old     -          disabled    -           -      -
+"
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! Finding, loading and starting a config file's servers, and reporting on each of them.
+//!
+//! The file is the first of: `-c/--config FILE`, `$SWITCHBOARD_CONFIG`, `./.mcp.json` (as
+//! Claude Code names a project's servers). It is only looked for when no `-- CMD` is given;
+//! `-c` together with `-- CMD` is a usage error. A file that cannot be used stops the command
+//! before anything starts, with exit 2 and the file, JSON path and problem on one line:
+//!
+//! ```text
+//! switchboard: .mcp.json: mcpServers.github.args: expected an array of strings
+//! ```
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+
+use switchboard::{ConfigFile, Runtime, ServerHandle, ServerState, ServerStatus};
+
+use super::{start, Failure, Interrupt};
+
+/// The environment variable naming the config file when `-c` is not given.
+const ENV: &str = "SWITCHBOARD_CONFIG";
+
+/// The config file looked for in the current directory last.
+const DEFAULT_FILE: &str = ".mcp.json";
+
+/// How long to wait, after the servers started, for the catalogue to list the tools of every
+/// ready server. The supervisor rebuilds it right after each status change, on its own thread,
+/// so this is normally a matter of microseconds; the bound only matters for a ready server
+/// none of whose tools are listed (all denied, or all colliding in `never` naming mode).
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// Where the config file comes from.
+#[derive(Debug, Args)]
+pub(crate) struct ConfigArgs {
+    /// The config file (`mcpServers` or VS Code's `servers`) [default: $SWITCHBOARD_CONFIG,
+    /// else ./.mcp.json].
+    #[arg(short, long = "config", value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    /// `-c` names a set of servers and `-- CMD` one server: the two do not mix.
+    pub(crate) fn refuse_with_command(&self) -> Result<(), Failure> {
+        match &self.config {
+            Some(file) => Err(Failure::Usage(format!(
+                "--config {} and `-- CMD` both name the servers to run: give one or the other",
+                file.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Finds and loads the config file; every problem is a usage error (exit 2). `or_command`
+    /// says whether the command also takes one server after `--`, for the hint when no file
+    /// is found.
+    pub(crate) fn load(&self, or_command: bool) -> Result<ConfigFile, Failure> {
+        let (path, origin) = locate(
+            self.config.as_deref(),
+            std::env::var_os(ENV),
+            Path::new(DEFAULT_FILE).is_file(),
+        )
+        .ok_or_else(|| {
+            let or = if or_command {
+                format!(", create ./{DEFAULT_FILE}, or name one server after `--`")
+            } else {
+                format!(" or create ./{DEFAULT_FILE}")
+            };
+            Failure::Usage(format!("no config file: pass -c FILE, set ${ENV}{or}"))
+        })?;
+        ConfigFile::load(&path).map_err(|e| match origin {
+            Origin::Env => Failure::Usage(format!("{e} (named by ${ENV})")),
+            Origin::Flag | Origin::CurrentDir => Failure::Usage(e.to_string()),
+        })
+    }
+}
+
+/// How the config file was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Flag,
+    Env,
+    CurrentDir,
+}
+
+/// The config file to read: the flag's, else the environment's (unless empty), else
+/// `./.mcp.json` if it exists; `None` if there is none.
+fn locate(
+    flag: Option<&Path>,
+    env: Option<OsString>,
+    default_exists: bool,
+) -> Option<(PathBuf, Origin)> {
+    if let Some(path) = flag {
+        return Some((path.to_owned(), Origin::Flag));
+    }
+    if let Some(path) = env.filter(|p| !p.is_empty()) {
+        return Some((PathBuf::from(path), Origin::Env));
+    }
+    default_exists.then(|| (PathBuf::from(DEFAULT_FILE), Origin::CurrentDir))
+}
+
+/// Starts every enabled server of `file`, with `MCP_TIMEOUT` and `MCP_TOOL_TIMEOUT` as
+/// defaults under the file's own, and waits until each is ready or has failed and the
+/// catalogue lists the ready ones.
+pub(crate) async fn start_all(
+    file: &ConfigFile,
+    interrupt: &mut Interrupt,
+) -> Result<Runtime, Failure> {
+    let builder = Runtime::builder().with_env_defaults().config(file.clone());
+    let starting = format!("the servers of {} were starting", file.path.display());
+    let runtime = start(builder, starting, interrupt).await?;
+    // A signal here only cuts the wait short; the caller shuts the runtime down.
+    let _ = interrupt.guard(settle(&runtime)).await;
+    Ok(runtime)
+}
+
+/// Waits (at most [`SETTLE`]) until the catalogue has caught up with the servers' states.
+async fn settle(runtime: &Runtime) {
+    let mut watch = runtime.watch();
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    while !catalogue_caught_up(runtime) {
+        match tokio::time::timeout_at(deadline, watch.changed()).await {
+            Ok(true) => {}
+            Ok(false) | Err(_) => return,
+        }
+    }
+}
+
+/// Whether every ready server that listed tools has some in the catalogue.
+fn catalogue_caught_up(runtime: &Runtime) -> bool {
+    let catalogue = runtime.catalogue();
+    runtime.servers().iter().all(|server| {
+        let status = server.status();
+        !status.is_ready()
+            || status.tools.is_empty()
+            || catalogue.for_server(server.name()).next().is_some()
+    })
+}
+
+/// One configured server as the reports show it.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub(crate) name: String,
+    /// `ready`, `restarting`, `failed`, ... or `disabled`.
+    pub(crate) state: &'static str,
+    /// Why it is not ready, if it is not.
+    pub(crate) error: Option<String>,
+    /// Its status; `None` for a disabled server.
+    pub(crate) status: Option<ServerStatus>,
+    /// Its transport (`stdio`, `http`, ...); `None` for a disabled server.
+    pub(crate) transport: Option<&'static str>,
+}
+
+impl Report {
+    /// Whether this is an enabled server that is not ready: the command then exits 3.
+    pub(crate) fn failed(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| !s.is_ready())
+    }
+}
+
+/// The enabled servers of `file` in file order, then (if `disabled`) the disabled ones.
+pub(crate) fn reports(runtime: &Runtime, file: &ConfigFile, disabled: bool) -> Vec<Report> {
+    let mut reports: Vec<Report> = file
+        .servers
+        .iter()
+        .map(|(name, config)| match runtime.server(name) {
+            Ok(server) => report(&server, config.transport_kind()),
+            // Every server of the file was added; this would be a runtime bug.
+            Err(e) => Report {
+                name: name.clone(),
+                state: "failed",
+                error: Some(e.to_string()),
+                status: None,
+                transport: Some(config.transport_kind()),
+            },
+        })
+        .collect();
+    if disabled {
+        reports.extend(file.disabled.iter().map(|name| Report {
+            name: name.clone(),
+            state: "disabled",
+            error: None,
+            status: None,
+            transport: None,
+        }));
+    }
+    reports
+}
+
+fn report(server: &ServerHandle, configured_transport: &'static str) -> Report {
+    let status = server.status();
+    let error = match &status.state {
+        ServerState::Ready => None,
+        ServerState::Failed { error } => Some(error.to_string()),
+        ServerState::Restarting { last_error, .. } => Some(last_error.to_string()),
+        ServerState::Down { reason } => Some(reason.to_string()),
+        other => Some(format!("the server is {}", other.as_str())),
+    };
+    let transport = if status.transport.is_empty() {
+        configured_transport
+    } else {
+        status.transport
+    };
+    Report {
+        name: server.name().to_owned(),
+        state: status.state.as_str(),
+        error,
+        transport: Some(transport),
+        status: Some(status),
+    }
+}
+
+/// The one stderr line of a report with servers that are not ready, if there are any.
+pub(crate) fn not_ready(reports: &[Report]) -> Option<Failure> {
+    let failed: Vec<&str> = reports
+        .iter()
+        .filter(|r| r.failed())
+        .map(|r| r.name.as_str())
+        .collect();
+    let enabled = reports.iter().filter(|r| r.status.is_some()).count();
+    match failed.len() {
+        0 => None,
+        1 => Some(Failure::Run(format!(
+            "1 of {enabled} servers is not ready: {}",
+            failed[0]
+        ))),
+        n => Some(Failure::Run(format!(
+            "{n} of {enabled} servers are not ready: {}",
+            failed.join(", ")
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(
+        flag: Option<&str>,
+        env: Option<&str>,
+        default_exists: bool,
+    ) -> Option<(String, Origin)> {
+        locate(flag.map(Path::new), env.map(OsString::from), default_exists)
+            .map(|(p, o)| (p.display().to_string(), o))
+    }
+
+    #[test]
+    fn the_flag_then_the_environment_then_the_current_directory() {
+        assert_eq!(
+            found(Some("a.json"), Some("b.json"), true),
+            Some(("a.json".into(), Origin::Flag))
+        );
+        assert_eq!(
+            found(None, Some("b.json"), true),
+            Some(("b.json".into(), Origin::Env))
+        );
+        assert_eq!(
+            found(None, Some(""), true),
+            Some((".mcp.json".into(), Origin::CurrentDir))
+        );
+        assert_eq!(
+            found(None, None, true),
+            Some((".mcp.json".into(), Origin::CurrentDir))
+        );
+    }
+
+    #[test]
+    fn nothing_found() {
+        assert_eq!(found(None, None, false), None);
+        assert_eq!(found(None, Some(""), false), None);
+    }
+}

@@ -1,0 +1,95 @@
+//! Durations in config files: a number and a unit (`500ms`, `30s`, `2m`, `1h`, `1.5s`).
+//!
+//! Config files also accept integer milliseconds (see [`super::extras`]); a string always
+//! needs its unit, so `"30"` cannot mean thirty milliseconds to one reader and thirty seconds
+//! to another. Fractions are kept exact to the nanosecond.
+
+use std::time::Duration;
+
+const NANOS_PER_MILLI: u128 = 1_000_000;
+const NANOS_PER_SEC: u128 = 1_000 * NANOS_PER_MILLI;
+
+/// Parses `500ms`, `30s`, `2m`, `1h` or a fraction such as `1.5s` (surrounding whitespace
+/// and a space before the unit are allowed); `None` for anything else, including a bare
+/// number, a sign, an exponent or a duration too long for [`Duration`]. Zero is a duration.
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = text.split_at(split);
+    let unit_nanos = match unit.trim_start() {
+        "ms" => NANOS_PER_MILLI,
+        "s" => NANOS_PER_SEC,
+        "m" => 60 * NANOS_PER_SEC,
+        "h" => 3600 * NANOS_PER_SEC,
+        _ => return None,
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
+        return None;
+    }
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    // Digits past the nanosecond cannot matter; dropping them keeps the arithmetic in range.
+    let fraction = &fraction[..fraction.len().min(9)];
+    let fraction_nanos = if fraction.is_empty() {
+        0
+    } else {
+        let digits: u128 = fraction.parse().ok()?;
+        digits * unit_nanos / 10u128.pow(fraction.len() as u32)
+    };
+    let nanos = whole.checked_mul(unit_nanos)?.checked_add(fraction_nanos)?;
+    let secs = u64::try_from(nanos / NANOS_PER_SEC).ok()?;
+    // The remainder is below one second, so it fits.
+    Some(Duration::new(secs, (nanos % NANOS_PER_SEC) as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_duration(" 7 s "), Some(Duration::from_secs(7)));
+        assert_eq!(parse_duration("0ms"), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn fractions_are_exact() {
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("0.3s"), Some(Duration::from_millis(300)));
+        assert_eq!(parse_duration(".25m"), Some(Duration::from_secs(15)));
+        assert_eq!(parse_duration("2.s"), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_duration("0.0000000019s"),
+            Some(Duration::from_nanos(1))
+        );
+    }
+
+    #[test]
+    fn nonsense_is_refused() {
+        for bad in [
+            "",
+            "5",
+            "ms",
+            ".s",
+            "1.2.3s",
+            "5d",
+            "5 sec",
+            "-1s",
+            "+1s",
+            "1e3ms",
+            "s5",
+            "1s2",
+            "99999999999999999999999999999h",
+        ] {
+            assert_eq!(parse_duration(bad), None, "{bad:?} was accepted");
+        }
+    }
+}

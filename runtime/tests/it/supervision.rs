@@ -1,0 +1,283 @@
+//! Supervised restarts: backoff, re-initialize, crash loops, calls during a restart,
+//! liveness, panicking actors, and adding and removing servers at run time.
+
+use std::future::IntoFuture;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig, ServerState};
+
+use crate::support::*;
+
+fn fast_restarts() -> RestartPolicy {
+    RestartPolicy::default()
+        .with_initial_delay(Duration::from_millis(100))
+        .with_jitter(0.0)
+}
+
+async fn wait_for_state(
+    server: &switchboard::ServerHandle,
+    within: Duration,
+    want: impl Fn(&ServerState) -> bool,
+) -> bool {
+    eventually(within, || want(&server.status().state)).await
+}
+
+#[tokio::test]
+async fn a_crash_is_followed_by_backoff_a_new_handshake_and_the_tools_back() {
+    let config = demo_stdio(&["--faults"]).restart(fast_restarts());
+    let (rt, server) = runtime_with(config).await;
+    let first_pid = server.status().pid.unwrap();
+    let tools_before = server.tools().len();
+    let err = server
+        .call_tool("crash", json!({"code": 9}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Disconnected { .. }), "{err:?}");
+    assert!(
+        wait_for_state(&server, Duration::from_secs(5), |s| matches!(
+            s,
+            ServerState::Restarting { .. }
+        ))
+        .await
+            || server.status().restarts >= 1
+    );
+    assert!(
+        wait_for_state(
+            &server,
+            Duration::from_secs(10),
+            ServerState::is_ready_state
+        )
+        .await
+    );
+    let status = server.status();
+    assert_eq!(status.restarts, 1);
+    assert_ne!(status.pid, Some(first_pid));
+    assert_eq!(status.tools.len(), tools_before);
+    assert_eq!(
+        server
+            .call_tool("echo", json!({"text": "back"}))
+            .await
+            .unwrap()
+            .text(),
+        "back"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crash_loop_ends_in_failed() {
+    let policy = fast_restarts()
+        .with_initial_delay(Duration::from_millis(10))
+        .with_crash_loop(3, Duration::from_secs(30));
+    let rt = Runtime::builder()
+        .server(
+            "broken",
+            ServerConfig::stdio("/nonexistent/server").restart(policy),
+        )
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("broken").unwrap();
+    assert!(
+        wait_for_state(&server, Duration::from_secs(10), |s| matches!(
+            s,
+            ServerState::Failed { .. }
+        ))
+        .await,
+        "{:?}",
+        server.status().state
+    );
+    let ServerState::Failed { error } = server.status().state else {
+        unreachable!()
+    };
+    assert!(
+        matches!(error, Error::CrashLoop { failures: 3, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("/nonexistent/server"), "{error}");
+    // Failed for good: calls fail fast.
+    let t = Instant::now();
+    let err = server.call_tool("x", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(t.elapsed() < Duration::from_secs(1));
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_during_a_restart_waits_then_succeeds_or_fails_unavailable() {
+    let policy = fast_restarts().with_initial_delay(Duration::from_millis(600));
+    let (rt, server) = runtime_with(demo_stdio(&["--faults"]).restart(policy)).await;
+    let _ = server.call_tool("crash", json!({})).await;
+    assert!(
+        wait_for_state(&server, Duration::from_secs(5), |s| matches!(
+            s,
+            ServerState::Restarting { .. }
+        ))
+        .await
+    );
+    let patient = tokio::spawn(
+        server
+            .call_tool("echo", json!({"text": "waited"}))
+            .timeout(Duration::from_secs(10))
+            .into_future(),
+    );
+    let hasty = server
+        .call_tool("echo", json!({"text": "hasty"}))
+        .timeout(Duration::from_millis(100))
+        .await
+        .unwrap_err();
+    let Error::Unavailable { reason, .. } = &hasty else {
+        panic!("{hasty:?}")
+    };
+    assert!(
+        reason.contains("restarting") && reason.contains("status"),
+        "{reason}"
+    );
+    assert_eq!(patient.await.unwrap().unwrap().text(), "waited");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_hung_server_is_detected_by_liveness_and_restarted() {
+    let liveness = Liveness::default()
+        .with_ping(Duration::from_millis(100), Duration::from_millis(100))
+        .with_max_failures(3);
+    let config = demo_memory(&["--faults"])
+        .liveness(liveness)
+        .restart(fast_restarts());
+    let (rt, server) = runtime_with(config).await;
+    assert_eq!(
+        server.call_tool("freeze", json!({})).await.unwrap().text(),
+        "frozen"
+    );
+    assert!(
+        wait_for_state(&server, Duration::from_secs(10), |s| matches!(
+            s,
+            ServerState::Restarting { last_error, .. } if last_error.contains("stopped responding")
+        ))
+        .await
+            || server.status().restarts >= 1,
+        "{:?}",
+        server.status().state
+    );
+    assert!(
+        wait_for_state(
+            &server,
+            Duration::from_secs(10),
+            ServerState::is_ready_state
+        )
+        .await
+    );
+    assert_eq!(server.status().restarts, 1);
+    assert_eq!(
+        server
+            .call_tool("echo", json!({"text": "alive"}))
+            .await
+            .unwrap()
+            .text(),
+        "alive"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_list_changed_causes_one_relist() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let mut watch = rt.watch();
+    server
+        .call_tool("list_changed", json!({"count": 4}))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let stats = server.call_tool("stats", json!({})).await.unwrap();
+    let lists = stats.structured_content.unwrap()["methods"]["tools/list"]
+        .as_u64()
+        .unwrap();
+    // One during the handshake, one for the burst.
+    assert_eq!(lists, 2);
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), watch.changed())
+            .await
+            .is_ok()
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_panicking_actor_counts_as_a_crash() {
+    let (rt, server) = runtime_with(demo_stdio(&["--faults"]).restart(fast_restarts())).await;
+    let pid = server.status().pid.unwrap();
+    let pending = tokio::spawn(server.call_tool("hang", json!({})).into_future());
+    assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
+    rt.inject_actor_panic("demo");
+    let err = pending.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::Disconnected { .. }), "{err:?}");
+    // The old process is killed with its actor, and a new one takes over.
+    assert!(eventually(Duration::from_secs(5), || process_is_gone(pid)).await);
+    assert!(
+        wait_for_state(
+            &server,
+            Duration::from_secs(10),
+            ServerState::is_ready_state
+        )
+        .await
+    );
+    assert_eq!(
+        server
+            .call_tool("echo", json!({"text": "again"}))
+            .await
+            .unwrap()
+            .text(),
+        "again"
+    );
+    assert!(server.status().restarts >= 1);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn servers_can_be_added_and_removed_at_run_time() {
+    let (rt, _first) = runtime_with(demo_memory(&[])).await;
+    let mut watch = rt.watch();
+    let second = rt.add_server("second", demo_stdio(&[])).await.unwrap();
+    assert!(second.status().is_ready());
+    assert!(watch.changed().await);
+    assert_eq!(rt.servers().len(), 2);
+    let err = rt.add_server("second", demo_memory(&[])).await.unwrap_err();
+    assert!(matches!(err, Error::DuplicateServer { .. }), "{err:?}");
+    let pid = second.status().pid.unwrap();
+    rt.remove_server("second").await.unwrap();
+    assert!(process_is_gone(pid));
+    assert_eq!(rt.servers().len(), 1);
+    assert!(rt.server("second").is_err());
+    let err = second
+        .call_tool("echo", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_broken_server_does_not_disturb_two_others() {
+    let rt = Runtime::builder()
+        .server("a", demo_memory(&[]))
+        .server("b", demo_stdio(&[]))
+        .server("broken", ServerConfig::stdio("/nonexistent/server"))
+        .build()
+        .await
+        .unwrap();
+    let broken = rt.server("broken").unwrap();
+    assert!(!broken.status().is_ready());
+    for name in ["a", "b"] {
+        let s = rt.server(name).unwrap();
+        assert_eq!(
+            s.call_tool("echo", json!({"text": name}))
+                .await
+                .unwrap()
+                .text(),
+            name
+        );
+    }
+    rt.shutdown().await;
+}
