@@ -1,1 +1,12 @@
 //! Criterion benchmarks of Switchboard live in `benches/`; run them with `cargo bench`.
+//!
+//! - `routing`: the runtime's own cost over the memory transport, 1 to 256 in flight, next
+//!   to a bare cross-thread round trip.
+//! - `stdio`: the demo server as a child process, sequential and 64 in flight, then
+//!   Switchboard, the raw client and rmcp measured in turns, with the ratios that matter.
+//! - `baseline`: MCP clients with no framework, the floor.
+//! - `peers`: the official Rust SDK (`rmcp`).
+//! - `codec`: `LinesCodec` and `jsonrpc::Message`, bytes/s.
+//! - `faults`: 10,000 deadlines expiring together; a crash with 1,000 calls pending.
+//!
+//! `BENCHMARKS.md` at the workspace root has the numbers and how to read them.

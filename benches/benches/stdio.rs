@@ -1,51 +1,42 @@
 //! Calls through the public handle to the bundled demo server as a real child process:
-//! sequential latency and throughput at 64 in flight.
+//! sequential latency and throughput at 64 in flight, in calls/s. Then a custom loop prints
+//! latency percentiles (p50/p90/p99), calls/s and client CPU per call for Switchboard, the
+//! raw client of `baseline` and rmcp of `peers`, measured in turns in this one process, and
+//! the ratios between them against the targets (see `BENCHMARKS.md`).
 //!
 //! The child is this bench binary itself, re-executed into the demo server's entry point.
+//! Compare with `baseline` (no framework) and `peers` (rmcp), run by the same `cargo bench`.
+
+mod support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
-use serde_json::json;
-use switchboard::{Runtime, ServerConfig, ServerHandle};
+use support::measure::{self, Profile};
+use support::raw::RawClient;
+use support::sdk;
+use switchboard::{Runtime, ServerHandle};
 
-fn demo_server() -> ServerConfig {
-    let exe = std::env::current_exe().expect("the bench binary's path");
-    ServerConfig::stdio(exe).env(switchboard::demo::ENV_VAR, "")
+/// Rounds of the interleaved comparison; in each, every client makes
+/// [`SEQUENTIAL_PER_ROUND`] sequential calls, then [`IN_FLIGHT_PER_ROUND`] calls 64 in flight.
+const ROUNDS: u64 = 10;
+const SEQUENTIAL_PER_ROUND: u64 = 500;
+const IN_FLIGHT_PER_ROUND: u64 = 5_000;
+const IN_FLIGHT: u64 = 64;
+
+const CLIENTS: [&str; 3] = ["switchboard", "raw", "rmcp"];
+
+async fn echo(server: Arc<ServerHandle>) {
+    let r = server.call_tool("echo", support::echo_args()).await;
+    assert!(r.is_ok(), "{r:?}");
 }
 
-async fn calls_in_flight(server: &ServerHandle, total: u64, in_flight: u64) -> Duration {
-    let started = Instant::now();
-    let per_worker = total.div_ceil(in_flight);
-    let mut workers = Vec::new();
-    for _ in 0..in_flight {
-        let server = server.clone();
-        workers.push(tokio::spawn(async move {
-            for _ in 0..per_worker {
-                let r = server.call_tool("echo", json!({"text": "ping"})).await;
-                assert!(r.is_ok(), "{r:?}");
-            }
-        }));
-    }
-    for w in workers {
-        w.await.expect("worker");
-    }
-    // Whole rounds ran; report the time of the `total` calls asked for.
-    started
-        .elapsed()
-        .mul_f64(total as f64 / (per_worker * in_flight) as f64)
-}
-
-fn stdio(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+fn stdio(c: &mut Criterion) -> Vec<Profile> {
+    let rt = support::tokio_runtime();
     let runtime = rt.block_on(async {
         Runtime::builder()
-            .server("demo", demo_server())
+            .server("demo", support::demo_stdio(""))
             .build()
             .await
             .expect("runtime")
@@ -56,27 +47,168 @@ fn stdio(c: &mut Criterion) {
     let mut group = c.benchmark_group("stdio");
     group.throughput(Throughput::Elements(1));
     group.bench_function("echo/sequential", |b| {
-        b.to_async(&rt).iter(|| async {
-            server
-                .call_tool("echo", json!({"text": "ping"}))
-                .await
-                .expect("echo")
-        })
+        b.to_async(&rt).iter(|| echo(server.clone()))
     });
     group.bench_function("echo/64_in_flight", |b| {
-        b.to_async(&rt)
-            .iter_custom(|iters| calls_in_flight(&server, iters, 64))
+        b.to_async(&rt).iter_custom(|iters| {
+            let server = server.clone();
+            measure::in_flight(iters, 64, move || echo(server.clone()))
+        })
     });
     group.finish();
+
+    let profiles = if support::custom_loop() {
+        compare(&rt, &server)
+    } else {
+        Vec::new()
+    };
     rt.block_on(runtime.shutdown());
+    profiles
+}
+
+/// The custom loop: Switchboard, the raw client (`baseline`) and rmcp (`peers`), each with
+/// its own demo server child, measured in turns (the order rotating each round) so that a
+/// noisy shared machine weighs on all three alike. Returns the profiles in the order
+/// switchboard, raw, rmcp; sequential first, then 64 in flight.
+fn compare(rt: &tokio::runtime::Runtime, server: &Arc<ServerHandle>) -> Vec<Profile> {
+    let mut raw = RawClient::spawn("");
+    let rmcp = rt.block_on(sdk::connect(""));
+    let peer = rmcp.peer().clone();
+    let mut sequential: Vec<Option<Profile>> = vec![None, None, None];
+    let mut in_flight: Vec<Option<Profile>> = vec![None, None, None];
+    let keep = |slot: &mut Option<Profile>, p: Profile| match slot {
+        Some(all) => all.absorb(p),
+        None => *slot = Some(p),
+    };
+    for round in 0..ROUNDS {
+        for turn in 0..CLIENTS.len() {
+            let client = (round as usize + turn) % CLIENTS.len();
+            let name = format!("stdio/{}/sequential", CLIENTS[client]);
+            let n = SEQUENTIAL_PER_ROUND;
+            let p = match client {
+                0 => {
+                    let s = server.clone();
+                    rt.block_on(measure::profile(&name, n, 1, move || echo(s.clone())))
+                }
+                1 => raw.profile_sequential(&name, n),
+                _ => {
+                    let peer = peer.clone();
+                    rt.block_on(measure::profile(&name, n, 1, move || {
+                        let peer = peer.clone();
+                        async move { sdk::echo(&peer).await }
+                    }))
+                }
+            };
+            keep(&mut sequential[client], p);
+        }
+        for turn in 0..CLIENTS.len() {
+            let client = (round as usize + turn) % CLIENTS.len();
+            let name = format!("stdio/{}/64_in_flight", CLIENTS[client]);
+            let n = IN_FLIGHT_PER_ROUND;
+            let p = match client {
+                0 => {
+                    let s = server.clone();
+                    rt.block_on(measure::profile(&name, n, IN_FLIGHT, move || {
+                        echo(s.clone())
+                    }))
+                }
+                1 => raw.profile_pipelined(&name, n, IN_FLIGHT as usize),
+                _ => {
+                    let peer = peer.clone();
+                    rt.block_on(measure::profile(&name, n, IN_FLIGHT, move || {
+                        let peer = peer.clone();
+                        async move { sdk::echo(&peer).await }
+                    }))
+                }
+            };
+            keep(&mut in_flight[client], p);
+        }
+    }
+    rt.block_on(async {
+        let _ = rmcp.cancel().await;
+    });
+    sequential
+        .into_iter()
+        .chain(in_flight)
+        .map(|p| p.expect("every client ran"))
+        .collect()
+}
+
+/// The ratios that matter, against the targets.
+fn print_targets(p: &[Profile]) {
+    let [sb_seq, raw_seq, rmcp_seq, sb_64, raw_64, rmcp_64] = p else {
+        return;
+    };
+    let p50 = |p: &Profile| p.quantile(0.5).as_secs_f64();
+    println!("\n== stdio: the ratios, from the interleaved loop above ==");
+    measure::print_target(
+        "sequential p50 latency, switchboard / raw",
+        p50(sb_seq) / p50(raw_seq),
+        "x",
+        true,
+        1.3,
+    );
+    measure::print_target(
+        "64 in flight calls/s, switchboard / raw",
+        sb_64.calls_per_sec() / raw_64.calls_per_sec(),
+        "x",
+        false,
+        0.35,
+    );
+    measure::print_target(
+        "64 in flight calls/s, switchboard / rmcp",
+        sb_64.calls_per_sec() / rmcp_64.calls_per_sec(),
+        "x",
+        false,
+        3.5,
+    );
+    measure::print_target(
+        "client CPU per call, switchboard sequential",
+        sb_seq.cpu_us_per_call(),
+        "µs",
+        true,
+        8.0,
+    );
+    measure::print_target(
+        "client CPU per call, switchboard 64 in flight",
+        sb_64.cpu_us_per_call(),
+        "µs",
+        true,
+        4.0,
+    );
+    measure::print_ratio(
+        "sequential p50 latency, switchboard / rmcp",
+        p50(sb_seq) / p50(rmcp_seq),
+    );
+    measure::print_ratio(
+        "client CPU per call sequential, switchboard / raw",
+        sb_seq.cpu_us_per_call() / raw_seq.cpu_us_per_call(),
+    );
+    measure::print_ratio(
+        "client CPU per call sequential, switchboard / rmcp",
+        sb_seq.cpu_us_per_call() / rmcp_seq.cpu_us_per_call(),
+    );
+    measure::print_ratio(
+        "client CPU per call 64 in flight, switchboard / raw",
+        sb_64.cpu_us_per_call() / raw_64.cpu_us_per_call(),
+    );
+    measure::print_ratio(
+        "client CPU per call 64 in flight, switchboard / rmcp",
+        sb_64.cpu_us_per_call() / rmcp_64.cpu_us_per_call(),
+    );
 }
 
 fn main() -> std::process::ExitCode {
     if let Some(code) = switchboard::demo::main_from_env() {
         return code;
     }
-    let mut c = Criterion::default().configure_from_args();
-    stdio(&mut c);
+    let mut c = support::criterion(Duration::from_secs(1), Duration::from_secs(4), 50);
+    let profiles = stdio(&mut c);
     c.final_summary();
+    measure::print_summary(
+        "stdio: Switchboard, raw and rmcp, interleaved in one run",
+        &profiles,
+    );
+    print_targets(&profiles);
     std::process::ExitCode::SUCCESS
 }

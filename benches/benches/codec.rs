@@ -1,0 +1,99 @@
+//! Framing and envelope costs: decoding and encoding typical MCP lines (a `tools/call`
+//! request and its answer) of about 100 B, 64 KiB and 1 MiB with
+//! [`LinesCodec`](switchboard_codecs::lines::LinesCodec) and
+//! [`Message`](switchboard_codecs::jsonrpc::Message), in bytes/s.
+//!
+//! - `decode`: one line from a buffer to a [`Frame`] (the envelope parsed, params and
+//!   results left raw), as the transport reads answers.
+//! - `encode/message`: a parsed [`Message`] back to a line, as a server would answer.
+//! - `encode/bytes`: an already serialized frame to a line, as the runtime writes requests.
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use criterion::{BatchSize, Criterion, Throughput};
+use switchboard_codecs::jsonrpc::Message;
+use switchboard_codecs::lines::{Frame, LinesCodec};
+use tokio_util::codec::{Decoder, Encoder};
+
+/// A `tools/call echo` request whose text is `size` bytes.
+fn request(size: usize) -> String {
+    let text = "x".repeat(size);
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 42,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": text}, "_meta": {"progressToken": 42}},
+    })
+    .to_string()
+}
+
+/// Its answer: one text content block of `size` bytes.
+fn answer(size: usize) -> String {
+    let text = "x".repeat(size);
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 42,
+        "result": {"content": [{"type": "text", "text": text}], "isError": false},
+    })
+    .to_string()
+}
+
+fn codec(c: &mut Criterion) {
+    let mut group = c.benchmark_group("codec");
+    for (label, size) in [("small", 16), ("64KiB", 64 * 1024), ("1MiB", 1024 * 1024)] {
+        for (kind, json) in [("request", request(size)), ("answer", answer(size))] {
+            let line = Bytes::from(format!("{json}\n"));
+            group.throughput(Throughput::Bytes(line.len() as u64));
+
+            let batch = if size < 1024 {
+                BatchSize::SmallInput
+            } else {
+                BatchSize::LargeInput
+            };
+            let mut codec = LinesCodec::new();
+            group.bench_function(format!("decode/{kind}/{label}"), |b| {
+                b.iter_batched_ref(
+                    || BytesMut::from(&line[..]),
+                    |buf| match codec.decode(buf) {
+                        Ok(Some(Frame::Message(m))) => m,
+                        other => panic!("not a message: {other:?}"),
+                    },
+                    batch,
+                )
+            });
+
+            let message = Message::from_slice(json.as_bytes()).expect("a message");
+            let mut out = BytesMut::with_capacity(line.len() + 64);
+            group.bench_function(format!("encode/message/{kind}/{label}"), |b| {
+                b.iter(|| {
+                    out.clear();
+                    codec.encode(&message, &mut out).expect("encode");
+                    out.len()
+                })
+            });
+
+            let frame = Bytes::from(json.clone());
+            group.bench_function(format!("encode/bytes/{kind}/{label}"), |b| {
+                b.iter(|| {
+                    out.clear();
+                    codec.encode(frame.clone(), &mut out).expect("encode");
+                    out.len()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn main() -> std::process::ExitCode {
+    if let Some(code) = switchboard::demo::main_from_env() {
+        return code;
+    }
+    let mut c = support::criterion(Duration::from_millis(500), Duration::from_secs(2), 30);
+    codec(&mut c);
+    c.final_summary();
+    std::process::ExitCode::SUCCESS
+}

@@ -1,0 +1,58 @@
+//! What the bench binaries share: the demo server as a child, clients with no framework and
+//! the official SDK's, and the custom measuring loop that criterion lacks (per-call latency
+//! percentiles and client CPU per call).
+//!
+//! Each bench binary includes this module with `mod support;` and uses a part of it.
+#![allow(dead_code)]
+
+pub(crate) mod measure;
+pub(crate) mod raw;
+pub(crate) mod sdk;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::Criterion;
+
+/// This bench binary's path: re-executed with [`switchboard::demo::ENV_VAR`] set, it is the
+/// demo server.
+pub(crate) fn demo_exe() -> PathBuf {
+    std::env::current_exe().expect("the bench binary's path")
+}
+
+/// The demo server as a Switchboard stdio server; `args` are the demo server's options
+/// (`""`, or `"--faults"`).
+pub(crate) fn demo_stdio(args: &str) -> switchboard::ServerConfig {
+    switchboard::ServerConfig::stdio(demo_exe()).env(switchboard::demo::ENV_VAR, args)
+}
+
+/// The arguments every call sends: `echo` with a short text.
+pub(crate) fn echo_args() -> serde_json::Value {
+    serde_json::json!({"text": "ping"})
+}
+
+/// The tokio runtime callers run on: one worker (spawned tasks) plus the thread that blocks
+/// on it (criterion's `to_async`), so that every client gets the same two threads.
+pub(crate) fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// Criterion settings that keep the whole `cargo bench` within a few minutes; command-line
+/// flags (`--measurement-time`, ...) still win.
+pub(crate) fn criterion(warm_up: Duration, measurement: Duration, samples: usize) -> Criterion {
+    Criterion::default()
+        .warm_up_time(warm_up)
+        .measurement_time(measurement)
+        .sample_size(samples)
+        .configure_from_args()
+}
+
+/// Whether to run the custom measuring loop after criterion: not under criterion's
+/// `--profile-time` (profiling one benchmark with `perf` should see only that benchmark).
+pub(crate) fn custom_loop() -> bool {
+    !std::env::args().any(|a| a == "--profile-time" || a.starts_with("--profile-time="))
+}
