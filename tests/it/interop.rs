@@ -83,3 +83,70 @@ async fn server_everything_lists_and_calls_echo_over_stdio() {
                 .unwrap_or(true)
     );
 }
+
+#[tokio::test]
+async fn everything_and_filesystem_aggregated_from_a_config_file() {
+    if !enabled() {
+        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
+        return;
+    }
+    let everything = peer_bin("mcp-server-everything");
+    let filesystem = peer_bin("mcp-server-filesystem");
+    assert!(
+        everything.exists() && filesystem.exists(),
+        "peers not installed"
+    );
+    let dir = std::env::temp_dir().join(format!("switchboard-interop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("hello.txt"), "hello from a file").unwrap();
+    // The shape Claude Desktop writes, with an env expansion and our optional additions.
+    let text = serde_json::to_string(&json!({
+        "mcpServers": {
+            "everything": {"command": everything, "args": ["stdio"], "denyTools": ["get-env"]},
+            "files": {"command": filesystem, "args": ["${INTEROP_DIR}"], "prefix": "fs"}
+        },
+        "switchboard": {"timeout": "20s", "naming": {"mode": "conditional"}}
+    }))
+    .unwrap();
+    let dir_text = dir.to_string_lossy().into_owned();
+    let file = switchboard::ConfigFile::parse_with_env(&text, &dir.join(".mcp.json"), &|var| {
+        (var == "INTEROP_DIR").then(|| dir_text.clone())
+    })
+    .unwrap();
+    let rt = Runtime::builder().config(file).build().await.unwrap();
+    for server in rt.servers() {
+        assert!(
+            server.status().is_ready(),
+            "{}: {:?}",
+            server.name(),
+            server.status().state
+        );
+    }
+    let catalogue = rt.catalogue();
+    let names: Vec<_> = catalogue.iter().map(|e| e.name.as_str()).collect();
+    assert!(
+        names.contains(&"echo") && names.contains(&"read_text_file"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"get-env"), "denied tool listed: {names:?}");
+
+    let echo = rt
+        .call_tool("echo", json!({"message": "routed"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.text(), "Echo: routed");
+    let path = dir.join("hello.txt");
+    let read = rt
+        .call_tool("read_text_file", json!({"path": path}))
+        .await
+        .unwrap();
+    assert!(read.text().contains("hello from a file"), "{}", read.text());
+    // The prefixed form reaches the same tool.
+    let listed = rt
+        .call_tool("fs__list_directory", json!({"path": dir}))
+        .await
+        .unwrap();
+    assert!(listed.text().contains("hello.txt"), "{}", listed.text());
+    rt.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

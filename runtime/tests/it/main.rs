@@ -4,6 +4,7 @@
 mod support;
 
 mod cancellation;
+mod catalogue;
 mod cli;
 mod correlation;
 mod deadlines;

@@ -1,0 +1,176 @@
+//! One catalogue across servers: naming modes, prefixed names, filters on list and on call.
+
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard::{Error, Naming, NamingMode, Runtime, ServerConfig};
+
+use crate::support::*;
+
+async fn two_demos(naming: Naming, second: ServerConfig) -> Runtime {
+    Runtime::builder()
+        .naming(naming)
+        .server("alpha", demo_memory(&["--name", "alpha"]))
+        .server("beta", second)
+        .build()
+        .await
+        .unwrap()
+}
+
+fn names(rt: &Runtime) -> Vec<String> {
+    rt.catalogue().iter().map(|e| e.name.clone()).collect()
+}
+
+#[tokio::test]
+async fn conditional_naming_prefixes_only_colliding_tools_and_routes_by_name() {
+    let rt = two_demos(
+        Naming::default(),
+        demo_memory(&["--faults", "--name", "beta"]),
+    )
+    .await;
+    let names = names(&rt);
+    assert!(names.contains(&"alpha__greet".to_string()), "{names:?}");
+    assert!(names.contains(&"beta__greet".to_string()), "{names:?}");
+    assert!(names.contains(&"hang".to_string()), "{names:?}");
+    assert!(!names.contains(&"greet".to_string()), "{names:?}");
+    // Ordered by server, then tool.
+    let servers: Vec<_> = rt
+        .catalogue()
+        .iter()
+        .map(|e| e.server.to_string())
+        .collect();
+    let mut sorted = servers.clone();
+    sorted.sort();
+    assert_eq!(servers, sorted);
+
+    let r = rt
+        .call_tool("beta__greet", json!({"name": "B"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Hello, B!");
+    let r = rt.call_tool("sleep", json!({"ms": 1})).await.unwrap();
+    assert_eq!(r.text(), "slept 1 ms");
+    // The prefixed form works for unprefixed tools too.
+    let r = rt
+        .call_tool("beta__echo", json!({"text": "p"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "p");
+    let err = rt
+        .call_tool("greet", json!({"name": "x"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::AmbiguousTool { .. }), "{err:?}");
+    let err = rt.call_tool("nope", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::NoSuchTool { .. }), "{err:?}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn always_and_never_modes() {
+    let rt = two_demos(
+        Naming::new(NamingMode::Always).with_separator("."),
+        demo_memory(&["--name", "beta"]).prefix("b"),
+    )
+    .await;
+    let names = names(&rt);
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("alpha_") || n.starts_with("b_")),
+        "{names:?}"
+    );
+    let r = rt
+        .call_tool("b.add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "3");
+    rt.shutdown().await;
+
+    let rt = two_demos(
+        Naming::new(NamingMode::Never),
+        demo_memory(&["--name", "beta"]),
+    )
+    .await;
+    let collisions = rt.catalogue().collisions().to_vec();
+    assert!(
+        collisions.iter().any(|c| c.name == "greet"),
+        "{collisions:?}"
+    );
+    let err = rt
+        .call_tool("greet", json!({"name": "x"}))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("alpha") && text.contains("beta"), "{text}");
+    assert_eq!(
+        rt.call_tool("alpha__greet", json!({"name": "A"}))
+            .await
+            .unwrap()
+            .text(),
+        "Hello, A!"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn allow_and_deny_filter_the_catalogue_and_calls() {
+    let rt = Runtime::builder()
+        .server(
+            "demo",
+            demo_memory(&["--faults"])
+                .allow_tools(["e*", "greet", "crash"])
+                .deny_tools(["crash"]),
+        )
+        .build()
+        .await
+        .unwrap();
+    let names = names(&rt);
+    assert_eq!(names, ["echo", "greet"]);
+    let err = rt.call_tool("crash", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::NoSuchTool { .. }), "{err:?}");
+    // Not by its server handle either.
+    let server = rt.server("demo").unwrap();
+    let err = server.call_tool("crash", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::ToolDenied { .. }), "{err:?}");
+    let err = server
+        .call_tool("add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ToolDenied { .. }), "{err:?}");
+    assert!(server.status().is_ready());
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_going_down_removes_only_its_tools_and_coming_back_restores_them() {
+    let policy = switchboard::RestartPolicy::default()
+        .with_initial_delay(Duration::from_millis(300))
+        .with_jitter(0.0);
+    let rt = Runtime::builder()
+        .server("alpha", demo_memory(&[]))
+        .server("beta", demo_stdio(&["--faults"]).restart(policy))
+        .build()
+        .await
+        .unwrap();
+    let before = names(&rt);
+    assert!(before.contains(&"hang".to_string()));
+    let mut watch = rt.watch();
+    let _ = rt.call_tool("crash", json!({})).await;
+    assert!(
+        eventually(Duration::from_secs(5), || !names(&rt)
+            .contains(&"hang".to_string()))
+        .await
+    );
+    let during = names(&rt);
+    // Names stay stable while beta is away: alpha's tools keep their prefixed names.
+    assert!(during.contains(&"alpha__greet".to_string()), "{during:?}");
+    assert!(during.iter().all(|n| !n.starts_with("beta")), "{during:?}");
+    assert!(watch.changed().await);
+    assert!(
+        eventually(Duration::from_secs(10), || names(&rt) == before).await,
+        "{:?}",
+        names(&rt)
+    );
+    rt.shutdown().await;
+}
