@@ -23,7 +23,7 @@ use serde_json::value::RawValue;
 
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
-use crate::handle::ServerHandle;
+use crate::handle::{Answer, ServerHandle};
 use crate::model::CallToolResult;
 
 /// A progress notification for one call.
@@ -96,6 +96,14 @@ impl Call {
 
     /// Sends the call and returns the result as raw JSON, untouched.
     pub async fn raw(self) -> Result<Box<RawValue>> {
+        let answer = self.send().await?;
+        // Measured without parsing: see the `metrics` module.
+        let tool_error = crate::metrics::says_is_error(answer.raw.get());
+        answer.recording.finish(tool_error);
+        Ok(answer.raw)
+    }
+
+    async fn send(self) -> Result<Answer> {
         let Call {
             handle,
             tool,
@@ -126,13 +134,19 @@ impl IntoFuture for Call {
                 Err(e) => return Err(e.clone()),
             };
             let tool = self.tool.clone();
-            let raw = self.raw().await?;
-            serde_json::from_str(raw.get()).map_err(|e| Error::Protocol {
-                server,
-                method: "tools/call".into(),
-                tool: Some(tool),
-                detail: format!("the result is not a CallToolResult: {e}"),
-            })
+            let answer = self.send().await?;
+            match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
+                Ok(result) => {
+                    answer.recording.finish(result.is_error());
+                    Ok(result)
+                }
+                Err(e) => Err(answer.recording.fail(Error::Protocol {
+                    server,
+                    method: "tools/call".into(),
+                    tool: Some(tool),
+                    detail: format!("the result is not a CallToolResult: {e}"),
+                })),
+            }
         })
     }
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 use switchboard_transports::connection::BoxFuture;
 
 use crate::catalogue::Naming;
+use crate::client::ClientHandlers;
 use crate::deadline::ToolPolicy;
 use crate::restart::{Liveness, RestartPolicy};
 
@@ -32,7 +33,7 @@ pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 
 /// Runtime-wide defaults; each server's own settings win over them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Defaults {
     /// Request timeout (default 60 s).
@@ -47,6 +48,8 @@ pub struct Defaults {
     pub liveness: Liveness,
     /// Catalogue naming (default conditional, `__`).
     pub naming: Naming,
+    /// Handlers for requests servers send to the client (default none).
+    pub handlers: Option<ClientHandlers>,
 }
 
 impl Default for Defaults {
@@ -58,6 +61,7 @@ impl Default for Defaults {
             restart: RestartPolicy::default(),
             liveness: Liveness::default(),
             naming: Naming::default(),
+            handlers: None,
         }
     }
 }
@@ -83,6 +87,9 @@ pub(crate) struct HttpTarget {
     pub(crate) url: String,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) kind: HttpKind,
+    pub(crate) bearer: Option<String>,
+    #[cfg(feature = "http")]
+    pub(crate) auth: Option<Arc<dyn switchboard_transports::http::Auth>>,
 }
 
 impl fmt::Debug for HttpTarget {
@@ -149,6 +156,7 @@ pub struct ServerConfig {
     pub(crate) allow_tools: Vec<String>,
     pub(crate) deny_tools: Vec<String>,
     pub(crate) prefix: Option<String>,
+    pub(crate) handlers: Option<ClientHandlers>,
 }
 
 impl ServerConfig {
@@ -164,6 +172,7 @@ impl ServerConfig {
             allow_tools: Vec::new(),
             deny_tools: Vec::new(),
             prefix: None,
+            handlers: None,
         }
     }
 
@@ -174,7 +183,35 @@ impl ServerConfig {
             url: url.into(),
             headers: Vec::new(),
             kind,
+            bearer: None,
+            #[cfg(feature = "http")]
+            auth: None,
         }))
+    }
+
+    /// A static bearer token (HTTP servers; ignored otherwise). Never logged or shown.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        if let Transport::Http(t) = &mut self.transport {
+            t.bearer = Some(token.into());
+        }
+        self
+    }
+
+    /// An auth hook asked for a bearer token before each request and once more on a 401
+    /// with the `WWW-Authenticate` parameters (HTTP servers; ignored otherwise).
+    #[cfg(feature = "http")]
+    pub fn auth(mut self, auth: Arc<dyn switchboard_transports::http::Auth>) -> Self {
+        if let Transport::Http(t) = &mut self.transport {
+            t.auth = Some(auth);
+        }
+        self
+    }
+
+    /// Answers the server's own requests (elicitation, …) for this server; beats the
+    /// runtime's handlers. Capabilities are declared from what the handlers provide.
+    pub fn client_handlers(mut self, handlers: ClientHandlers) -> Self {
+        self.handlers = Some(handlers);
+        self
     }
 
     /// Adds a static HTTP header (HTTP servers; ignored otherwise). Values never appear in

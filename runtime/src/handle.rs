@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
+use tracing::Instrument as _;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore, TryAcquireError};
 
@@ -22,6 +23,7 @@ use crate::call::{Call, ProgressFn};
 use crate::catalogue::tool_allowed;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::error::{Error, Result};
+use crate::metrics::{Recording, ServerMetrics};
 use crate::model::Tool;
 use crate::status::{ServerState, ServerStatus};
 use switchboard_transports::{CloseCause, CloseReason};
@@ -45,6 +47,14 @@ pub(crate) struct Shared {
     pub(crate) default_timeout: Duration,
     pub(crate) allow: Vec<String>,
     pub(crate) deny: Vec<String>,
+    pub(crate) metrics: Arc<ServerMetrics>,
+}
+
+/// A result, and the measurement of its request, which the caller finishes once it knows
+/// whether the tool reported an error.
+pub(crate) struct Answer {
+    pub(crate) raw: Box<RawValue>,
+    pub(crate) recording: Recording,
 }
 
 /// A handle to one server: `Clone + Send + Sync`, usable from any thread and any tokio
@@ -121,10 +131,13 @@ impl ServerHandle {
     ) -> Result<Box<RawValue>> {
         let policy = self.policy(None, &ToolPolicy::default());
         let params = params.unwrap_or_else(|| serde_json::json!({}));
-        self.send(method.into(), None, policy, None, |id| {
-            request_frame(id, method, &params)
-        })
-        .await
+        let answer = self
+            .send(method.into(), None, policy, None, |id| {
+                request_frame(id, method, &params)
+            })
+            .await?;
+        answer.recording.finish(false);
+        Ok(answer.raw)
     }
 
     pub(crate) async fn call_raw(
@@ -133,7 +146,7 @@ impl ServerHandle {
         arguments: &serde_json::Value,
         options: &ToolPolicy,
         progress: Option<ProgressFn>,
-    ) -> Result<Box<RawValue>> {
+    ) -> Result<Answer> {
         if !tool_allowed(&self.shared.allow, &self.shared.deny, &tool) {
             return Err(Error::ToolDenied {
                 server: self.shared.name.clone(),
@@ -172,7 +185,8 @@ impl ServerHandle {
         )
     }
 
-    /// The hot path: take a slot, number and serialize, hand over, await the answer.
+    /// The hot path: take a slot, number and serialize, hand over, await the answer; in a
+    /// `debug` span `request` (free when nobody listens), measured from start to answer.
     async fn send(
         &self,
         method: Arc<str>,
@@ -180,9 +194,36 @@ impl ServerHandle {
         policy: DeadlinePolicy,
         progress: Option<ProgressFn>,
         frame: impl FnOnce(i64) -> bytes::Bytes,
-    ) -> Result<Box<RawValue>> {
-        let shared = &*self.shared;
+    ) -> Result<Answer> {
+        let span = tracing::debug_span!(
+            "request",
+            server = %self.shared.name,
+            method = %method,
+            tool = tool.as_deref(),
+            id = tracing::field::Empty,
+        );
         let started = Instant::now();
+        let recording = Recording::start(
+            self.shared.metrics.series(&method, tool.as_deref()),
+            started,
+        );
+        self.send_measured(method, tool, policy, progress, frame, started, recording)
+            .instrument(span)
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn send_measured(
+        &self,
+        method: Arc<str>,
+        tool: Option<Arc<str>>,
+        policy: DeadlinePolicy,
+        progress: Option<ProgressFn>,
+        frame: impl FnOnce(i64) -> bytes::Bytes,
+        started: Instant,
+        mut recording: Recording,
+    ) -> Result<Answer> {
+        let shared = &*self.shared;
         let deadline = tokio::time::Instant::from_std(policy.first(started));
         let overloaded = || Error::Overloaded {
             server: shared.name.clone(),
@@ -198,18 +239,20 @@ impl ServerHandle {
         };
         let permit = match shared.permits.clone().try_acquire_owned() {
             Ok(permit) => permit,
-            Err(TryAcquireError::Closed) => return Err(gone()),
+            Err(TryAcquireError::Closed) => return Err(recording.fail(gone())),
             Err(TryAcquireError::NoPermits) => {
                 match tokio::time::timeout_at(deadline, shared.permits.clone().acquire_owned())
                     .await
                 {
                     Ok(Ok(permit)) => permit,
-                    Ok(Err(_)) => return Err(gone()),
-                    Err(_) => return Err(overloaded()),
+                    Ok(Err(_)) => return Err(recording.fail(gone())),
+                    Err(_) => return Err(recording.fail(overloaded())),
                 }
             }
         };
+        recording.took_slot();
         let id = shared.ids.fetch_add(1, Ordering::Relaxed);
+        tracing::Span::current().record("id", id);
         let (reply, answer) = oneshot::channel();
         let submit = Submit {
             id,
@@ -229,21 +272,25 @@ impl ServerHandle {
         };
         match channels.submits.try_send(submit) {
             Ok(()) => {}
-            Err(TrySendError::Closed(_)) => return Err(gone()),
+            Err(TrySendError::Closed(_)) => return Err(recording.fail(gone())),
             Err(TrySendError::Full(submit)) => {
                 match tokio::time::timeout_at(deadline, channels.submits.send(submit)).await {
                     Ok(Ok(())) => {}
-                    Ok(Err(_)) => return Err(gone()),
-                    Err(_) => return Err(overloaded()),
+                    Ok(Err(_)) => return Err(recording.fail(gone())),
+                    Err(_) => return Err(recording.fail(overloaded())),
                 }
             }
         }
         let result = answer.await;
         std::mem::forget(guard);
         match result {
-            Ok(result) => result,
+            Ok(Ok(raw)) => Ok(Answer {
+                raw,
+                recording: recording.answered(),
+            }),
+            Ok(Err(error)) => Err(recording.fail(error)),
             // The actor dropped the request without answering: it stopped abnormally.
-            Err(_) => Err(Error::Disconnected {
+            Err(_) => Err(recording.fail(Error::Disconnected {
                 server: shared.name.clone(),
                 method,
                 tool,
@@ -251,7 +298,7 @@ impl ServerHandle {
                     cause: CloseCause::Aborted("the server's actor stopped unexpectedly".into()),
                     stderr_tail: Vec::new(),
                 }),
-            }),
+            })),
         }
     }
 }

@@ -9,6 +9,7 @@
 mod actor;
 mod call;
 mod catalogue;
+pub mod client;
 mod config;
 mod config_file;
 mod deadline;
@@ -16,6 +17,7 @@ mod deadline;
 pub mod demo;
 mod error;
 mod handle;
+pub mod metrics;
 mod restart;
 mod runtime;
 mod status;

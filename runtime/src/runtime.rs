@@ -20,6 +20,7 @@ use crate::actor::supervisor::{
 };
 use crate::call::Call;
 use crate::catalogue::{Catalogue, Naming, Unresolved};
+use crate::client::ClientHandlers;
 use crate::config::{Defaults, ServerConfig};
 use crate::config_file::ConfigFile;
 use crate::deadline::ToolPolicy;
@@ -95,6 +96,12 @@ impl RuntimeBuilder {
     /// Liveness pings for servers that set none.
     pub fn liveness(mut self, liveness: Liveness) -> Self {
         self.defaults.liveness = liveness;
+        self
+    }
+
+    /// Handlers for requests servers send to the client, for servers that set none.
+    pub fn client_handlers(mut self, handlers: ClientHandlers) -> Self {
+        self.defaults.handlers = Some(handlers);
         self
     }
 

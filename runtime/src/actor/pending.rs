@@ -46,6 +46,8 @@ pub(crate) struct Entry {
     pub(crate) progress: Option<ProgressFn>,
     /// The frame, while it waits for the server to become ready; `None` once written.
     pub(crate) unsent: Option<Bytes>,
+    /// The frame as written, kept for the one resend a lost HTTP session allows.
+    pub(crate) frame: Option<Bytes>,
     /// The actor's count of dropped frames when the request was written.
     pub(crate) dropped_at_start: u64,
     pub(crate) key: Option<delay_queue::Key>,
@@ -69,6 +71,7 @@ impl Entry {
             policy: None,
             progress: None,
             unsent: None,
+            frame: None,
             dropped_at_start: 0,
             key: None,
             permit: None,

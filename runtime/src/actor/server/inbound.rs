@@ -11,11 +11,12 @@ use switchboard_codecs::jsonrpc::{
 };
 use switchboard_codecs::lines::Skipped;
 use switchboard_codecs::mcp::{self, methods};
-use switchboard_transports::connection::Event;
+use switchboard_transports::connection::{Event, Outbound};
 
 use super::{empty_object, ServerActor};
 use crate::actor::pending::Reply;
 use crate::call::Progress;
+use crate::client::{ElicitationHandler, ElicitationRequest, HANDLER_TIMEOUT};
 use crate::error::Error;
 
 impl ServerActor {
@@ -40,9 +41,7 @@ impl ServerActor {
                     ctx,
                 );
             }
-            Event::SessionExpired { id } => {
-                tracing::warn!(server = %self.name, ?id, "the server's session expired");
-            }
+            Event::SessionExpired { id } => self.on_session_expired(id, ctx),
             Event::Closed(reason) => self.on_closed(reason, ctx),
             _ => {}
         }
@@ -167,18 +166,79 @@ impl ServerActor {
     }
 
     fn on_server_request(&mut self, request: Request) {
-        let outcome = if request.method == methods::PING {
-            Outcome::Result(empty_object())
-        } else {
-            Outcome::Error(ErrorObject::new(
+        let elicitation = self
+            .config
+            .handlers
+            .as_ref()
+            .and_then(|h| h.elicitation.clone());
+        let outcome = match (request.method.as_str(), elicitation) {
+            (methods::PING, _) => Outcome::Result(empty_object()),
+            ("elicitation/create", Some(handler)) => {
+                self.serve_elicitation(request, handler);
+                return;
+            }
+            (method, _) => Outcome::Error(ErrorObject::new(
                 ErrorObject::METHOD_NOT_FOUND,
-                format!("method not found: {}", request.method),
-            ))
+                format!("method not found: {method}"),
+            )),
         };
+        self.answer(request.id, outcome);
+    }
+
+    fn answer(&self, id: Id, outcome: Outcome) {
         let answer = Message::Response(Response {
-            id: Some(request.id),
+            id: Some(id),
             outcome,
         });
         self.write(None, Bytes::from(answer.to_vec()));
+    }
+
+    /// Runs the application's handler off the actor, so a slow one never wedges it, and
+    /// answers on the connection the request came from.
+    fn serve_elicitation(&self, request: Request, handler: Arc<dyn ElicitationHandler>) {
+        let Some(link) = &self.link else { return };
+        let sender = link.sender.clone();
+        let server = self.name.clone();
+        let id = request.id;
+        let params = request
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+            .unwrap_or(serde_json::Value::Null);
+        actix::spawn(async move {
+            let outcome = match ElicitationRequest::from_params(params) {
+                Err(e) => Outcome::Error(ErrorObject::new(ErrorObject::INVALID_PARAMS, e)),
+                Ok(request) => {
+                    let answer =
+                        tokio::time::timeout(HANDLER_TIMEOUT, handler.elicit(&server, request))
+                            .await;
+                    match answer {
+                        Ok(Ok(response)) => {
+                            match serde_json::value::to_raw_value(&response.into_result()) {
+                                Ok(raw) => Outcome::Result(raw),
+                                Err(e) => Outcome::Error(ErrorObject::new(
+                                    ErrorObject::INTERNAL_ERROR,
+                                    e.to_string(),
+                                )),
+                            }
+                        }
+                        Ok(Err(e)) => Outcome::Error(ErrorObject::new(
+                            ErrorObject::INTERNAL_ERROR,
+                            format!("the client's elicitation handler failed: {e}"),
+                        )),
+                        Err(_) => Outcome::Error(ErrorObject::new(
+                            ErrorObject::INTERNAL_ERROR,
+                            "the client's elicitation handler did not answer in time",
+                        )),
+                    }
+                }
+            };
+            let answer = Message::Response(Response {
+                id: Some(id),
+                outcome,
+            });
+            // The connection may be gone meanwhile; then nobody is waiting.
+            let _ = sender.send(Outbound::from_message(&answer));
+        });
     }
 }

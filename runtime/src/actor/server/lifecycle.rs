@@ -6,7 +6,7 @@ use std::time::Instant;
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context};
 use serde_json::value::RawValue;
-use switchboard_codecs::jsonrpc::Outcome;
+use switchboard_codecs::jsonrpc::{Id, Outcome};
 use switchboard_codecs::mcp::{self, methods};
 use switchboard_transports::{CloseCause, CloseReason, Connection};
 use tokio_stream::StreamExt as _;
@@ -15,6 +15,7 @@ use super::{
     open, random_unit, Inbound, Link, Phase, ServerActor, MAX_TOOL_PAGES, RELIST_DEBOUNCE,
 };
 use crate::actor::pending::{Reply, Timer};
+use crate::client::ClientHandlers;
 use crate::error::Error;
 use crate::restart::Decision;
 use crate::status::ServerState;
@@ -79,14 +80,54 @@ impl ServerActor {
             sender: conn.sender,
             control: conn.control,
         });
+        self.send_initialize();
+    }
+
+    fn send_initialize(&mut self) {
         self.phase = Phase::Initializing;
         let params = serde_json::json!({
             "protocolVersion": mcp::LATEST_PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": ClientHandlers::capabilities(self.config.handlers.as_ref()),
             "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
         });
         // `initialize` is never cancelled: the startup timer closes the connection instead.
         self.send_internal(methods::INITIALIZE, &params, Reply::Initialize, None);
+    }
+
+    /// The HTTP server forgot our session. Run the handshake again, once, on the same
+    /// connection, and resend only the request it rejected (it was never processed, so this
+    /// is no replay); everything else pending on the old session fails as disconnected.
+    pub(super) fn on_session_expired(&mut self, id: Option<Id>, ctx: &mut Context<Self>) {
+        if self.phase != Phase::Ready || self.session_recovering {
+            let why = "the server's session expired again before a new one was ready".to_owned();
+            self.abandon(why, ctx);
+            return;
+        }
+        tracing::warn!(server = %self.name, ?id, "the server's session expired; initializing a new one");
+        self.session_recovering = true;
+        if let Some(Id::Number(rejected)) = id {
+            if let Some(entry) = self.pending.get_mut(rejected) {
+                entry.unsent = entry.frame.clone();
+            }
+        }
+        let reason = Arc::new(CloseReason {
+            cause: CloseCause::Aborted("the server's session expired".into()),
+            stderr_tail: Vec::new(),
+        });
+        let name = self.name.clone();
+        self.fail_written(|entry| Error::Disconnected {
+            server: name.clone(),
+            method: entry.method.clone(),
+            tool: entry.tool.clone(),
+            reason: reason.clone(),
+        });
+        self.relist_running = false;
+        self.ping_outstanding = false;
+        self.connect_started = Instant::now();
+        let at = Instant::now() + self.config.startup_timeout_value();
+        self.startup = Some(self.pending.start_timer(Timer::Startup, at));
+        self.down_reason = Some("its session expired and a new one is being initialized".into());
+        self.send_initialize();
     }
 
     pub(super) fn on_internal(&mut self, reply: Reply, outcome: Outcome, ctx: &mut Context<Self>) {
@@ -241,6 +282,7 @@ impl ServerActor {
 
     fn become_ready(&mut self) {
         self.phase = Phase::Ready;
+        self.session_recovering = false;
         self.down_reason = None;
         self.strikes = 0;
         self.last_heard = Instant::now();

@@ -151,6 +151,8 @@ pub(crate) struct ServerActor {
     unknown_answers: u64,
     /// Set when the actor stops in an orderly way; otherwise its drop reports a death.
     stopped_cleanly: bool,
+    /// A new session is being initialized after the old one expired.
+    session_recovering: bool,
 }
 
 impl ServerActor {
@@ -187,6 +189,7 @@ impl ServerActor {
             dropped_frames: 0,
             unknown_answers: 0,
             stopped_cleanly: false,
+            session_recovering: false,
         }
     }
 
@@ -448,12 +451,25 @@ async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, Arc<st
             actix::spawn(serve(io));
             Ok(conn)
         }
+        #[cfg(feature = "http")]
+        Transport::Http(target) => {
+            use switchboard_transports::http;
+            let kind = match target.kind {
+                crate::config::HttpKind::Sse => http::Kind::Sse,
+                crate::config::HttpKind::StreamableHttp => http::Kind::StreamableHttp,
+                crate::config::HttpKind::Auto => http::Kind::Auto,
+            };
+            let config = http::Config::new(target.url)
+                .headers(target.headers)
+                .bearer_token(target.bearer)
+                .auth(target.auth);
+            http::connect(&name, &config, kind)
+                .await
+                .map_err(|e| Arc::from(e.to_string()))
+        }
+        #[cfg(not(feature = "http"))]
         Transport::Http(target) => Err(Arc::from(format!(
-            "{} transport to {} is not supported yet",
-            match target.kind {
-                crate::config::HttpKind::Sse => "the HTTP+SSE",
-                _ => "the Streamable HTTP",
-            },
+            "HTTP transports are not compiled in (feature `http`); cannot reach {}",
             target.url
         ))),
     }

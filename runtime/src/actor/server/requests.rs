@@ -42,6 +42,7 @@ impl ServerActor {
             policy: Some(policy),
             progress,
             unsent: if ready { None } else { Some(payload.clone()) },
+            frame: Some(payload.clone()),
             dropped_at_start: self.dropped_frames,
             key: None,
             permit: Some(permit),
