@@ -161,7 +161,9 @@ fn parse_message(bytes: &[u8]) -> Frame {
 }
 
 fn find_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    // memchr scans a word (or a SIMD vector) at a time: the byte loop was most of the cost
+    // of framing a large answer.
+    memchr::memchr(b'\n', bytes)
 }
 
 /// What the decoder yields: a message, or a report of a line it had to skip.
