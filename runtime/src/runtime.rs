@@ -26,6 +26,7 @@ use crate::config_file::ConfigFile;
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::handle::ServerHandle;
+use crate::metrics::{RuntimeMetrics, Sink};
 use crate::restart::{Liveness, RestartPolicy};
 
 /// Builds a [`Runtime`].
@@ -33,6 +34,10 @@ use crate::restart::{Liveness, RestartPolicy};
 pub struct RuntimeBuilder {
     servers: Vec<(String, ServerConfig)>,
     defaults: Defaults,
+    /// A recorder given with `metrics_recorder`.
+    metrics: Option<Sink>,
+    #[cfg(feature = "prometheus")]
+    metrics_listener: Option<std::net::SocketAddr>,
 }
 
 impl RuntimeBuilder {
@@ -105,6 +110,32 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Serves this runtime's metrics in the Prometheus text format at `http://ADDR/metrics`
+    /// (port 0 picks a free port: see [`Runtime::metrics_addr`]). The runtime records into a
+    /// Prometheus recorder of its own, never installed as the global one, so runtimes in one
+    /// process do not mix their numbers. The names are listed in [`crate::metrics`].
+    ///
+    /// The address is bound by [`build`](Self::build), which fails if it cannot be; the
+    /// listener lives until the last clone of the runtime is dropped.
+    ///
+    /// # Security
+    ///
+    /// The endpoint has no authentication and shows server and tool names: bind it to a
+    /// loopback or otherwise private address.
+    #[cfg(feature = "prometheus")]
+    pub fn metrics_listener(mut self, addr: std::net::SocketAddr) -> Self {
+        self.metrics_listener = Some(addr);
+        self
+    }
+
+    /// Records this runtime's metrics into `recorder` instead of the global recorder of the
+    /// `metrics` facade (ignored with [`metrics_listener`](Self::metrics_listener), whose
+    /// recorder is the runtime's own).
+    pub fn metrics_recorder(mut self, recorder: Arc<dyn ::metrics::Recorder + Send + Sync>) -> Self {
+        self.metrics = Some(Sink::Own(recorder));
+        self
+    }
+
     /// How catalogue names are made.
     pub fn naming(mut self, naming: Naming) -> Self {
         self.defaults.naming = naming;
@@ -136,6 +167,20 @@ impl RuntimeBuilder {
     /// it is retried under its restart policy), and calls to it fail with
     /// [`Error::Unavailable`].
     pub async fn build(self) -> Result<Runtime> {
+        #[cfg(feature = "prometheus")]
+        let (exporter, sink) = match self.metrics_listener {
+            Some(addr) => {
+                let (exporter, sink) = crate::metrics::Exporter::start(addr)
+                    .map_err(|detail| Error::Runtime {
+                        detail: detail.into(),
+                    })?;
+                (Some(exporter), Some(sink))
+            }
+            None => (None, self.metrics),
+        };
+        #[cfg(not(feature = "prometheus"))]
+        let sink = self.metrics;
+        let metrics = Arc::new(RuntimeMetrics::new(sink.unwrap_or(Sink::Global)));
         let (system_tx, system_rx) = oneshot::channel();
         let (done_tx, done_rx) = oneshot::channel();
         std::thread::Builder::new()
@@ -163,7 +208,7 @@ impl RuntimeBuilder {
                 ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
                     events_rx,
                 ));
-                Supervisor::new(registry, defaults, kills, events_tx)
+                Supervisor::new(registry, defaults, kills, events_tx, metrics)
             })
         };
         let runtime = Runtime {
@@ -174,6 +219,8 @@ impl RuntimeBuilder {
                 kills,
                 done: Mutex::new(Some(done_rx)),
                 stopped: AtomicBool::new(false),
+                #[cfg(feature = "prometheus")]
+                exporter,
             }),
         };
         let mut handles = Vec::new();
@@ -211,6 +258,9 @@ struct Inner {
     kills: Kills,
     done: Mutex<Option<oneshot::Receiver<()>>>,
     stopped: AtomicBool,
+    /// Dropped with the runtime, which stops the listener.
+    #[cfg(feature = "prometheus")]
+    exporter: Option<crate::metrics::Exporter>,
 }
 
 impl fmt::Debug for Runtime {
@@ -350,6 +400,20 @@ impl Runtime {
         if let Some(done) = done {
             let _ = done.await;
         }
+    }
+
+    /// The address the metrics endpoint listens on, with
+    /// [`RuntimeBuilder::metrics_listener`].
+    #[cfg(feature = "prometheus")]
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.inner.exporter.as_ref().map(|e| e.addr)
+    }
+
+    /// This runtime's metrics in the Prometheus text format, as `/metrics` serves them, with
+    /// [`RuntimeBuilder::metrics_listener`] (for an application that serves them itself).
+    #[cfg(feature = "prometheus")]
+    pub fn render_metrics(&self) -> Option<String> {
+        self.inner.exporter.as_ref().map(|e| e.handle.render())
     }
 
     /// Makes a server's actor panic, to prove that a panic counts as a crash. Tests only.

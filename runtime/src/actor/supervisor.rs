@@ -21,6 +21,7 @@ use crate::catalogue::{Catalogue, ServerTools};
 use crate::config::{Defaults, ServerConfig};
 use crate::error::Error;
 use crate::handle::{Channels, ServerHandle, Shared};
+use crate::metrics::RuntimeMetrics;
 use crate::status::{ServerState, ServerStatus};
 
 /// How many submitted calls may queue in a server actor's mailbox.
@@ -60,6 +61,7 @@ pub(crate) struct Supervisor {
     defaults: Defaults,
     kills: Kills,
     events: mpsc::UnboundedSender<ServerEvent>,
+    metrics: Arc<RuntimeMetrics>,
     servers: BTreeMap<Arc<str>, Managed>,
     version: u64,
     stopping: bool,
@@ -71,12 +73,14 @@ impl Supervisor {
         defaults: Defaults,
         kills: Kills,
         events: mpsc::UnboundedSender<ServerEvent>,
+        metrics: Arc<RuntimeMetrics>,
     ) -> Self {
         Supervisor {
             registry,
             defaults,
             kills,
             events,
+            metrics,
             servers: BTreeMap::new(),
             version: 0,
             stopping: false,
@@ -113,12 +117,14 @@ impl Supervisor {
         let status_tx = Arc::new(status_tx);
         // Ids start at 1 and are never reused during the server's life, across restarts.
         let ids = Arc::new(AtomicI64::new(1));
+        let metrics = Arc::new(self.metrics.server(&name));
         let ties = Ties {
             name: name.clone(),
             ids: ids.clone(),
             kills: self.kills.clone(),
             status: status_tx.clone(),
             events: self.events.clone(),
+            metrics: metrics.clone(),
             incarnation: 0,
             restarts: 0,
         };
@@ -137,6 +143,7 @@ impl Supervisor {
                 default_timeout: self.defaults.timeout,
                 allow: config.allow_tools.clone(),
                 deny: config.deny_tools.clone(),
+                metrics,
             }),
         };
         self.servers.insert(
@@ -185,6 +192,7 @@ impl Supervisor {
             })
             .collect();
         let next = Catalogue::build(&inputs, &self.defaults.naming, self.version + 1);
+        self.metrics.catalogue_tools.set(next.len() as f64);
         if !next.same_entries(&self.registry.catalogue.load()) {
             self.version += 1;
             self.registry.catalogue.store(Arc::new(next));
@@ -216,12 +224,14 @@ impl Supervisor {
             ..last
         });
         managed.incarnation += 1;
+        managed.handle.shared.metrics.up.set(0.0);
         let ties = Ties {
             name: name.clone(),
             ids: managed.handle.shared.ids.clone(),
             kills: self.kills.clone(),
             status: managed.status.clone(),
             events: self.events.clone(),
+            metrics: managed.handle.shared.metrics.clone(),
             incarnation: managed.incarnation,
             restarts: previous + 1,
         };

@@ -33,7 +33,8 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct Exporter {
     pub(crate) addr: SocketAddr,
     pub(crate) handle: PrometheusHandle,
-    stop: Option<oneshot::Sender<()>>,
+    /// Dropping it ends the listener's loop.
+    _stop: oneshot::Sender<()>,
 }
 
 impl Exporter {
@@ -72,14 +73,9 @@ impl Exporter {
         let exporter = Exporter {
             addr,
             handle,
-            stop: Some(stop_tx),
+            _stop: stop_tx,
         };
         Ok((exporter, Sink::Own(Arc::new(recorder))))
-    }
-
-    /// Stops serving (also done on drop).
-    pub(crate) fn stop(&mut self) {
-        self.stop.take();
     }
 }
 

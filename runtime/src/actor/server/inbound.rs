@@ -81,6 +81,7 @@ impl ServerActor {
 
     fn on_unknown_answer(&mut self, id: Option<&Id>, outcome: &Outcome) {
         self.unknown_answers += 1;
+        self.ties.metrics.unknown_answers.increment(1);
         match (id, outcome) {
             (None, Outcome::Error(e)) => {
                 tracing::warn!(server = %self.name, error = %e, "the server reported an error about a message it could not read")

@@ -38,8 +38,9 @@ impl ServerActor {
         let name = self.name.clone();
         let transport = self.config.transport.clone();
         let generation = self.generation;
+        let span = tracing::info_span!("connect", server = %name, attempt = self.restarts);
         ctx.spawn(
-            open(name, transport)
+            tracing::Instrument::instrument(open(name, transport), span)
                 .into_actor(self)
                 .map(move |result, act, ctx| act.on_connected(generation, result, ctx)),
         );

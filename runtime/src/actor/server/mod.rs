@@ -40,6 +40,7 @@ use super::pending::{Entry, Pending};
 use super::{Cancel, Submit};
 use crate::config::{ServerConfig, Transport};
 use crate::error::Error;
+use crate::metrics::CancelReason;
 use crate::restart::{Backoff, Liveness};
 use crate::status::{ServerState, ServerStatus};
 
@@ -69,6 +70,7 @@ pub(crate) struct Ties {
     pub(crate) kills: Kills,
     pub(crate) status: Arc<watch::Sender<ServerStatus>>,
     pub(crate) events: mpsc::UnboundedSender<ServerEvent>,
+    pub(crate) metrics: Arc<crate::metrics::ServerMetrics>,
     pub(crate) incarnation: u64,
     /// Restarts before this incarnation (a panic restart keeps counting).
     pub(crate) restarts: u32,
@@ -151,6 +153,8 @@ pub(crate) struct ServerActor {
     unknown_answers: u64,
     /// Set when the actor stops in an orderly way; otherwise its drop reports a death.
     stopped_cleanly: bool,
+    /// The `ready_since` whose handshake was measured.
+    measured_ready: Option<Instant>,
     /// A new session is being initialized after the old one expired.
     session_recovering: bool,
 }
@@ -189,6 +193,7 @@ impl ServerActor {
             dropped_frames: 0,
             unknown_answers: 0,
             stopped_cleanly: false,
+            measured_ready: None,
             session_recovering: false,
         }
     }
@@ -197,8 +202,19 @@ impl ServerActor {
         self.ties.ids.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Publishes a new status and tells the supervisor.
-    fn publish(&self, state: ServerState) {
+    /// Publishes a new status (and its metrics) and tells the supervisor.
+    fn publish(&mut self, state: ServerState) {
+        let metrics = &self.ties.metrics;
+        let ready = matches!(state, ServerState::Ready);
+        metrics.up.set(if ready { 1.0 } else { 0.0 });
+        metrics.tools.set(self.tools.len() as f64);
+        metrics.restarts_now(self.restarts);
+        if ready && self.measured_ready != self.ready_since {
+            self.measured_ready = self.ready_since;
+            if let Some(handshake) = self.handshake_time {
+                metrics.handshake.record(handshake.as_secs_f64());
+            }
+        }
         let pid = self.link.as_ref().and_then(|l| l.control.pid());
         let transport = self
             .link
@@ -252,10 +268,15 @@ impl ServerActor {
         if let Some(link) = &self.link {
             // A failed send means the writer is gone; the connection's Closed event follows
             // and fails what is pending.
-            let _ = link.sender.send(Outbound {
+            let len = payload.len() as u64;
+            let sent = link.sender.send(Outbound {
                 id: id.map(Id::Number),
                 payload,
             });
+            if sent.is_ok() {
+                self.ties.metrics.messages_out.increment(1);
+                self.ties.metrics.bytes_out.increment(len);
+            }
         }
     }
 
@@ -333,6 +354,11 @@ impl StreamHandler<Inbound> for ServerActor {
     fn handle(&mut self, Inbound(generation, event): Inbound, ctx: &mut Context<Self>) {
         let current = self.link.as_ref().map(|l| l.generation);
         if current == Some(generation) {
+            match &event {
+                Event::Message(_) => self.ties.metrics.messages_in.increment(1),
+                Event::Skipped(skipped) => self.ties.metrics.skipped(skipped.kind.as_str()),
+                _ => {}
+            }
             self.on_event(event, ctx);
         }
     }
@@ -358,7 +384,7 @@ impl Handler<Shutdown> for ServerActor {
         }
         // Requests the server is working on are abandoned: say so before closing.
         for id in self.pending.written_ids() {
-            self.send_cancelled(id, "the client is shutting down");
+            self.send_cancelled(id, CancelReason::Shutdown, "the client is shutting down");
         }
         let reason: Arc<str> = "the runtime is shutting down".into();
         self.down_reason = Some(reason.clone());

@@ -8,6 +8,7 @@ use super::{unavailable, Phase, ServerActor};
 use crate::actor::pending::{Entry, Reply, Timer};
 use crate::actor::Submit;
 use crate::error::Error;
+use crate::metrics::CancelReason;
 
 impl ServerActor {
     pub(super) fn on_submit(&mut self, submit: Submit) {
@@ -58,11 +59,12 @@ impl ServerActor {
             return;
         };
         if entry.unsent.is_none() {
-            self.send_cancelled(id, "the caller cancelled the request");
+            self.send_cancelled(id, CancelReason::Caller, "the caller cancelled the request");
         }
     }
 
-    pub(super) fn send_cancelled(&self, id: i64, reason: &str) {
+    pub(super) fn send_cancelled(&self, id: i64, why: CancelReason, reason: &str) {
+        self.ties.metrics.cancelled(why);
         self.notify(
             switchboard_codecs::mcp::methods::CANCELLED,
             &serde_json::json!({ "requestId": id, "reason": reason }),
@@ -118,7 +120,8 @@ impl ServerActor {
                     )
                 } else {
                     let elapsed = entry.started.elapsed();
-                    self.send_cancelled(id, &format!("timed out after {} ms", elapsed.as_millis()));
+                    let reason = format!("timed out after {} ms", elapsed.as_millis());
+                    self.send_cancelled(id, CancelReason::Timeout, &reason);
                     Error::Timeout {
                         server: self.name.clone(),
                         method: entry.method,
