@@ -13,9 +13,11 @@
 //! ```
 
 use std::collections::HashMap;
+#[cfg(all(unix, feature = "stdio"))]
 use std::ffi::OsStr;
 use std::fmt;
 use std::future::Future;
+#[cfg(all(unix, feature = "stdio"))]
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -231,6 +233,9 @@ impl ServerConfig {
         self.restart.get_or_insert_with(|| defaults.restart.clone());
         self.liveness
             .get_or_insert_with(|| defaults.liveness.clone());
+        if self.handlers.is_none() {
+            self.handlers = defaults.handlers.clone();
+        }
         self
     }
 

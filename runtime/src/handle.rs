@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tracing::Instrument as _;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore, TryAcquireError};
+use tracing::Instrument as _;
 
 use arc_swap::ArcSwap;
 

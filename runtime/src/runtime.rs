@@ -131,7 +131,10 @@ impl RuntimeBuilder {
     /// Records this runtime's metrics into `recorder` instead of the global recorder of the
     /// `metrics` facade (ignored with [`metrics_listener`](Self::metrics_listener), whose
     /// recorder is the runtime's own).
-    pub fn metrics_recorder(mut self, recorder: Arc<dyn ::metrics::Recorder + Send + Sync>) -> Self {
+    pub fn metrics_recorder(
+        mut self,
+        recorder: Arc<dyn ::metrics::Recorder + Send + Sync>,
+    ) -> Self {
         self.metrics = Some(Sink::Own(recorder));
         self
     }
@@ -170,8 +173,8 @@ impl RuntimeBuilder {
         #[cfg(feature = "prometheus")]
         let (exporter, sink) = match self.metrics_listener {
             Some(addr) => {
-                let (exporter, sink) = crate::metrics::Exporter::start(addr)
-                    .map_err(|detail| Error::Runtime {
+                let (exporter, sink) =
+                    crate::metrics::Exporter::start(addr).map_err(|detail| Error::Runtime {
                         detail: detail.into(),
                     })?;
                 (Some(exporter), Some(sink))

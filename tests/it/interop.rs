@@ -1,13 +1,19 @@
-//! Interop with `@modelcontextprotocol/server-everything` over stdio.
+//! Interop with `@modelcontextprotocol/server-everything` (over stdio, HTTP+SSE and
+//! Streamable HTTP) and `@modelcontextprotocol/server-filesystem`.
 //!
 //! Runs only with `SWITCHBOARD_INTEROP=1`; then a peer that cannot start fails the test. The
-//! peer is installed by `.ci/run` into `.ci/peers` (never fetched inside a startup timeout).
+//! peers are installed by `.ci/run` into `.ci/peers` (never fetched inside a startup timeout).
 
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchboard::{Runtime, ServerConfig};
+use switchboard::client::{
+    BoxFuture, ClientHandlers, ElicitationHandler, ElicitationRequest, ElicitationResponse,
+};
+use switchboard::{HttpKind, Liveness, RestartPolicy, Runtime, ServerConfig};
 
 fn enabled() -> bool {
     std::env::var("SWITCHBOARD_INTEROP").is_ok_and(|v| v == "1")
@@ -149,4 +155,177 @@ async fn everything_and_filesystem_aggregated_from_a_config_file() {
     assert!(listed.text().contains("hello.txt"), "{}", listed.text());
     rt.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// server-everything serving HTTP on a free port of 127.0.0.1; killed (and reaped) on drop.
+struct HttpPeer {
+    child: Child,
+    port: u16,
+}
+
+impl HttpPeer {
+    /// Starts `mcp-server-everything <mode>` (`sse` or `streamableHttp`) and waits until its
+    /// port accepts connections.
+    fn start(mode: &str) -> HttpPeer {
+        let bin = peer_bin("mcp-server-everything");
+        assert!(bin.exists(), "peer not installed at {}", bin.display());
+        // A port the kernel just handed out and took back: free unless someone races us.
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let child = Command::new(&bin)
+            .arg(mode)
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let mut peer = HttpPeer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                return peer;
+            }
+            if let Ok(Some(status)) = peer.child.try_wait() {
+                panic!("server-everything {mode} exited before listening on {port}: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server-everything {mode} did not listen on {port} within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for HttpPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A one-server runtime for an HTTP peer: not restarted, no pings.
+async fn http_runtime(config: ServerConfig) -> Runtime {
+    let config = config
+        .restart(RestartPolicy::never())
+        .liveness(Liveness::off())
+        .startup_timeout(Duration::from_secs(20))
+        .timeout(Duration::from_secs(20));
+    Runtime::builder()
+        .server("everything", config)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Lists the tools and calls `echo`; returns the transport the runtime reports.
+async fn lists_and_echoes(rt: &Runtime, words: &str) -> &'static str {
+    let server = rt.server("everything").unwrap();
+    let status = server.status();
+    assert!(status.is_ready(), "{:?}", status.state);
+    assert_eq!(
+        status.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("mcp-servers/everything")
+    );
+    let names: Vec<_> = server.tools().iter().map(|t| t.name.clone()).collect();
+    assert!(names.iter().any(|n| n == "echo"), "{names:?}");
+    let r = server
+        .call_tool("echo", json!({"message": words}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), format!("Echo: {words}"));
+    // Routed by catalogue name too.
+    let r = rt
+        .call_tool("echo", json!({"message": "routed"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "Echo: routed");
+    status.transport
+}
+
+#[tokio::test]
+async fn server_everything_over_legacy_http_sse() {
+    if !enabled() {
+        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
+        return;
+    }
+    let peer = HttpPeer::start("sse");
+    let rt = http_runtime(ServerConfig::http(peer.url("/sse"), HttpKind::Sse)).await;
+    assert_eq!(lists_and_echoes(&rt, "over http+sse").await, "sse");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http_and_auto() {
+    if !enabled() {
+        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
+        return;
+    }
+    let peer = HttpPeer::start("streamableHttp");
+    let rt = http_runtime(ServerConfig::http(
+        peer.url("/mcp"),
+        HttpKind::StreamableHttp,
+    ))
+    .await;
+    assert_eq!(lists_and_echoes(&rt, "over streamable http").await, "http");
+    rt.shutdown().await;
+    // Auto finds Streamable HTTP at the same endpoint (no fallback).
+    let rt = http_runtime(ServerConfig::http(peer.url("/mcp"), HttpKind::Auto)).await;
+    assert_eq!(lists_and_echoes(&rt, "auto").await, "http");
+    rt.shutdown().await;
+}
+
+/// Accepts every form with its defaults and a name.
+#[derive(Debug)]
+struct AcceptWithName;
+
+impl ElicitationHandler for AcceptWithName {
+    fn elicit(
+        &self,
+        _server: &str,
+        request: ElicitationRequest,
+    ) -> BoxFuture<Result<ElicitationResponse, String>> {
+        let mut content = request.defaults();
+        content.insert("name".into(), json!("Switchboard"));
+        Box::pin(async move { Ok(ElicitationResponse::accept(content)) })
+    }
+}
+
+#[tokio::test]
+async fn server_everything_elicitation_over_streamable_http() {
+    if !enabled() {
+        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
+        return;
+    }
+    let peer = HttpPeer::start("streamableHttp");
+    let rt = http_runtime(
+        ServerConfig::http(peer.url("/mcp"), HttpKind::StreamableHttp)
+            .client_handlers(ClientHandlers::new().elicitation(AcceptWithName)),
+    )
+    .await;
+    let server = rt.server("everything").unwrap();
+    assert!(server.status().is_ready(), "{:?}", server.status().state);
+    // Registered once the server saw our `elicitation` capability (after `initialized`);
+    // called through the handle, so a listing that raced the registration does not matter.
+    let r = server
+        .call_tool("trigger-elicitation-request", json!({}))
+        .await
+        .unwrap();
+    let text = r.text();
+    assert!(!r.is_error(), "{text}");
+    assert!(
+        text.contains("User provided the requested information"),
+        "{text}"
+    );
+    assert!(text.contains("- Name: Switchboard"), "{text}");
+    // A default from the form's schema came back.
+    assert!(text.contains("- Favorite Integer: 42"), "{text}");
+    rt.shutdown().await;
 }

@@ -27,11 +27,13 @@ mod adhoc;
 mod check;
 mod config;
 mod configured;
+mod conformance;
 mod demo;
 mod duration;
 mod invoke;
 mod print;
 mod progress;
+mod serve_metrics;
 
 /// Run MCP servers under Switchboard's supervision and call their tools.
 ///
@@ -42,6 +44,10 @@ struct Cli {
     /// Log more to stderr (-v info, -vv debug); RUST_LOG sets finer filters.
     #[arg(short, long, action = ArgAction::Count, global = true)]
     verbose: u8,
+    /// Serve Prometheus metrics at http://ADDR/metrics while the command runs, e.g.
+    /// 127.0.0.1:9464 (port 0 picks a free one; -v logs where).
+    #[arg(long, value_name = "ADDR", global = true)]
+    metrics: Option<std::net::SocketAddr>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -60,12 +66,21 @@ enum Command {
     /// Start every server of a config file and report on each.
     #[command(after_help = AFTER_HELP_CHECK)]
     Check(CheckArgs),
+    /// Run a config file's servers until interrupted, serving their metrics for Prometheus.
+    #[command(after_help = serve_metrics::AFTER_HELP)]
+    ServeMetrics(serve_metrics::Args),
     /// Serve the bundled demo MCP server on stdin/stdout.
     #[command(hide = true)]
     DemoServer {
         /// `--faults`, `--protocol-version V`, `--page-size N`, `--name N`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+    /// Run the MCP conformance suite's scenario `$MCP_CONFORMANCE_SCENARIO` against URL.
+    #[command(hide = true)]
+    ConformanceClient {
+        /// The suite's test server (its harness appends it).
+        url: String,
     },
 }
 
@@ -181,6 +196,9 @@ pub(crate) fn main() -> ExitCode {
         command => command,
     };
     init_logging(cli.verbose);
+    if let Some(addr) = cli.metrics {
+        let _ = METRICS.set(addr);
+    }
     let tokio = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -214,6 +232,8 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         }
         Command::Call(args) => configured::call(args, &mut interrupt).await,
         Command::Check(args) => check::run(args, &mut interrupt).await,
+        Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
+        Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,
         Command::DemoServer { .. } => {
             unreachable!("demo-server is served before the async runtime starts")
         }
@@ -288,6 +308,9 @@ impl Interrupt {
     }
 }
 
+/// Where `--metrics` serves, for every runtime the command builds.
+static METRICS: std::sync::OnceLock<std::net::SocketAddr> = std::sync::OnceLock::new();
+
 /// Builds a runtime, interruptibly; `starting` says what is starting, for the message of an
 /// interruption (``server `x` was starting``). Dropped mid-build, a runtime kills the servers it had started
 /// (its `Drop` sends `SIGKILL` to their process groups).
@@ -296,6 +319,10 @@ pub(crate) async fn start(
     starting: impl Display,
     interrupt: &mut Interrupt,
 ) -> Result<Runtime, Failure> {
+    let builder = match METRICS.get() {
+        Some(addr) => builder.metrics_listener(*addr),
+        None => builder,
+    };
     match interrupt.guard(builder.build()).await {
         Ok(built) => Ok(built?),
         Err(Interrupted(signal)) => Err(Failure::Interrupted(format!(

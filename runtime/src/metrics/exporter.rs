@@ -14,8 +14,8 @@ use super::Sink;
 
 /// Histogram buckets, in seconds: from half a millisecond to five minutes.
 const BUCKETS: &[f64] = &[
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-    30.0, 60.0, 120.0, 300.0,
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0, 120.0, 300.0,
 ];
 
 /// How often histograms are drained between scrapes, to bound their memory.
@@ -79,11 +79,7 @@ impl Exporter {
     }
 }
 
-async fn serve(
-    listener: TcpListener,
-    handle: PrometheusHandle,
-    mut stop: oneshot::Receiver<()>,
-) {
+async fn serve(listener: TcpListener, handle: PrometheusHandle, mut stop: oneshot::Receiver<()>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut upkeep = tokio::time::interval(UPKEEP);
     loop {

@@ -607,7 +607,10 @@ mod tests {
             exporter::respond("GET /metrics?x=1 HTTP/1.1\r\n", render).0,
             "200 OK"
         );
-        assert_eq!(exporter::respond("GET / HTTP/1.1\r\n", render).0, "404 Not Found");
+        assert_eq!(
+            exporter::respond("GET / HTTP/1.1\r\n", render).0,
+            "404 Not Found"
+        );
         assert_eq!(
             exporter::respond("POST /metrics HTTP/1.1\r\n", render).0,
             "405 Method Not Allowed"

@@ -11,6 +11,7 @@ mod deadlines;
 mod disconnect;
 mod handshake;
 mod load;
+mod metrics;
 mod processes;
 mod skipped_frames;
 mod supervision;

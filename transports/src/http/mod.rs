@@ -24,7 +24,10 @@
 //! [`connect`] does no network I/O: the first POST is the runtime's `initialize`. Every
 //! message is its own POST, in its own task, over one keep-alive client, so concurrent
 //! requests get concurrent answers. An answer is JSON (one message or a batch), an SSE
-//! stream (requests and notifications may precede the response), or 202.
+//! stream (requests and notifications may precede the response), or 202. The one ordering
+//! kept: nothing is sent while the POST of `notifications/initialized` is in flight, so the
+//! server sees it before any request of the session (servers that enforce the lifecycle,
+//! such as the Python SDK's, refuse requests that come first).
 //!
 //! - **Session.** The `Mcp-Session-Id` of the `initialize` answer is sent on every later
 //!   request; `MCP-Protocol-Version` once [`Control::set_protocol_version`] was called, which

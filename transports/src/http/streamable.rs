@@ -38,7 +38,10 @@ enum PostEnd {
 pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bool) -> End {
     let mut posts: JoinSet<PostEnd> = JoinSet::new();
     let mut listener: Option<(u64, JoinHandle<()>)> = None;
-    let mut probing = false;
+    // The POST that later messages wait for: the Auto-mode probe, which decides the
+    // transport, and `notifications/initialized`, which must reach the server before any
+    // request of the session does (each message is its own POST, and POSTs race).
+    let mut gate: Option<tokio::task::Id> = None;
     let end = loop {
         tokio::select! {
             command = inputs.commands.recv() => match command {
@@ -70,25 +73,36 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                     done: None,
                 },
             },
-            outbound = inputs.outbound.recv(), if inputs.outbound_open && !probing => match outbound {
+            outbound = inputs.outbound.recv(), if inputs.outbound_open && gate.is_none() => match outbound {
                 Some(outbound) => {
                     let method = client::method_of(&outbound.payload);
                     let initialize = method.as_deref() == Some("initialize");
                     let this_probe = probe && initialize;
-                    probing = this_probe;
                     probe = false;
-                    posts.spawn(post(shared.clone(), outbound, initialize, this_probe));
+                    let gates = this_probe || method.as_deref() == Some("notifications/initialized");
+                    let task = posts.spawn(post(shared.clone(), outbound, initialize, this_probe));
+                    if gates {
+                        gate = Some(task.id());
+                    }
                 }
                 None => inputs.outbound_open = false,
             },
-            Some(joined) = posts.join_next(), if !posts.is_empty() => match joined {
-                Ok(PostEnd::Done) => probing = false,
-                Ok(PostEnd::Fatal(cause)) => break End::Over { cause, done: None },
-                Ok(PostEnd::Fallback(initialize)) => break End::Fallback(initialize),
-                Err(e) => {
-                    probing = false;
-                    if e.is_panic() {
-                        tracing::error!(server = %shared.name, "a request task panicked");
+            Some(joined) = posts.join_next_with_id(), if !posts.is_empty() => {
+                let id = match &joined {
+                    Ok((id, _)) => *id,
+                    Err(e) => e.id(),
+                };
+                if gate == Some(id) {
+                    gate = None;
+                }
+                match joined {
+                    Ok((_, PostEnd::Done)) => {}
+                    Ok((_, PostEnd::Fatal(cause))) => break End::Over { cause, done: None },
+                    Ok((_, PostEnd::Fallback(initialize))) => break End::Fallback(initialize),
+                    Err(e) => {
+                        if e.is_panic() {
+                            tracing::error!(server = %shared.name, "a request task panicked");
+                        }
                     }
                 }
             },

@@ -27,6 +27,8 @@ mod http_bad_messages_are_skipped;
 #[cfg(feature = "http")]
 mod http_get_stream_delivers_server_requests;
 #[cfg(feature = "http")]
+mod http_initialized_goes_first;
+#[cfg(feature = "http")]
 mod http_legacy_sse;
 #[cfg(feature = "http")]
 mod http_server_gone_closes;
