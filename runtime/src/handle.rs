@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{Recording, ServerMetrics};
 use crate::model::Tool;
 use crate::status::{ServerState, ServerStatus};
-use switchboard_transports::{CloseCause, CloseReason};
+use switchboard_transports::CloseReason;
 
 /// The way into the server's current actor; replaced when a panicked actor is restarted.
 pub(crate) struct Channels {
@@ -294,10 +294,9 @@ impl ServerHandle {
                 server: shared.name.clone(),
                 method,
                 tool,
-                reason: Arc::new(CloseReason {
-                    cause: CloseCause::Aborted("the server's actor stopped unexpectedly".into()),
-                    stderr_tail: Vec::new(),
-                }),
+                reason: Arc::new(CloseReason::aborted(
+                    "the server's actor stopped unexpectedly",
+                )),
             })),
         }
     }

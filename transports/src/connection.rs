@@ -210,6 +210,16 @@ impl fmt::Display for CloseCause {
     }
 }
 
+impl CloseReason {
+    /// A connection torn down by its owner for `why`, with no stderr to show.
+    pub fn aborted(why: impl Into<String>) -> Self {
+        CloseReason {
+            cause: CloseCause::Aborted(why.into()),
+            stderr_tail: Vec::new(),
+        }
+    }
+}
+
 impl fmt::Display for CloseReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.cause)?;

@@ -1,6 +1,7 @@
 //! What the bench binaries share: the demo server as a child, clients with no framework and
-//! the official SDK's, and the custom measuring loop that criterion lacks (per-call latency
-//! percentiles and client CPU per call).
+//! the official SDK's, an in-process server with 50 tools for catalogue routing, and the
+//! custom measuring loop that criterion lacks (per-call latency percentiles and client CPU
+//! per call).
 //!
 //! Each bench binary includes this module with `mod support;` and uses a part of it.
 #![allow(dead_code)]
@@ -8,6 +9,7 @@
 pub(crate) mod measure;
 pub(crate) mod raw;
 pub(crate) mod sdk;
+pub(crate) mod tool_server;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -8,7 +8,7 @@ use actix::{AsyncContext, Context};
 use serde_json::value::RawValue;
 use switchboard_codecs::jsonrpc::{Id, Outcome};
 use switchboard_codecs::mcp::{self, methods};
-use switchboard_transports::{CloseCause, CloseReason, Connection};
+use switchboard_transports::{CloseReason, Connection};
 use tokio_stream::StreamExt as _;
 
 use super::{
@@ -111,17 +111,9 @@ impl ServerActor {
                 entry.unsent = entry.frame.clone();
             }
         }
-        let reason = Arc::new(CloseReason {
-            cause: CloseCause::Aborted("the server's session expired".into()),
-            stderr_tail: Vec::new(),
-        });
-        let name = self.name.clone();
-        self.fail_written(|entry| Error::Disconnected {
-            server: name.clone(),
-            method: entry.method.clone(),
-            tool: entry.tool.clone(),
-            reason: reason.clone(),
-        });
+        self.fail_written_disconnected(Arc::new(CloseReason::aborted(
+            "the server's session expired",
+        )));
         self.relist_running = false;
         self.ping_outstanding = false;
         self.connect_started = Instant::now();
@@ -344,13 +336,7 @@ impl ServerActor {
             self.pending.stop_timer(&key);
         }
         let reason = Arc::new(reason);
-        let name = self.name.clone();
-        self.fail_written(|entry| Error::Disconnected {
-            server: name.clone(),
-            method: entry.method.clone(),
-            tool: entry.tool.clone(),
-            reason: reason.clone(),
-        });
+        self.fail_written_disconnected(reason.clone());
         let text: Arc<str> = format!("it disconnected: {reason}").into();
         let state = if self.phase.in_handshake() {
             ServerState::Failed {
@@ -374,11 +360,7 @@ impl ServerActor {
             }
             actix::spawn(link.control.close());
         }
-        let reason = CloseReason {
-            cause: CloseCause::Aborted(why),
-            stderr_tail: Vec::new(),
-        };
-        self.connection_lost(reason, ctx);
+        self.connection_lost(CloseReason::aborted(why), ctx);
     }
 
     /// Schedules a restart with backoff, or gives up for good.

@@ -316,19 +316,9 @@ impl Actor for ServerActor {
             // Nobody asked us to stop: actix is dropping a context whose actor panicked (the
             // task harness caught the panic), or the whole actor thread is going away. For
             // callers that is a crash; the drop below reports it to the supervisor.
-            let reason = Arc::new(switchboard_transports::CloseReason {
-                cause: switchboard_transports::CloseCause::Aborted(
-                    "the server's actor stopped unexpectedly".into(),
-                ),
-                stderr_tail: Vec::new(),
-            });
-            let name = self.name.clone();
-            self.fail_written(|entry| Error::Disconnected {
-                server: name.clone(),
-                method: entry.method.clone(),
-                tool: entry.tool.clone(),
-                reason: reason.clone(),
-            });
+            self.fail_written_disconnected(Arc::new(switchboard_transports::CloseReason::aborted(
+                "the server's actor stopped unexpectedly",
+            )));
             self.fail_unsent("its actor stopped unexpectedly and is being restarted".into());
         }
     }

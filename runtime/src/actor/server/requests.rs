@@ -9,6 +9,7 @@ use crate::actor::pending::{Entry, Reply, Timer};
 use crate::actor::Submit;
 use crate::error::Error;
 use crate::metrics::CancelReason;
+use switchboard_transports::CloseReason;
 
 impl ServerActor {
     pub(super) fn on_submit(&mut self, submit: Submit) {
@@ -145,6 +146,17 @@ impl ServerActor {
                 let _ = tx.send(Err(e));
             }
         }
+    }
+
+    /// Fails every written request as disconnected, for `reason`.
+    pub(super) fn fail_written_disconnected(&mut self, reason: Arc<CloseReason>) {
+        let name = self.name.clone();
+        self.fail_written(|entry| Error::Disconnected {
+            server: name.clone(),
+            method: entry.method.clone(),
+            tool: entry.tool.clone(),
+            reason: reason.clone(),
+        });
     }
 
     /// Fails every request still waiting for the server to become ready.
