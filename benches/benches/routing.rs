@@ -5,23 +5,40 @@
 //! answers on it). A second floor, `oneshot_round_trip_epoll`, gives that thread tokio's I/O
 //! and time drivers, so it sleeps in `epoll_wait` as the actor thread does.
 //!
-//! Catalogue routing (many servers × many tools) is not measured here yet; see
-//! `BENCHMARKS.md`.
+//! The same calls with a Prometheus exporter active (`metrics_listener`), next to the runtime
+//! without one, sequential and 64 in flight: what recording metrics costs.
+//!
+//! Catalogue routing: `Runtime::call_tool` by catalogue name across 1, 10 and 100 in-process
+//! [`ToolServer`]s of 50 tools each. Every server's tool names are its own (`s007_tool_00`
+//! ...), so no name is prefixed and every catalogue name is a tool name at every server
+//! count; the calls visit every tool of every server in a fixed shuffled order. Three
+//! levels: the lookup alone (`runtime.catalogue().resolve(name)`), the routing alone (a
+//! `Call` built by `Runtime::call_tool` and dropped unsent: snapshot, lookup, server handle),
+//! and the sequential call (routing plus the in-memory round trip).
 
 mod support;
 
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use support::measure::{self, Profile};
+use support::tool_server::{ToolServer, TOOLS};
 use switchboard::demo::{serve, Options};
-use switchboard::{Runtime, ServerConfig, ServerHandle};
+use switchboard::{Call, Runtime, ServerConfig, ServerHandle};
 use tokio::sync::{mpsc, oneshot};
 
 /// Rounds of the interleaved sequential loop, and calls per round for each side.
 const ROUNDS: u64 = 10;
 const SEQUENTIAL_PER_ROUND: u64 = 2_000;
-const PROFILE_IN_FLIGHT: u64 = 100_000;
+/// Rounds of the interleaved 64-in-flight loop (with and without metrics), and calls per
+/// round for each side.
+const IN_FLIGHT_ROUNDS: u64 = 4;
+const IN_FLIGHT_PER_ROUND: u64 = 25_000;
+/// Servers in the catalogue routing benches.
+const SERVER_COUNTS: [usize; 3] = [1, 10, 100];
 
 fn memory_server() -> ServerConfig {
     ServerConfig::memory(|io| async move {
@@ -34,6 +51,88 @@ fn memory_server() -> ServerConfig {
 async fn echo(server: ServerHandle) {
     let r = server.call_tool("echo", support::echo_args()).await;
     assert!(r.is_ok(), "{r:?}");
+}
+
+/// A runtime of one demo server over the memory transport; with `prometheus`, it also serves
+/// its metrics on a free loopback port (without, it records into the global recorder of the
+/// `metrics` facade, and none is installed).
+async fn memory_runtime(prometheus: bool) -> Runtime {
+    let mut builder = Runtime::builder().server("memory", memory_server());
+    if prometheus {
+        builder = builder.metrics_listener("127.0.0.1:0".parse().expect("an address"));
+    }
+    let runtime = builder.build().await.expect("runtime");
+    assert!(runtime
+        .server("memory")
+        .expect("server")
+        .status()
+        .is_ready());
+    runtime
+}
+
+/// Catalogue names in a fixed order that visits every tool of every server, and the next one
+/// to call.
+struct Names {
+    all: Vec<String>,
+    next: AtomicUsize,
+}
+
+impl Names {
+    fn next(&self) -> &str {
+        let at = self.next.fetch_add(1, Ordering::Relaxed) % self.all.len();
+        &self.all[at]
+    }
+}
+
+/// A runtime of `servers` tool servers, `s000`, `s001`, ..., each listing 50 tools of its own
+/// (`s000_tool_00` ...), and every catalogue name, shuffled.
+async fn catalogue_runtime(servers: usize) -> (Runtime, Arc<Names>) {
+    let mut builder = Runtime::builder();
+    let mut names = Vec::with_capacity(servers * TOOLS);
+    for i in 0..servers {
+        let server = format!("s{i:03}");
+        let prefix = format!("{server}_");
+        builder = builder.server(server, ToolServer::new(&prefix).config());
+        names.extend(ToolServer::names(&prefix));
+    }
+    let runtime = builder.build().await.expect("runtime");
+    let catalogue = runtime.catalogue();
+    assert_eq!(catalogue.len(), servers * TOOLS, "every tool is listed");
+    for name in &names {
+        let entry = catalogue.get(name).expect("a catalogue name");
+        assert_eq!(entry.name, *name, "no name is prefixed");
+        assert_eq!(entry.tool.name, *name);
+    }
+    shuffle(&mut names);
+    let names = Names {
+        all: names,
+        next: AtomicUsize::new(0),
+    };
+    (runtime, Arc::new(names))
+}
+
+/// Fisher-Yates with a fixed xorshift seed: the same order in every run.
+fn shuffle<T>(items: &mut [T]) {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in (1..items.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        items.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+}
+
+/// One sequential call by catalogue name; the tool server answers with an error for a tool
+/// it does not list, so a call routed to the wrong server fails here.
+async fn call(call: Call) {
+    match call.await {
+        Ok(result) => assert!(!result.is_error(), "{result:?}"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn call_next(runtime: &Runtime, names: &Names) -> impl std::future::Future<Output = ()> {
+    call(runtime.call_tool(names.next(), support::echo_args()))
 }
 
 /// The floor: a task on its own thread (a current-thread runtime, as the actor thread is)
@@ -69,17 +168,53 @@ async fn round_trip(requests: mpsc::Sender<oneshot::Sender<u64>>) {
     answer.await.expect("answer");
 }
 
-fn routing(c: &mut Criterion) -> Vec<Profile> {
+/// The profiles of the custom loop.
+struct Profiles {
+    floor: Profile,
+    floor_epoll: Profile,
+    sequential: Profile,
+    sequential_prometheus: Profile,
+    in_flight: Profile,
+    in_flight_prometheus: Profile,
+    /// Sequential catalogue calls, by server count.
+    catalogue: Vec<(usize, Profile)>,
+}
+
+impl Profiles {
+    fn all(&self) -> Vec<Profile> {
+        let mut all = vec![
+            self.floor.clone(),
+            self.floor_epoll.clone(),
+            self.sequential.clone(),
+            self.sequential_prometheus.clone(),
+            self.in_flight.clone(),
+            self.in_flight_prometheus.clone(),
+        ];
+        all.extend(self.catalogue.iter().map(|(_, p)| p.clone()));
+        all
+    }
+}
+
+fn keep(slot: &mut Option<Profile>, p: Profile) {
+    match slot {
+        Some(all) => all.absorb(p),
+        None => *slot = Some(p),
+    }
+}
+
+fn routing(c: &mut Criterion) -> Option<Profiles> {
     let rt = support::tokio_runtime();
-    let runtime = rt.block_on(async {
-        Runtime::builder()
-            .server("memory", memory_server())
-            .build()
-            .await
-            .expect("runtime")
-    });
+    let runtime = rt.block_on(memory_runtime(false));
+    let prometheus = rt.block_on(memory_runtime(true));
     let server = runtime.server("memory").expect("server");
-    assert!(server.status().is_ready());
+    let server_prometheus = prometheus.server("memory").expect("server");
+    let catalogues: Vec<(usize, Runtime, Arc<Names>)> = SERVER_COUNTS
+        .iter()
+        .map(|&n| {
+            let (runtime, names) = rt.block_on(catalogue_runtime(n));
+            (n, runtime, names)
+        })
+        .collect();
     let floor = start_echo_thread(false);
     let floor_epoll = start_echo_thread(true);
 
@@ -91,74 +226,165 @@ fn routing(c: &mut Criterion) -> Vec<Profile> {
     group.bench_function("oneshot_round_trip_epoll/sequential", |b| {
         b.to_async(&rt).iter(|| round_trip(floor_epoll.clone()))
     });
-    group.bench_function("memory/echo/1_in_flight", |b| {
-        b.to_async(&rt).iter(|| echo(server.clone()))
-    });
-    for in_flight in [16, 64, 256] {
-        group.bench_function(format!("memory/echo/{in_flight}_in_flight"), |b| {
-            b.to_async(&rt).iter_custom(|iters| {
-                let server = server.clone();
-                measure::in_flight(iters, in_flight, move || echo(server.clone()))
-            })
+    for (label, server) in [
+        ("memory", &server),
+        ("memory_prometheus", &server_prometheus),
+    ] {
+        group.bench_function(format!("{label}/echo/1_in_flight"), |b| {
+            b.to_async(&rt).iter(|| echo(server.clone()))
+        });
+        let in_flights: &[u64] = if label == "memory" {
+            &[16, 64, 256]
+        } else {
+            &[64]
+        };
+        for &in_flight in in_flights {
+            group.bench_function(format!("{label}/echo/{in_flight}_in_flight"), |b| {
+                b.to_async(&rt).iter_custom(|iters| {
+                    let server = server.clone();
+                    measure::in_flight(iters, in_flight, move || echo(server.clone()))
+                })
+            });
+        }
+    }
+    for (servers, runtime, names) in &catalogues {
+        // The micro-benches walk the names with a plain index, not the shared cursor.
+        let mut at = 0;
+        let mut next = || {
+            at += 1;
+            if at == names.all.len() {
+                at = 0;
+            }
+            names.all[at].as_str()
+        };
+        group.bench_function(format!("catalogue/resolve/{servers}_servers"), |b| {
+            b.iter(|| runtime.catalogue().resolve(next()).is_ok())
+        });
+        group.bench_function(format!("catalogue/route/{servers}_servers"), |b| {
+            b.iter(|| black_box(runtime.call_tool(next(), serde_json::Value::Null)))
+        });
+        group.bench_function(format!("catalogue/call/{servers}_servers"), |b| {
+            b.to_async(&rt).iter(|| call_next(runtime, names))
         });
     }
     group.finish();
 
-    // The custom loop: the floors and Switchboard in turns, so that a noisy shared machine
-    // weighs on both alike; then 64 in flight.
-    if !support::custom_loop() {
-        rt.block_on(runtime.shutdown());
-        return Vec::new();
-    }
-    let mut floor_profile: Option<Profile> = None;
-    let mut floor_epoll_profile: Option<Profile> = None;
-    let mut sequential: Option<Profile> = None;
-    let keep = |slot: &mut Option<Profile>, p: Profile| match slot {
-        Some(all) => all.absorb(p),
-        None => *slot = Some(p),
-    };
-    for _ in 0..ROUNDS {
-        let f = floor.clone();
-        let p = rt.block_on(measure::profile(
-            "memory/oneshot_round_trip/sequential",
-            SEQUENTIAL_PER_ROUND,
-            1,
-            move || round_trip(f.clone()),
-        ));
-        keep(&mut floor_profile, p);
-        let f = floor_epoll.clone();
-        let p = rt.block_on(measure::profile(
-            "memory/oneshot_round_trip_epoll/sequential",
-            SEQUENTIAL_PER_ROUND,
-            1,
-            move || round_trip(f.clone()),
-        ));
-        keep(&mut floor_epoll_profile, p);
-        let s = server.clone();
-        let p = rt.block_on(measure::profile(
-            "memory/switchboard/sequential",
-            SEQUENTIAL_PER_ROUND,
-            1,
-            move || echo(s.clone()),
-        ));
-        keep(&mut sequential, p);
-    }
-    let s = server.clone();
-    let in_flight = rt.block_on(measure::profile(
-        "memory/switchboard/64_in_flight",
-        PROFILE_IN_FLIGHT,
-        64,
-        move || echo(s.clone()),
-    ));
-    let profiles = vec![
-        floor_profile.expect("ran"),
-        floor_epoll_profile.expect("ran"),
-        sequential.expect("ran"),
-        in_flight,
-    ];
+    let profiles = support::custom_loop().then(|| {
+        custom_loop(
+            &rt,
+            [&floor, &floor_epoll],
+            [&server, &server_prometheus],
+            &catalogues,
+        )
+    });
     drop((floor, floor_epoll));
-    rt.block_on(runtime.shutdown());
+    rt.block_on(async {
+        runtime.shutdown().await;
+        prometheus.shutdown().await;
+        for (_, runtime, _) in &catalogues {
+            runtime.shutdown().await;
+        }
+    });
     profiles
+}
+
+/// The custom loop: the floors, Switchboard with and without metrics, and the catalogue calls
+/// in turns, so that a noisy shared machine weighs on all alike; then 64 in flight with and
+/// without metrics, in turns too.
+fn custom_loop(
+    rt: &tokio::runtime::Runtime,
+    [floor, floor_epoll]: [&mpsc::Sender<oneshot::Sender<u64>>; 2],
+    [server, server_prometheus]: [&ServerHandle; 2],
+    catalogues: &[(usize, Runtime, Arc<Names>)],
+) -> Profiles {
+    let sequential = |name: &str, server: &ServerHandle| {
+        let s = server.clone();
+        rt.block_on(measure::profile(name, SEQUENTIAL_PER_ROUND, 1, move || {
+            echo(s.clone())
+        }))
+    };
+    let mut floor_profile = None;
+    let mut floor_epoll_profile = None;
+    let mut plain = None;
+    let mut with_metrics = None;
+    let mut catalogue: Vec<Option<Profile>> = vec![None; catalogues.len()];
+    for _ in 0..ROUNDS {
+        for (slot, name, f) in [
+            (
+                &mut floor_profile,
+                "memory/oneshot_round_trip/sequential",
+                floor,
+            ),
+            (
+                &mut floor_epoll_profile,
+                "memory/oneshot_round_trip_epoll/sequential",
+                floor_epoll,
+            ),
+        ] {
+            let f = f.clone();
+            let p = rt.block_on(measure::profile(name, SEQUENTIAL_PER_ROUND, 1, move || {
+                round_trip(f.clone())
+            }));
+            keep(slot, p);
+        }
+        keep(
+            &mut plain,
+            sequential("memory/switchboard/sequential", server),
+        );
+        keep(
+            &mut with_metrics,
+            sequential(
+                "memory/switchboard_prometheus/sequential",
+                server_prometheus,
+            ),
+        );
+        for ((servers, runtime, names), slot) in catalogues.iter().zip(&mut catalogue) {
+            let (runtime, names) = (runtime.clone(), names.clone());
+            let p = rt.block_on(measure::profile(
+                &format!("catalogue/call/{servers}_servers/sequential"),
+                SEQUENTIAL_PER_ROUND,
+                1,
+                move || call_next(&runtime, &names),
+            ));
+            keep(slot, p);
+        }
+    }
+    let mut in_flight = None;
+    let mut in_flight_prometheus = None;
+    for round in 0..IN_FLIGHT_ROUNDS {
+        let mut sides = [
+            (&mut in_flight, "memory/switchboard/64_in_flight", server),
+            (
+                &mut in_flight_prometheus,
+                "memory/switchboard_prometheus/64_in_flight",
+                server_prometheus,
+            ),
+        ];
+        // Alternate which side goes first.
+        if round % 2 == 1 {
+            sides.reverse();
+        }
+        for (slot, name, server) in sides {
+            let s = server.clone();
+            let p = rt.block_on(measure::profile(name, IN_FLIGHT_PER_ROUND, 64, move || {
+                echo(s.clone())
+            }));
+            keep(slot, p);
+        }
+    }
+    Profiles {
+        floor: floor_profile.expect("ran"),
+        floor_epoll: floor_epoll_profile.expect("ran"),
+        sequential: plain.expect("ran"),
+        sequential_prometheus: with_metrics.expect("ran"),
+        in_flight: in_flight.expect("ran"),
+        in_flight_prometheus: in_flight_prometheus.expect("ran"),
+        catalogue: catalogues
+            .iter()
+            .zip(catalogue)
+            .map(|((servers, _, _), p)| (*servers, p.expect("ran")))
+            .collect(),
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -168,24 +394,53 @@ fn main() -> std::process::ExitCode {
     let mut c = support::criterion(Duration::from_secs(1), Duration::from_secs(3), 50);
     let profiles = routing(&mut c);
     c.final_summary();
+    let Some(p) = profiles else {
+        return std::process::ExitCode::SUCCESS;
+    };
     measure::print_summary(
-        "routing (memory transport; CPU includes the in-process server)",
-        &profiles,
+        "routing (memory transport; CPU includes the in-process servers)",
+        &p.all(),
     );
-    if let [floor, floor_epoll, sequential, _] = &profiles[..] {
-        println!("\n== routing: the ratio, from the interleaved loop above ==");
-        let p50 = |p: &Profile| p.quantile(0.5).as_secs_f64();
-        measure::print_target(
-            "memory sequential p50, switchboard / oneshot round trip",
-            p50(sequential) / p50(floor),
-            "x",
-            true,
-            2.0,
-        );
-        measure::print_ratio(
-            "memory sequential p50, switchboard / epoll-parked round trip",
-            p50(sequential) / p50(floor_epoll),
-        );
+    let p50 = |p: &Profile| p.quantile(0.5).as_secs_f64();
+    println!("\n== routing: the ratios, from the interleaved loop above ==");
+    measure::print_target(
+        "memory sequential p50, switchboard / oneshot round trip",
+        p50(&p.sequential) / p50(&p.floor),
+        "x",
+        true,
+        2.0,
+    );
+    measure::print_ratio(
+        "memory sequential p50, switchboard / epoll-parked round trip",
+        p50(&p.sequential) / p50(&p.floor_epoll),
+    );
+    measure::print_ratio(
+        "metrics: sequential p50, prometheus / none",
+        p50(&p.sequential_prometheus) / p50(&p.sequential),
+    );
+    measure::print_ratio(
+        "metrics: sequential cpu/call, prometheus / none",
+        p.sequential_prometheus.cpu_us_per_call() / p.sequential.cpu_us_per_call(),
+    );
+    measure::print_ratio(
+        "metrics: 64 in flight calls/s, prometheus / none",
+        p.in_flight_prometheus.calls_per_sec() / p.in_flight.calls_per_sec(),
+    );
+    measure::print_ratio(
+        "metrics: 64 in flight cpu/call, prometheus / none",
+        p.in_flight_prometheus.cpu_us_per_call() / p.in_flight.cpu_us_per_call(),
+    );
+    if let Some((_, one)) = p.catalogue.first() {
+        for (servers, profile) in &p.catalogue[1..] {
+            measure::print_ratio(
+                &format!("catalogue call p50, {servers} servers / 1"),
+                p50(profile) / p50(one),
+            );
+            measure::print_ratio(
+                &format!("catalogue call cpu/call, {servers} servers / 1"),
+                profile.cpu_us_per_call() / one.cpu_us_per_call(),
+            );
+        }
     }
     std::process::ExitCode::SUCCESS
 }

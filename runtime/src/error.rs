@@ -172,6 +172,16 @@ pub enum Error {
         /// The last failure.
         last_error: Arc<str>,
     },
+    /// The HTTP server refused our credentials (401), and no auth hook could fix it.
+    #[error("server `{server}` refused the request as unauthorized{}", resource_metadata.as_ref().map(|r| format!("; OAuth starts at its resource metadata {r}")).unwrap_or_default())]
+    Unauthorized {
+        /// The server.
+        server: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The Protected Resource Metadata URL from `WWW-Authenticate`.
+        resource_metadata: Option<String>,
+    },
     /// A server of that name already exists.
     #[error("a server named `{name}` already exists")]
     DuplicateServer {
@@ -221,6 +231,7 @@ impl Error {
             | Error::UnknownTool { server, .. }
             | Error::ToolDenied { server, .. }
             | Error::CrashLoop { server, .. }
+            | Error::Unauthorized { server, .. }
             | Error::InvalidArguments { server, .. } => Some(server),
             Error::UnknownServer { name } | Error::DuplicateServer { name } => Some(name),
             Error::Shutdown

@@ -274,3 +274,68 @@ async fn session_loss_reinitializes_once_and_resends_only_the_rejected_call() {
     assert_eq!(deletes.len(), 1, "{deletes:?}");
     assert_eq!(deletes[0].session.as_deref(), Some("s2"));
 }
+
+/// A server that refuses every request with 401 and a Protected Resource Metadata pointer.
+async fn serve_unauthorized() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |_request: Request<Incoming>| {
+                    let challenge = format!(
+                        "Bearer resource_metadata=\"http://{addr}/.well-known/oauth-protected-resource/mcp\""
+                    );
+                    async move {
+                        Ok::<_, Infallible>(
+                            Response::builder()
+                                .status(StatusCode::UNAUTHORIZED)
+                                .header("www-authenticate", challenge)
+                                .body(Full::new(Bytes::new()))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test]
+async fn a_401_without_an_auth_hook_is_a_typed_error_with_the_resource_metadata() {
+    let url = serve_unauthorized().await;
+    let rt = Runtime::builder()
+        .server(
+            "locked",
+            ServerConfig::http(&url, HttpKind::StreamableHttp)
+                .bearer_token("wrong-secret-token")
+                .restart(RestartPolicy::never()),
+        )
+        .build()
+        .await
+        .unwrap();
+    let status = rt.server("locked").unwrap().status();
+    let switchboard::ServerState::Failed { error } = status.state else {
+        panic!("{:?}", status.state)
+    };
+    let Error::Unauthorized {
+        resource_metadata, ..
+    } = &error
+    else {
+        panic!("{error:?}")
+    };
+    assert!(
+        resource_metadata
+            .as_deref()
+            .is_some_and(|r| r.ends_with("/.well-known/oauth-protected-resource/mcp")),
+        "{resource_metadata:?}"
+    );
+    // The token never shows.
+    assert!(!error.to_string().contains("wrong-secret-token"));
+    assert!(!format!("{error:?}").contains("wrong-secret-token"));
+    rt.shutdown().await;
+}

@@ -50,6 +50,16 @@ pub enum Event {
         /// Why.
         reason: Arc<str>,
     },
+    /// A request was refused with 401 and no credentials could fix it (HTTP transports);
+    /// the connection goes on.
+    Unauthorized {
+        /// The request's id, if it was a request.
+        id: Option<Id>,
+        /// The Protected Resource Metadata URL from `WWW-Authenticate`, where OAuth starts.
+        resource_metadata: Option<String>,
+        /// The error, without secrets.
+        reason: Arc<str>,
+    },
     /// The server forgot the session (HTTP transports). `id` is the request it rejected,
     /// which it never processed.
     SessionExpired {

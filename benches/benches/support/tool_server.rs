@@ -70,8 +70,7 @@ impl ToolServer {
     /// The answer to one line, appended to `out` with its newline; nothing for a
     /// notification, a response or a line that is not JSON-RPC.
     fn answer(&self, line: &[u8], out: &mut Vec<u8>) {
-        let Ok(Message::Request(Request { id, method, params })) = Message::from_slice(line)
-        else {
+        let Ok(Message::Request(Request { id, method, params })) = Message::from_slice(line) else {
             return;
         };
         let params = params.as_deref().map_or("{}", RawValue::get);

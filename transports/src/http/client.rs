@@ -243,6 +243,25 @@ impl Shared {
         }
     }
 
+    /// Reports a failed message with its typed cause: a 401 that stays becomes
+    /// [`Event::Unauthorized`], anything else goes to [`fail`](Self::fail).
+    pub(crate) async fn fail_error(&self, id: Option<Id>, error: &Error) {
+        match error {
+            Error::Unauthorized {
+                resource_metadata, ..
+            } => {
+                tracing::warn!(server = %self.name, %error, "the server refused our credentials");
+                self.emit(Event::Unauthorized {
+                    id,
+                    resource_metadata: resource_metadata.clone(),
+                    reason: error.to_string().into(),
+                })
+                .await;
+            }
+            other => self.fail(id, &other.to_string()).await,
+        }
+    }
+
     /// Emits the messages of a JSON body (one message or a batch) in order; returns whether
     /// one of them is the response to `request`.
     pub(crate) async fn emit_json(&self, body: &[u8], request: Option<&Id>) -> bool {

@@ -229,6 +229,6 @@ async fn post(shared: Arc<Shared>, endpoint: Arc<Url>, outbound: Outbound) {
             let e = shared.http_error(&endpoint, response.status());
             shared.fail(outbound.id, &e.to_string()).await;
         }
-        Err(e) => shared.fail(outbound.id, &e.to_string()).await,
+        Err(e) => shared.fail_error(outbound.id, &e).await,
     }
 }

@@ -471,7 +471,7 @@ async fn drive(
                 Ok(opened) => legacy_sse::run(&shared, &mut inputs, opened, Some(initialize)).await,
                 Err(e) => {
                     let reason = e.to_string();
-                    shared.fail(initialize.id, &reason).await;
+                    shared.fail_error(initialize.id, &e).await;
                     End::Over {
                         cause: CloseCause::ReadFailed(reason),
                         done: None,

@@ -190,7 +190,7 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
             return PostEnd::Fatal(CloseCause::WriteFailed(reason));
         }
         Err(e) => {
-            shared.fail(outbound.id, &e.to_string()).await;
+            shared.fail_error(outbound.id, &e).await;
             return PostEnd::Done;
         }
     };

@@ -42,6 +42,20 @@ impl ServerActor {
                 );
             }
             Event::SessionExpired { id } => self.on_session_expired(id, ctx),
+            Event::Unauthorized {
+                id: Some(Id::Number(n)),
+                resource_metadata,
+                ..
+            } => {
+                let error = |server, e: &crate::actor::pending::Entry| Error::Unauthorized {
+                    server,
+                    tool: e.tool.clone(),
+                    resource_metadata: resource_metadata.clone(),
+                };
+                if !self.fail_one(n, error, ctx) {
+                    tracing::debug!(server = %self.name, "unauthorized answer to a finished request");
+                }
+            }
             Event::Closed(reason) => self.on_closed(reason, ctx),
             _ => {}
         }

@@ -193,7 +193,11 @@ impl ServerActor {
             Reply::Ping => self.ping_outstanding = false,
             Reply::Initialize | Reply::ToolsPage(_) => {
                 if self.phase.in_handshake() {
-                    let error = self.handshake_error(e.to_string());
+                    // Keep a typed 401 as it is: the application can start OAuth from it.
+                    let error = match e {
+                        Error::Unauthorized { .. } => e,
+                        other => self.handshake_error(other.to_string()),
+                    };
                     self.fail_start(error, ctx);
                 }
             }
