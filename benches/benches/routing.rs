@@ -13,8 +13,11 @@
 //! ...), so no name is prefixed and every catalogue name is a tool name at every server
 //! count; the calls visit every tool of every server in a fixed shuffled order. Three
 //! levels: the lookup alone (`runtime.catalogue().resolve(name)`), the routing alone (a
-//! `Call` built by `Runtime::call_tool` and dropped unsent: snapshot, lookup, server handle),
-//! and the sequential call (routing plus the in-memory round trip).
+//! `Call` built by `Runtime::call_tool` and dropped unsent: snapshot, lookup, server handle;
+//! once walking every name, once with one name over and over), and the sequential call
+//! (routing plus the in-memory round trip). `100_servers_one_called` is the 100-server
+//! runtime called on the 50 tools of one server only: the catalogue is as large, but the
+//! servers the calls reach are as few as with one server.
 
 mod support;
 
@@ -85,8 +88,9 @@ impl Names {
 }
 
 /// A runtime of `servers` tool servers, `s000`, `s001`, ..., each listing 50 tools of its own
-/// (`s000_tool_00` ...), and every catalogue name, shuffled.
-async fn catalogue_runtime(servers: usize) -> (Runtime, Arc<Names>) {
+/// (`s000_tool_00` ...); every catalogue name, shuffled; and the names of `s000` alone,
+/// shuffled.
+async fn catalogue_runtime(servers: usize) -> (Runtime, Arc<Names>, Arc<Names>) {
     let mut builder = Runtime::builder();
     let mut names = Vec::with_capacity(servers * TOOLS);
     for i in 0..servers {
@@ -95,7 +99,13 @@ async fn catalogue_runtime(servers: usize) -> (Runtime, Arc<Names>) {
         builder = builder.server(server, ToolServer::new(&prefix).config());
         names.extend(ToolServer::names(&prefix));
     }
+    let started = std::time::Instant::now();
     let runtime = builder.build().await.expect("runtime");
+    println!(
+        "setup   {servers} tool servers ready, catalogue of {} tools built, in {:.1} ms",
+        servers * TOOLS,
+        started.elapsed().as_secs_f64() * 1e3
+    );
     let catalogue = runtime.catalogue();
     assert_eq!(catalogue.len(), servers * TOOLS, "every tool is listed");
     for name in &names {
@@ -103,12 +113,16 @@ async fn catalogue_runtime(servers: usize) -> (Runtime, Arc<Names>) {
         assert_eq!(entry.name, *name, "no name is prefixed");
         assert_eq!(entry.tool.name, *name);
     }
+    let mut first: Vec<String> = names[..TOOLS].to_vec();
     shuffle(&mut names);
-    let names = Names {
-        all: names,
-        next: AtomicUsize::new(0),
+    shuffle(&mut first);
+    let cursor = |all| {
+        Arc::new(Names {
+            all,
+            next: AtomicUsize::new(0),
+        })
     };
-    (runtime, Arc::new(names))
+    (runtime, cursor(names), cursor(first))
 }
 
 /// Fisher-Yates with a fixed xorshift seed: the same order in every run.
@@ -176,8 +190,8 @@ struct Profiles {
     sequential_prometheus: Profile,
     in_flight: Profile,
     in_flight_prometheus: Profile,
-    /// Sequential catalogue calls, by server count.
-    catalogue: Vec<(usize, Profile)>,
+    /// Sequential catalogue calls, by label (`10_servers`, ...).
+    catalogue: Vec<(String, Profile)>,
 }
 
 impl Profiles {
@@ -208,13 +222,16 @@ fn routing(c: &mut Criterion) -> Option<Profiles> {
     let prometheus = rt.block_on(memory_runtime(true));
     let server = runtime.server("memory").expect("server");
     let server_prometheus = prometheus.server("memory").expect("server");
-    let catalogues: Vec<(usize, Runtime, Arc<Names>)> = SERVER_COUNTS
-        .iter()
-        .map(|&n| {
-            let (runtime, names) = rt.block_on(catalogue_runtime(n));
-            (n, runtime, names)
-        })
-        .collect();
+    // Every server count, calling tools of every server; and the most servers, calling the
+    // tools of one of them only.
+    let mut catalogues: Vec<(String, Runtime, Arc<Names>)> = Vec::new();
+    for n in SERVER_COUNTS {
+        let (runtime, names, first) = rt.block_on(catalogue_runtime(n));
+        catalogues.push((format!("{n}_servers"), runtime.clone(), names));
+        if n == SERVER_COUNTS[SERVER_COUNTS.len() - 1] {
+            catalogues.push((format!("{n}_servers_one_called"), runtime, first));
+        }
+    }
     let floor = start_echo_thread(false);
     let floor_epoll = start_echo_thread(true);
 
@@ -247,7 +264,7 @@ fn routing(c: &mut Criterion) -> Option<Profiles> {
             });
         }
     }
-    for (servers, runtime, names) in &catalogues {
+    for (label, runtime, names) in &catalogues {
         // The micro-benches walk the names with a plain index, not the shared cursor.
         let mut at = 0;
         let mut next = || {
@@ -257,13 +274,21 @@ fn routing(c: &mut Criterion) -> Option<Profiles> {
             }
             names.all[at].as_str()
         };
-        group.bench_function(format!("catalogue/resolve/{servers}_servers"), |b| {
+        group.bench_function(format!("catalogue/resolve/{label}"), |b| {
             b.iter(|| runtime.catalogue().resolve(next()).is_ok())
         });
-        group.bench_function(format!("catalogue/route/{servers}_servers"), |b| {
+        group.bench_function(format!("catalogue/route/{label}"), |b| {
             b.iter(|| black_box(runtime.call_tool(next(), serde_json::Value::Null)))
         });
-        group.bench_function(format!("catalogue/call/{servers}_servers"), |b| {
+        // The same routing with one name over and over: what is left when the working set
+        // is a single entry and a single server handle.
+        let one = names.all[0].as_str();
+        if !label.ends_with("one_called") {
+            group.bench_function(format!("catalogue/route_one_name/{label}"), |b| {
+                b.iter(|| black_box(runtime.call_tool(black_box(one), serde_json::Value::Null)))
+            });
+        }
+        group.bench_function(format!("catalogue/call/{label}"), |b| {
             b.to_async(&rt).iter(|| call_next(runtime, names))
         });
     }
@@ -295,7 +320,7 @@ fn custom_loop(
     rt: &tokio::runtime::Runtime,
     [floor, floor_epoll]: [&mpsc::Sender<oneshot::Sender<u64>>; 2],
     [server, server_prometheus]: [&ServerHandle; 2],
-    catalogues: &[(usize, Runtime, Arc<Names>)],
+    catalogues: &[(String, Runtime, Arc<Names>)],
 ) -> Profiles {
     let sequential = |name: &str, server: &ServerHandle| {
         let s = server.clone();
@@ -338,10 +363,10 @@ fn custom_loop(
                 server_prometheus,
             ),
         );
-        for ((servers, runtime, names), slot) in catalogues.iter().zip(&mut catalogue) {
+        for ((label, runtime, names), slot) in catalogues.iter().zip(&mut catalogue) {
             let (runtime, names) = (runtime.clone(), names.clone());
             let p = rt.block_on(measure::profile(
-                &format!("catalogue/call/{servers}_servers/sequential"),
+                &format!("catalogue/call/{label}/sequential"),
                 SEQUENTIAL_PER_ROUND,
                 1,
                 move || call_next(&runtime, &names),
@@ -382,7 +407,7 @@ fn custom_loop(
         catalogue: catalogues
             .iter()
             .zip(catalogue)
-            .map(|((servers, _, _), p)| (*servers, p.expect("ran")))
+            .map(|((label, _, _), p)| (label.clone(), p.expect("ran")))
             .collect(),
     }
 }
@@ -430,14 +455,14 @@ fn main() -> std::process::ExitCode {
         "metrics: 64 in flight cpu/call, prometheus / none",
         p.in_flight_prometheus.cpu_us_per_call() / p.in_flight.cpu_us_per_call(),
     );
-    if let Some((_, one)) = p.catalogue.first() {
-        for (servers, profile) in &p.catalogue[1..] {
+    if let Some((first, one)) = p.catalogue.first() {
+        for (label, profile) in &p.catalogue[1..] {
             measure::print_ratio(
-                &format!("catalogue call p50, {servers} servers / 1"),
+                &format!("catalogue call p50, {label} / {first}"),
                 p50(profile) / p50(one),
             );
             measure::print_ratio(
-                &format!("catalogue call cpu/call, {servers} servers / 1"),
+                &format!("catalogue call cpu/call, {label} / {first}"),
                 profile.cpu_us_per_call() / one.cpu_us_per_call(),
             );
         }
