@@ -18,8 +18,8 @@ fn elapsed_of(err: &Error) -> Duration {
 #[tokio::test]
 async fn per_call_beats_per_tool_beats_per_server_beats_default() {
     let config = demo_memory(&["--faults"])
-        .timeout(Duration::from_millis(700))
-        .tool_timeout("hang", Duration::from_millis(350));
+        .timeout(Duration::from_millis(1600))
+        .tool_timeout("hang", Duration::from_millis(800));
     let rt = Runtime::builder()
         .default_timeout(Duration::from_secs(30))
         .server("demo", config)
@@ -30,7 +30,7 @@ async fn per_call_beats_per_tool_beats_per_server_beats_default() {
     let demo = rt.server("demo").unwrap();
     let call = demo
         .call_tool("hang", json!({}))
-        .timeout(Duration::from_millis(100))
+        .timeout(Duration::from_millis(200))
         .await
         .unwrap_err();
     let tool = demo.call_tool("hang", json!({})).await.unwrap_err();
@@ -40,15 +40,15 @@ async fn per_call_beats_per_tool_beats_per_server_beats_default() {
         .unwrap_err();
     let (call, tool, server) = (elapsed_of(&call), elapsed_of(&tool), elapsed_of(&server));
     assert!(
-        call >= Duration::from_millis(100) && call < Duration::from_millis(350),
+        call >= Duration::from_millis(200) && call < Duration::from_millis(800),
         "{call:?}"
     );
     assert!(
-        tool >= Duration::from_millis(350) && tool < Duration::from_millis(700),
+        tool >= Duration::from_millis(800) && tool < Duration::from_millis(1600),
         "{tool:?}"
     );
     assert!(
-        server >= Duration::from_millis(700) && server < Duration::from_secs(30),
+        server >= Duration::from_millis(1600) && server < Duration::from_secs(30),
         "{server:?}"
     );
     rt.shutdown().await;
@@ -123,13 +123,13 @@ async fn progress_extends_the_deadline_but_not_past_max_total() {
     let sink = seen.clone();
     // 1.2 s of work with progress every 100 ms outlives a 300 ms timeout that progress resets.
     let r = server
-        .call_tool("sleep", json!({"ms": 1200, "steps": 12}))
-        .timeout(Duration::from_millis(300))
+        .call_tool("sleep", json!({"ms": 2000, "steps": 20}))
+        .timeout(Duration::from_millis(700))
         .reset_on_progress(true)
         .on_progress(move |p| sink.lock().unwrap().push(p.progress))
         .await
         .unwrap();
-    assert_eq!(r.text(), "slept 1200 ms");
+    assert_eq!(r.text(), "slept 2000 ms");
     assert!(
         seen.lock().unwrap().len() >= 10,
         "{:?}",
@@ -138,23 +138,23 @@ async fn progress_extends_the_deadline_but_not_past_max_total() {
 
     // Without reset it times out.
     let err = server
-        .call_tool("sleep", json!({"ms": 1200, "steps": 12}))
-        .timeout(Duration::from_millis(300))
+        .call_tool("sleep", json!({"ms": 2000, "steps": 20}))
+        .timeout(Duration::from_millis(700))
         .await
         .unwrap_err();
-    assert!(elapsed_of(&err) < Duration::from_millis(1000));
+    assert!(elapsed_of(&err) < Duration::from_millis(1800));
 
     // With a cap it stops at the cap, progress or not.
     let err = server
-        .call_tool("sleep", json!({"ms": 3000, "steps": 30}))
-        .timeout(Duration::from_millis(300))
+        .call_tool("sleep", json!({"ms": 5000, "steps": 50}))
+        .timeout(Duration::from_millis(700))
         .reset_on_progress(true)
-        .max_total(Duration::from_millis(700))
+        .max_total(Duration::from_millis(1400))
         .await
         .unwrap_err();
     let e = elapsed_of(&err);
     assert!(
-        e >= Duration::from_millis(700) && e < Duration::from_millis(2500),
+        e >= Duration::from_millis(1400) && e < Duration::from_millis(4500),
         "{e:?}"
     );
     rt.shutdown().await;
@@ -164,13 +164,13 @@ async fn progress_extends_the_deadline_but_not_past_max_total() {
 async fn per_tool_policy_can_reset_on_progress() {
     let config = demo_memory(&["--faults"]).tool(
         "sleep",
-        ToolPolicy::timeout(Duration::from_millis(300)).with_reset_on_progress(true),
+        ToolPolicy::timeout(Duration::from_millis(700)).with_reset_on_progress(true),
     );
     let (rt, server) = runtime_with(config).await;
     let r = server
-        .call_tool("sleep", json!({"ms": 900, "steps": 9}))
+        .call_tool("sleep", json!({"ms": 1500, "steps": 15}))
         .await
         .unwrap();
-    assert_eq!(r.text(), "slept 900 ms");
+    assert_eq!(r.text(), "slept 1500 ms");
     rt.shutdown().await;
 }
