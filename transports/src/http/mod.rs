@@ -126,7 +126,9 @@ pub enum Kind {
 /// return a cached token), and once more after a 401 with the server's parsed
 /// `WWW-Authenticate` challenge; the request is then retried once with the new token.
 /// `Ok(None)` sends no token (or [`Config::bearer_token`], when set). An `Err` fails the
-/// request with [`Error::Auth`]; its text must not contain the token.
+/// request with [`Error::Auth`]; its text must not contain the token. A 401 that stays (no
+/// hook, or the new token refused too) is reported as [`Event::Unauthorized`] with the
+/// challenge's `resource_metadata` URL, where an OAuth flow would start.
 pub trait Auth: Send + Sync + fmt::Debug {
     /// A bearer token for the next request.
     fn token(&self, challenge: Option<&Challenge>) -> BoxFuture<Result<Option<String>, String>>;

@@ -67,15 +67,20 @@ async fn without_a_hook_the_request_fails_with_the_resource_metadata() {
         .unwrap();
     conn.sender.send(request(1)).unwrap();
     match next_event(&mut conn.events).await {
-        Event::SendFailed { id, reason } => {
-            assert_eq!(id, Id::Number(1));
+        Event::Unauthorized {
+            id,
+            resource_metadata,
+            reason,
+        } => {
+            assert_eq!(id, Some(Id::Number(1)));
+            assert_eq!(resource_metadata.as_deref(), Some(METADATA));
             assert!(
                 reason.contains("unauthorized") && reason.contains(METADATA),
                 "{reason}"
             );
             assert!(!reason.contains("sekrit"), "{reason}");
         }
-        other => panic!("expected SendFailed, got {other:?}"),
+        other => panic!("expected Unauthorized, got {other:?}"),
     }
     let post = &server.seen_with(Method::POST)[0];
     assert_eq!(post.header("authorization"), Some("Bearer static-sekrit"));
