@@ -276,7 +276,7 @@ async fn session_loss_reinitializes_once_and_resends_only_the_rejected_call() {
 }
 
 /// A server that refuses every request with 401 and a Protected Resource Metadata pointer.
-async fn serve_unauthorized() -> String {
+pub(crate) async fn serve_unauthorized() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {

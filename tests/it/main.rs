@@ -4,4 +4,5 @@
 
 mod http_session;
 mod interop;
+mod secrets;
 mod wire;
