@@ -221,7 +221,9 @@ impl Skipped {
     }
 }
 
-fn excerpt(bytes: &[u8]) -> String {
+/// The first characters of `bytes`, lossy UTF-8 with control characters escaped and `…` when
+/// cut: safe to put in a log line or an error.
+pub fn excerpt(bytes: &[u8]) -> String {
     // Four bytes per character at most, plus one partial character the cut may leave.
     let head = &bytes[..bytes.len().min(EXCERPT_CHARS * 4 + 4)];
     let lossy = String::from_utf8_lossy(head);

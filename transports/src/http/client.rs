@@ -18,6 +18,7 @@ use super::challenge::Challenge;
 use super::session::SessionState;
 use super::{Auth, Config, Error};
 use crate::connection::Event;
+pub(crate) use switchboard_codecs::lines::excerpt;
 
 /// Most redirects followed (same origin only).
 const MAX_REDIRECTS: usize = 5;
@@ -450,25 +451,6 @@ fn skipped(kind: SkipKind, bytes: &[u8], detail: String, id: Option<Id>) -> Skip
         id,
         detail,
     }
-}
-
-/// The first characters of `bytes`, control characters escaped, safe for a log line.
-pub(crate) fn excerpt(bytes: &[u8]) -> String {
-    let head = &bytes[..bytes.len().min(EXCERPT_CHARS * 4 + 4)];
-    let lossy = String::from_utf8_lossy(head);
-    let mut out = String::with_capacity(EXCERPT_CHARS + 8);
-    let mut chars = lossy.chars();
-    for c in chars.by_ref().take(EXCERPT_CHARS) {
-        if c.is_control() {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
-    }
-    if chars.next().is_some() || head.len() < bytes.len() {
-        out.push('…');
-    }
-    out
 }
 
 /// Whether a body is a JSON-RPC error whose message speaks of a session: how a 400 to a
