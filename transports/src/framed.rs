@@ -166,6 +166,28 @@ fn short(text: &str) -> &str {
     }
 }
 
+/// How a control asks its connection's task to close: the task answers on the inner sender
+/// once nothing of the connection is left.
+pub(crate) type CloseRequest = oneshot::Sender<oneshot::Sender<()>>;
+
+/// Starts a close and returns a future that resolves when it is done. The request goes out
+/// before the future is polled, so dropping the future does not stop the close.
+pub(crate) fn request_close(
+    close: Option<CloseRequest>,
+    server: Arc<str>,
+    what: &'static str,
+) -> crate::connection::BoxFuture<()> {
+    let (done_tx, done_rx) = oneshot::channel();
+    let requested = close.is_some_and(|close| close.send(done_tx).is_ok());
+    Box::pin(async move {
+        if requested {
+            // An error only means the connection had already ended.
+            let _ = done_rx.await;
+        }
+        tracing::debug!(server = %server, "{what} closed");
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

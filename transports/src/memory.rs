@@ -227,27 +227,18 @@ fn eof_cause(end: Option<&Result<ReadEnd, tokio::task::JoinError>>) -> CloseCaus
 #[derive(Debug)]
 struct MemoryControl {
     server: Arc<str>,
-    close: Option<oneshot::Sender<oneshot::Sender<()>>>,
+    close: Option<crate::framed::CloseRequest>,
 }
 
 impl Control for MemoryControl {
     fn set_protocol_version(&mut self, _version: &str) {}
 
     fn close(mut self: Box<Self>) -> BoxFuture<()> {
-        let (done_tx, done_rx) = oneshot::channel();
-        // Sent before the future is polled, so the close starts even if it never is.
-        let requested = self
-            .close
-            .take()
-            .is_some_and(|close| close.send(done_tx).is_ok());
-        let server = self.server.clone();
-        Box::pin(async move {
-            if requested {
-                // An error only means the connection had already ended.
-                let _ = done_rx.await;
-            }
-            tracing::debug!(server = %server, "in-memory connection closed");
-        })
+        crate::framed::request_close(
+            self.close.take(),
+            self.server.clone(),
+            "in-memory connection",
+        )
     }
 
     fn kill_handle(&self) -> Option<KillHandle> {

@@ -324,27 +324,14 @@ struct ProcessControl {
     pid: u32,
     group: Arc<Group>,
     /// Taken by `close`; still here on drop means "closed without close".
-    close: Option<oneshot::Sender<oneshot::Sender<()>>>,
+    close: Option<crate::framed::CloseRequest>,
 }
 
 impl Control for ProcessControl {
     fn set_protocol_version(&mut self, _version: &str) {}
 
     fn close(mut self: Box<Self>) -> BoxFuture<()> {
-        let (done_tx, done_rx) = oneshot::channel();
-        // Sent before the future is polled: dropping the future does not stop the close.
-        let requested = self
-            .close
-            .take()
-            .is_some_and(|close| close.send(done_tx).is_ok());
-        let server = self.server.clone();
-        Box::pin(async move {
-            if requested {
-                // An error only means the process task had already finished.
-                let _ = done_rx.await;
-            }
-            tracing::debug!(server = %server, "server closed");
-        })
+        crate::framed::request_close(self.close.take(), self.server.clone(), "server")
     }
 
     fn kill_handle(&self) -> Option<KillHandle> {
