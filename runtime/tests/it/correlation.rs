@@ -31,14 +31,7 @@ async fn answers_to_unknown_ids_are_ignored() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
     let r = server.call_tool("unknown_id", json!({})).await.unwrap();
     assert_eq!(r.text(), "ok");
-    assert_eq!(
-        server
-            .call_tool("echo", json!({"text": "still"}))
-            .await
-            .unwrap()
-            .text(),
-        "still"
-    );
+    assert_echoes(&server, "still").await;
     rt.shutdown().await;
 }
 
@@ -47,14 +40,7 @@ async fn a_batch_line_is_delivered_as_its_messages() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
     let r = server.call_tool("batch_answer", json!({})).await.unwrap();
     assert!(!r.is_error());
-    assert_eq!(
-        server
-            .call_tool("echo", json!({"text": "after"}))
-            .await
-            .unwrap()
-            .text(),
-        "after"
-    );
+    assert_echoes(&server, "after").await;
     rt.shutdown().await;
 }
 

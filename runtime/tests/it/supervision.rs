@@ -54,14 +54,7 @@ async fn a_crash_is_followed_by_backoff_a_new_handshake_and_the_tools_back() {
     assert_eq!(status.restarts, 1);
     assert_ne!(status.pid, Some(first_pid));
     assert_eq!(status.tools.len(), tools_before);
-    assert_eq!(
-        server
-            .call_tool("echo", json!({"text": "back"}))
-            .await
-            .unwrap()
-            .text(),
-        "back"
-    );
+    assert_echoes(&server, "back").await;
     rt.shutdown().await;
 }
 
@@ -170,14 +163,7 @@ async fn a_hung_server_is_detected_by_liveness_and_restarted() {
         .await
     );
     assert!(server.status().restarts >= 1);
-    assert_eq!(
-        server
-            .call_tool("echo", json!({"text": "alive"}))
-            .await
-            .unwrap()
-            .text(),
-        "alive"
-    );
+    assert_echoes(&server, "alive").await;
     rt.shutdown().await;
 }
 
@@ -223,14 +209,7 @@ async fn a_panicking_actor_counts_as_a_crash() {
         )
         .await
     );
-    assert_eq!(
-        server
-            .call_tool("echo", json!({"text": "again"}))
-            .await
-            .unwrap()
-            .text(),
-        "again"
-    );
+    assert_echoes(&server, "again").await;
     assert!(server.status().restarts >= 1);
     rt.shutdown().await;
 }

@@ -68,3 +68,12 @@ pub(crate) async fn eventually(within: Duration, mut cond: impl FnMut() -> bool)
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Calls the demo server's `echo` and asserts the text comes back.
+pub(crate) async fn assert_echoes(server: &ServerHandle, text: &str) {
+    let result = server
+        .call_tool("echo", serde_json::json!({ "text": text }))
+        .await
+        .unwrap_or_else(|e| panic!("echo {text:?}: {e}"));
+    assert_eq!(result.text(), text);
+}
