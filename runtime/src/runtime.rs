@@ -314,9 +314,6 @@ impl Runtime {
             .send(RestartServer { name: name.into() })
             .await
             .map_err(|_| Error::Shutdown)??;
-        // Let the actor leave its down state before waiting for the outcome.
-        let mut rx = handle.shared.status.clone();
-        let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
         handle.wait_started().await;
         self.settle().await;
         Ok(handle)

@@ -344,16 +344,23 @@ impl ActixMessage for RestartServer {
 }
 
 impl Handler<RestartServer> for Supervisor {
-    type Result = Result<(), Error>;
+    type Result = ResponseActFuture<Self, Result<(), Error>>;
 
     fn handle(&mut self, msg: RestartServer, _ctx: &mut Context<Self>) -> Self::Result {
-        match self.servers.get(&msg.name) {
-            Some(managed) if !managed.removing => {
-                managed.addr.do_send(Restart);
-                Ok(())
-            }
+        let restarted = match self.servers.get(&msg.name) {
+            // Answer once the actor has handled it, so its status has left "down" by then.
+            Some(managed) if !managed.removing => Ok(managed.addr.send(Restart)),
             _ => Err(Error::UnknownServer { name: msg.name }),
-        }
+        };
+        Box::pin(
+            async move {
+                match restarted {
+                    Ok(sent) => sent.await.map_err(|_| Error::Shutdown),
+                    Err(e) => Err(e),
+                }
+            }
+            .into_actor(self),
+        )
     }
 }
 

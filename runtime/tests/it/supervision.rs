@@ -94,6 +94,18 @@ async fn a_crash_loop_ends_in_failed() {
     let err = server.call_tool("x", json!({})).await.unwrap_err();
     assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
     assert!(t.elapsed() < Duration::from_secs(1));
+    // No more retries until asked: nothing happens by itself ...
+    let restarts = server.status().restarts;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.status().restarts, restarts);
+    // ... and asking starts it again, with the crash-loop guard reset.
+    rt.restart_server("broken").await.unwrap();
+    assert!(server.status().restarts > restarts);
+    assert!(
+        !matches!(server.status().state, ServerState::Failed { .. }),
+        "{:?}",
+        server.status().state
+    );
     rt.shutdown().await;
 }
 
