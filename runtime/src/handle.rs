@@ -15,15 +15,16 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore, TryAcquireError};
 use tracing::Instrument as _;
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 
+use crate::actor::lane::{self, Lane, Waiter};
 use crate::actor::server::request_frame;
-use crate::actor::{Cancel, Submit};
+use crate::actor::{Notice, Submit};
 use crate::call::{Call, ProgressFn};
 use crate::catalogue::tool_allowed;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::error::{Error, Result};
-use crate::metrics::{Recording, ServerMetrics};
+use crate::metrics::{CancelReason, Recording, ServerMetrics};
 use crate::model::Tool;
 use crate::status::{ServerState, ServerStatus};
 use switchboard_transports::CloseReason;
@@ -31,7 +32,7 @@ use switchboard_transports::CloseReason;
 /// The way into the server's current actor; replaced when a panicked actor is restarted.
 pub(crate) struct Channels {
     pub(crate) submits: mpsc::Sender<Submit>,
-    pub(crate) cancels: mpsc::UnboundedSender<Cancel>,
+    pub(crate) cancels: mpsc::UnboundedSender<Notice>,
 }
 
 /// What every clone of a server's handle shares; outlives any one actor.
@@ -41,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) max_in_flight: usize,
     pub(crate) channels: ArcSwap<Channels>,
+    /// The ready connection's direct lane, when it has one.
+    pub(crate) lane: Arc<ArcSwapOption<Lane>>,
     pub(crate) status: watch::Receiver<ServerStatus>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) tools: HashMap<String, ToolPolicy>,
@@ -253,12 +256,43 @@ impl ServerHandle {
         recording.took_slot();
         let id = shared.ids.fetch_add(1, Ordering::Relaxed);
         tracing::Span::current().record("id", id);
-        let (reply, answer) = oneshot::channel();
+        let payload = frame(id);
+        let (mut reply, answer) = oneshot::channel();
+        let mut permit = permit;
+        // Progress that moves a deadline needs the actor; everything else takes the lane
+        // while the server is ready on one.
+        let direct = progress.is_none() && !policy.reset_on_progress;
+        if let Some(lane) = direct.then(|| shared.lane.load_full()).flatten() {
+            let waiter = Waiter {
+                tx: reply,
+                method: method.clone(),
+                tool: tool.clone(),
+                permit,
+            };
+            match lane.insert(id, waiter) {
+                Ok(()) => {
+                    let call = LaneCall {
+                        lane,
+                        id,
+                        method,
+                        tool,
+                        started,
+                        deadline,
+                    };
+                    return self.via_lane(call, payload, answer, recording).await;
+                }
+                // The lane closed meanwhile: the actor knows what the server is doing now.
+                Err(waiter) => {
+                    reply = waiter.tx;
+                    permit = waiter.permit;
+                }
+            }
+        }
         let submit = Submit {
             id,
             method: method.clone(),
             tool: tool.clone(),
-            payload: frame(id),
+            payload,
             policy,
             started,
             progress,
@@ -302,17 +336,106 @@ impl ServerHandle {
     }
 }
 
+/// A request registered on a direct lane.
+struct LaneCall {
+    lane: Arc<Lane>,
+    id: i64,
+    method: Arc<str>,
+    tool: Option<Arc<str>>,
+    started: Instant,
+    deadline: tokio::time::Instant,
+}
+
+impl ServerHandle {
+    /// Writes a registered request and awaits its answer under its own deadline.
+    async fn via_lane(
+        &self,
+        call: LaneCall,
+        payload: bytes::Bytes,
+        mut answer: oneshot::Receiver<lane::Answer>,
+        recording: Recording,
+    ) -> Result<Answer> {
+        let lane = &call.lane;
+        let dropped_at_start = lane.dropped();
+        lane.write(Some(call.id), payload);
+        let guard = LaneCancelOnDrop { lane, id: call.id };
+        let result = match tokio::time::timeout_at(call.deadline, &mut answer).await {
+            Ok(result) => result,
+            Err(_) => match lane.take(call.id) {
+                Some(waiter) => {
+                    std::mem::forget(guard);
+                    drop(waiter);
+                    return Err(recording.fail(self.lane_timeout(&call, dropped_at_start)));
+                }
+                // The answer is being delivered right now.
+                None => answer.await,
+            },
+        };
+        std::mem::forget(guard);
+        match result {
+            Ok(Ok(raw)) => Ok(Answer {
+                raw,
+                recording: recording.answered(),
+            }),
+            Ok(Err(error)) => Err(recording.fail(error)),
+            // The waiter was dropped unanswered: its lane is gone with its connection.
+            Err(_) => Err(recording.fail(Error::Disconnected {
+                server: self.shared.name.clone(),
+                method: call.method,
+                tool: call.tool,
+                reason: Arc::new(CloseReason::aborted("the connection's tasks stopped")),
+            })),
+        }
+    }
+
+    /// A lane request's deadline passed: tell the server, count a strike, and say so.
+    fn lane_timeout(&self, call: &LaneCall, dropped_at_start: u64) -> Error {
+        let elapsed = call.started.elapsed();
+        let reason = format!("timed out after {} ms", elapsed.as_millis());
+        call.lane.cancel(call.id, CancelReason::Timeout, &reason);
+        let _ = self.shared.channels.load().cancels.send(Notice::TimedOut);
+        Error::Timeout {
+            server: self.shared.name.clone(),
+            method: call.method.clone(),
+            tool: call.tool.clone(),
+            request_id: call.id,
+            elapsed,
+            dropped_frames: call.lane.dropped().saturating_sub(dropped_at_start),
+        }
+    }
+}
+
+/// Cancels a lane request whose caller stopped waiting.
+struct LaneCancelOnDrop<'a> {
+    lane: &'a Lane,
+    id: i64,
+}
+
+impl Drop for LaneCancelOnDrop<'_> {
+    fn drop(&mut self) {
+        // Only if still waiting: an answered or failed request needs no cancel.
+        if let Some(waiter) = self.lane.take(self.id) {
+            drop(waiter);
+            self.lane.cancel(
+                self.id,
+                CancelReason::Caller,
+                "the caller cancelled the request",
+            );
+        }
+    }
+}
+
 /// Cancels a request whose caller stopped waiting.
 struct CancelOnDrop<'a> {
     id: i64,
-    cancels: &'a mpsc::UnboundedSender<Cancel>,
+    cancels: &'a mpsc::UnboundedSender<Notice>,
 }
 
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         // Unbounded by necessity (drop cannot wait) and bounded in practice: at most one
         // cancel per in-flight request.
-        let _ = self.cancels.send(Cancel(self.id));
+        let _ = self.cancels.send(Notice::Cancel(self.id));
     }
 }
 

@@ -38,6 +38,7 @@ pub struct RuntimeBuilder {
     metrics: Option<Sink>,
     #[cfg(feature = "prometheus")]
     metrics_listener: Option<std::net::SocketAddr>,
+    io: Option<tokio::runtime::Handle>,
 }
 
 impl RuntimeBuilder {
@@ -128,6 +129,22 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Runs the servers' connections (pipes, sockets, their reader and writer tasks, and the
+    /// routing of answers) on `io` instead of the runtime's own actor thread.
+    ///
+    /// Give it the tokio runtime your calls run on (`tokio::runtime::Handle::current()`):
+    /// a call then goes from your task to the server and back without waking another
+    /// thread, which on most machines is the bulk of a sequential call's latency and CPU
+    /// (see `BENCHMARKS.md`). Supervision, restarts and liveness stay on the actor thread.
+    ///
+    /// The runtime behind `io` must have its I/O and time drivers enabled (`enable_all`)
+    /// and must outlive this [`Runtime`]: once it shuts down, servers lose their
+    /// connections and cannot be restarted.
+    pub fn io_runtime(mut self, io: tokio::runtime::Handle) -> Self {
+        self.io = Some(io);
+        self
+    }
+
     /// Records this runtime's metrics into `recorder` instead of the global recorder of the
     /// `metrics` facade (ignored with [`metrics_listener`](Self::metrics_listener), whose
     /// recorder is the runtime's own).
@@ -203,6 +220,7 @@ impl RuntimeBuilder {
         let kills: Kills = Arc::new(Mutex::new(HashMap::new()));
         let registry = Arc::new(Registry::new());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let io = self.io.clone();
         let supervisor = {
             let registry = registry.clone();
             let kills = kills.clone();
@@ -211,7 +229,7 @@ impl RuntimeBuilder {
                 ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
                     events_rx,
                 ));
-                Supervisor::new(registry, defaults, kills, events_tx, metrics)
+                Supervisor::new(registry, defaults, kills, events_tx, metrics, io)
             })
         };
         let runtime = Runtime {

@@ -1,9 +1,11 @@
 //! The actors behind the handles: one [`server::ServerActor`] per server.
 //!
 //! Handles talk to an actor through plain channels rather than actix messages on the hot path:
-//! a bounded queue of [`Submit`]s (the mailbox bound) and an unbounded queue of [`Cancel`]s
-//! (at most one per in-flight request, sent from drop guards, which cannot wait).
+//! a bounded queue of [`Submit`]s (the mailbox bound) and an unbounded queue of [`Notice`]s
+//! (at most one per in-flight request, sent from drop guards, which cannot wait). While a
+//! line-framed server is ready, most calls skip the actor altogether: see [`lane`].
 
+pub(crate) mod lane;
 pub(crate) mod pending;
 pub(crate) mod server;
 pub(crate) mod supervisor;
@@ -32,5 +34,11 @@ pub(crate) struct Submit {
     pub(crate) permit: OwnedSemaphorePermit,
 }
 
-/// The caller of request `0` is gone: free its entry and tell the server.
-pub(crate) struct Cancel(pub(crate) i64);
+/// What a caller tells the actor without waiting (at most once per request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// The caller of request `.0` is gone: free its entry and tell the server.
+    Cancel(i64),
+    /// A request on the direct lane timed out: a liveness strike.
+    TimedOut,
+}

@@ -62,6 +62,8 @@ pub(crate) struct Supervisor {
     kills: Kills,
     events: mpsc::UnboundedSender<ServerEvent>,
     metrics: Arc<RuntimeMetrics>,
+    /// Where servers' connections do their I/O (`None`: the actor thread).
+    io: Option<tokio::runtime::Handle>,
     servers: BTreeMap<Arc<str>, Managed>,
     version: u64,
     stopping: bool,
@@ -74,8 +76,10 @@ impl Supervisor {
         kills: Kills,
         events: mpsc::UnboundedSender<ServerEvent>,
         metrics: Arc<RuntimeMetrics>,
+        io: Option<tokio::runtime::Handle>,
     ) -> Self {
         Supervisor {
+            io,
             registry,
             defaults,
             kills,
@@ -118,7 +122,10 @@ impl Supervisor {
         // Ids start at 1 and are never reused during the server's life, across restarts.
         let ids = Arc::new(AtomicI64::new(1));
         let metrics = Arc::new(self.metrics.server(&name));
+        let lane = Arc::new(arc_swap::ArcSwapOption::empty());
         let ties = Ties {
+            lane: lane.clone(),
+            io: self.io.clone(),
             name: name.clone(),
             ids: ids.clone(),
             kills: self.kills.clone(),
@@ -137,6 +144,7 @@ impl Supervisor {
                 permits: Arc::new(Semaphore::new(max_in_flight)),
                 max_in_flight,
                 channels: ArcSwap::from_pointee(channels),
+                lane,
                 status: status_rx,
                 timeout: config.timeout,
                 tools: config.tools.clone(),
@@ -226,6 +234,8 @@ impl Supervisor {
         managed.incarnation += 1;
         managed.handle.shared.metrics.up.set(0.0);
         let ties = Ties {
+            lane: managed.handle.shared.lane.clone(),
+            io: self.io.clone(),
             name: name.clone(),
             ids: managed.handle.shared.ids.clone(),
             kills: self.kills.clone(),

@@ -10,6 +10,7 @@ mod correlation;
 mod deadlines;
 mod disconnect;
 mod handshake;
+mod io_runtime;
 mod load;
 mod metrics;
 mod processes;

@@ -75,17 +75,12 @@ impl ServerActor {
             Reply::Caller(tx) => {
                 let result = match response.outcome {
                     Outcome::Result(raw) => Ok(raw),
-                    Outcome::Error(e) => Err(Error::Rpc {
-                        server: self.name.clone(),
-                        method: entry.method,
-                        tool: entry.tool,
-                        code: e.code,
-                        message: e.message,
-                        data: e
-                            .data
-                            .and_then(|d| serde_json::from_str(d.get()).ok())
-                            .map(Arc::new),
-                    }),
+                    Outcome::Error(e) => Err(super::rpc_error(
+                        self.name.clone(),
+                        entry.method,
+                        entry.tool,
+                        e,
+                    )),
                 };
                 let _ = tx.send(result);
             }

@@ -8,17 +8,24 @@ use actix::{AsyncContext, Context};
 use serde_json::value::RawValue;
 use switchboard_codecs::jsonrpc::{Id, Outcome};
 use switchboard_codecs::mcp::{self, methods};
+use switchboard_transports::connection::Event;
 use switchboard_transports::{CloseReason, Connection};
 use tokio_stream::StreamExt as _;
 
 use super::{
     open, random_unit, Inbound, Link, Phase, ServerActor, MAX_TOOL_PAGES, RELIST_DEBOUNCE,
 };
+use crate::actor::lane::{disconnected, route, Lane};
 use crate::actor::pending::{Reply, Timer};
 use crate::client::ClientHandlers;
 use crate::error::Error;
 use crate::restart::Decision;
 use crate::status::ServerState;
+use futures_util::future::Either;
+
+/// Events the router passes on to the actor, queued: as many as the transport queues, so
+/// backpressure reaches the reader unchanged.
+const ROUTED_CAPACITY: usize = 256;
 
 impl ServerActor {
     pub(super) fn connect(&mut self, ctx: &mut Context<Self>) {
@@ -39,8 +46,18 @@ impl ServerActor {
         let transport = self.config.transport.clone();
         let generation = self.generation;
         let span = tracing::info_span!("connect", server = %name, attempt = self.restarts);
+        let opening = tracing::Instrument::instrument(open(name, transport), span);
+        // Opening on the I/O runtime registers the connection's pipes and tasks there.
+        let opening = match self.ties.io.clone() {
+            Some(io) => Either::Left(async move {
+                io.spawn(opening).await.unwrap_or_else(|e| {
+                    Err(format!("the I/O runtime could not open the connection: {e}").into())
+                })
+            }),
+            None => Either::Right(opening),
+        };
         ctx.spawn(
-            tracing::Instrument::instrument(open(name, transport), span)
+            opening
                 .into_actor(self)
                 .map(move |result, act, ctx| act.on_connected(generation, result, ctx)),
         );
@@ -72,8 +89,34 @@ impl ServerActor {
                 kills.insert(self.name.clone(), kill);
             }
         }
+        let events = if matches!(conn.control.transport(), "stdio" | "memory") {
+            // Line-framed connections get a direct lane; its router runs beside the
+            // connection's reader and passes on what is not an answer to a lane call.
+            let lane = Arc::new(Lane::new(
+                self.name.clone(),
+                conn.sender.clone(),
+                self.ties.metrics.clone(),
+            ));
+            let (tx, rx) = tokio::sync::mpsc::channel(ROUTED_CAPACITY);
+            let routing = route(lane.clone(), conn.events, tx);
+            match &self.ties.io {
+                Some(io) => drop(io.spawn(routing)),
+                None => drop(tokio::spawn(routing)),
+            }
+            self.lane_heard = 0;
+            self.lane = Some(lane);
+            rx
+        } else {
+            conn.events
+        };
+        // A stream that ends without `Closed` lost its tasks (their runtime shut down): that
+        // is a disconnect too. After a real `Closed` the extra one is ignored.
+        let ended = Event::Closed(CloseReason::aborted(
+            "the connection's tasks stopped (did its I/O runtime shut down?)",
+        ));
         ctx.add_stream(
-            tokio_stream::wrappers::ReceiverStream::new(conn.events)
+            tokio_stream::wrappers::ReceiverStream::new(events)
+                .chain(tokio_stream::once(ended))
                 .map(move |event| Inbound(generation, event)),
         );
         self.link = Some(Link {
@@ -286,6 +329,7 @@ impl ServerActor {
         self.handshake_time = Some(now.duration_since(self.connect_started));
         self.ready_since = Some(now);
         self.backoff.on_ready(now);
+        self.ties.lane.store(self.lane.clone());
         self.publish(ServerState::Ready);
         // Requests submitted while starting go out now, unless their callers left.
         for id in self.pending.unsent_ids() {
@@ -315,6 +359,7 @@ impl ServerActor {
             actix::spawn(link.control.close());
         }
         let reason: Arc<str> = error.to_string().into();
+        self.retire_lane(|_, _, waiter| waiter.settle(Err(error.clone())));
         self.fail_written(|_| error.clone());
         self.went_down(reason, ServerState::Failed { error }, ctx);
     }
@@ -336,6 +381,11 @@ impl ServerActor {
             self.pending.stop_timer(&key);
         }
         let reason = Arc::new(reason);
+        let name = self.name.clone();
+        self.retire_lane(|_, _, waiter| {
+            let error = disconnected(&name, &waiter, reason.clone());
+            waiter.settle(Err(error));
+        });
         self.fail_written_disconnected(reason.clone());
         let text: Arc<str> = format!("it disconnected: {reason}").into();
         let state = if self.phase.in_handshake() {
@@ -412,7 +462,13 @@ impl ServerActor {
 
     /// Called often; pings an idle server every `liveness.interval`.
     pub(super) fn liveness_tick(&mut self, _ctx: &mut Context<Self>) {
-        if self.phase != Phase::Ready || self.ping_outstanding || self.pending.callers() > 0 {
+        self.catch_up_lane();
+        let lane_busy = self.lane.as_ref().is_some_and(|l| l.len() > 0);
+        if self.phase != Phase::Ready
+            || self.ping_outstanding
+            || self.pending.callers() > 0
+            || lane_busy
+        {
             return;
         }
         if self.last_heard.elapsed() < self.liveness.interval {
@@ -433,6 +489,7 @@ impl ServerActor {
         if !self.liveness.is_enabled() || self.phase != Phase::Ready {
             return;
         }
+        self.catch_up_lane();
         self.strikes += 1;
         if self.strikes >= self.liveness.max_failures {
             let why = format!(

@@ -27,6 +27,7 @@ use actix::{
     Actor, ActorContext, AsyncContext, Context, Handler, Message as ActixMessage,
     ResponseActFuture, SpawnHandle, StreamHandler,
 };
+use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -36,8 +37,9 @@ use switchboard_transports::connection::{Control, Event, KillHandle, Outbound, S
 use switchboard_transports::Connection;
 use tokio::sync::{mpsc, watch};
 
+use super::lane::{Lane, Waiter};
 use super::pending::{Entry, Pending};
-use super::{Cancel, Submit};
+use super::{Notice, Submit};
 use crate::config::{ServerConfig, Transport};
 use crate::error::Error;
 use crate::metrics::CancelReason;
@@ -74,6 +76,10 @@ pub(crate) struct Ties {
     pub(crate) incarnation: u64,
     /// Restarts before this incarnation (a panic restart keeps counting).
     pub(crate) restarts: u32,
+    /// The direct lane of the ready connection, read by handles on every call.
+    pub(crate) lane: Arc<ArcSwapOption<Lane>>,
+    /// Where connections' I/O runs; `None`: on the actor thread.
+    pub(crate) io: Option<tokio::runtime::Handle>,
 }
 
 /// An event from connection number `.0` (older connections' stragglers are ignored).
@@ -157,6 +163,10 @@ pub(crate) struct ServerActor {
     measured_ready: Option<Instant>,
     /// A new session is being initialized after the old one expired.
     session_recovering: bool,
+    /// The current connection's direct lane (line-framed transports only).
+    lane: Option<Arc<Lane>>,
+    /// The lane's answer count when the actor last looked.
+    lane_heard: u64,
 }
 
 impl ServerActor {
@@ -195,6 +205,26 @@ impl ServerActor {
             stopped_cleanly: false,
             measured_ready: None,
             session_recovering: false,
+            lane: None,
+            lane_heard: 0,
+        }
+    }
+
+    /// Takes the lane off the hot path and fails whoever still waits on it.
+    fn retire_lane(&mut self, mut fail: impl FnMut(&Lane, i64, Waiter)) {
+        self.ties.lane.store(None);
+        if let Some(lane) = self.lane.take() {
+            lane.close(|id, waiter| fail(&lane, id, waiter));
+        }
+    }
+
+    /// Answers that came through the lane count as hearing from the server.
+    fn catch_up_lane(&mut self) {
+        let heard = self.lane.as_ref().map_or(self.lane_heard, |l| l.heard());
+        if heard != self.lane_heard {
+            self.lane_heard = heard;
+            self.strikes = 0;
+            self.last_heard = Instant::now();
         }
     }
 
@@ -255,13 +285,7 @@ impl ServerActor {
     }
 
     fn notify(&self, method: &str, params: &impl Serialize) {
-        let mut out = Vec::with_capacity(96);
-        out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
-        push_json(&mut out, &method);
-        out.extend_from_slice(br#","params":"#);
-        push_json(&mut out, params);
-        out.push(b'}');
-        self.write(None, Bytes::from(out));
+        self.write(None, notification_frame(method, params));
     }
 
     fn write(&self, id: Option<i64>, payload: Bytes) {
@@ -289,6 +313,14 @@ impl ServerActor {
 
 impl Drop for ServerActor {
     fn drop(&mut self) {
+        let name = self.name.clone();
+        self.retire_lane(|_, _, waiter| {
+            let reason = switchboard_transports::CloseReason::aborted(
+                "the server's actor stopped unexpectedly",
+            );
+            let error = super::lane::disconnected(&name, &waiter, Arc::new(reason));
+            waiter.settle(Err(error));
+        });
         if !self.stopped_cleanly {
             // Dropped without stopping: the actor panicked (or its thread is going away).
             let _ = self
@@ -316,9 +348,15 @@ impl Actor for ServerActor {
             // Nobody asked us to stop: actix is dropping a context whose actor panicked (the
             // task harness caught the panic), or the whole actor thread is going away. For
             // callers that is a crash; the drop below reports it to the supervisor.
-            self.fail_written_disconnected(Arc::new(switchboard_transports::CloseReason::aborted(
+            let reason = Arc::new(switchboard_transports::CloseReason::aborted(
                 "the server's actor stopped unexpectedly",
-            )));
+            ));
+            let name = self.name.clone();
+            self.retire_lane(|_, _, waiter| {
+                let error = super::lane::disconnected(&name, &waiter, reason.clone());
+                waiter.settle(Err(error));
+            });
+            self.fail_written_disconnected(reason);
             self.fail_unsent("its actor stopped unexpectedly and is being restarted".into());
         }
     }
@@ -332,9 +370,12 @@ impl StreamHandler<Submit> for ServerActor {
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
-impl StreamHandler<Cancel> for ServerActor {
-    fn handle(&mut self, cancel: Cancel, _ctx: &mut Context<Self>) {
-        self.on_cancel(cancel.0);
+impl StreamHandler<Notice> for ServerActor {
+    fn handle(&mut self, notice: Notice, ctx: &mut Context<Self>) {
+        match notice {
+            Notice::Cancel(id) => self.on_cancel(id),
+            Notice::TimedOut => self.strike(ctx),
+        }
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
@@ -377,6 +418,12 @@ impl Handler<Shutdown> for ServerActor {
             self.send_cancelled(id, CancelReason::Shutdown, "the client is shutting down");
         }
         let reason: Arc<str> = "the runtime is shutting down".into();
+        let name = self.name.clone();
+        self.retire_lane(|lane, id, waiter| {
+            lane.cancel(id, CancelReason::Shutdown, "the client is shutting down");
+            let error = unavailable(&name, waiter.tool.clone(), reason.clone());
+            waiter.settle(Err(error));
+        });
         self.down_reason = Some(reason.clone());
         self.fail_everything(reason);
         let link = self.link.take();
@@ -464,7 +511,8 @@ async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, Arc<st
             .map_err(|e| Arc::from(e.to_string())),
         Transport::Memory(serve) => {
             let (conn, io) = switchboard_transports::memory::connect(&name);
-            actix::spawn(serve(io));
+            // Where the connection's I/O runs, so an in-process server shares its thread.
+            tokio::spawn(serve(io));
             Ok(conn)
         }
         #[cfg(feature = "http")]
@@ -502,6 +550,37 @@ pub(crate) fn request_frame(id: i64, method: &str, params: &impl Serialize) -> B
     push_json(&mut out, params);
     out.push(b'}');
     Bytes::from(out)
+}
+
+/// `{"jsonrpc":"2.0","method":M,"params":P}` without an intermediate value.
+pub(crate) fn notification_frame(method: &str, params: &impl Serialize) -> Bytes {
+    let mut out = Vec::with_capacity(96);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    push_json(&mut out, &method);
+    out.extend_from_slice(br#","params":"#);
+    push_json(&mut out, params);
+    out.push(b'}');
+    Bytes::from(out)
+}
+
+/// A JSON-RPC error answer, as the caller's error.
+pub(crate) fn rpc_error(
+    server: Arc<str>,
+    method: Arc<str>,
+    tool: Option<Arc<str>>,
+    e: switchboard_codecs::jsonrpc::ErrorObject,
+) -> Error {
+    Error::Rpc {
+        server,
+        method,
+        tool,
+        code: e.code,
+        message: e.message,
+        data: e
+            .data
+            .and_then(|d| serde_json::from_str(d.get()).ok())
+            .map(Arc::new),
+    }
 }
 
 fn push_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {

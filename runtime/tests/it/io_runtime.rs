@@ -1,0 +1,187 @@
+//! `RuntimeBuilder::io_runtime`: servers' I/O on the caller's tokio runtime behaves as it does
+//! on the actor thread (answers in any order, deadlines, cancels, crashes, restarts), and an
+//! I/O runtime that shuts down fails calls and kills the server instead of hanging them.
+
+use std::future::IntoFuture;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use switchboard::{Error, RestartPolicy, Runtime, ServerConfig, ServerHandle};
+
+use crate::support::*;
+
+async fn on_this_runtime(config: ServerConfig) -> (Runtime, ServerHandle) {
+    let rt = Runtime::builder()
+        .io_runtime(tokio::runtime::Handle::current())
+        .server("demo", config)
+        .build()
+        .await
+        .expect("runtime");
+    let server = rt.server("demo").expect("server");
+    assert!(server.status().is_ready(), "{:?}", server.status().state);
+    (rt, server)
+}
+
+async fn cancelled_ids(server: &ServerHandle) -> Vec<i64> {
+    let seen = server.call_tool("cancellations", json!({})).await.unwrap();
+    seen.structured_content.unwrap()["cancelled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["requestId"].as_i64().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn one_thread_runs_the_calls_and_the_servers_io() {
+    let (rt, server) = on_this_runtime(demo_stdio(&["--faults"])).await;
+    for i in 0..200 {
+        assert_echoes(&server, &format!("call {i}")).await;
+    }
+    // Answers out of order: the slow call is answered last, the others in between.
+    let slow = tokio::spawn(server.call_tool("sleep", json!({"ms": 300})).into_future());
+    let many: Vec<_> = (0..64)
+        .map(|i| {
+            let server = server.clone();
+            tokio::spawn(async move {
+                let r = server
+                    .call_tool("echo", json!({ "text": format!("n{i}") }))
+                    .await
+                    .unwrap();
+                assert_eq!(r.text(), format!("n{i}"));
+            })
+        })
+        .collect();
+    for task in many {
+        task.await.unwrap();
+    }
+    assert!(!slow.is_finished());
+    slow.await.unwrap().unwrap();
+    assert_eq!(server.in_flight(), 0);
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_and_a_dropped_call_are_cancelled_on_the_wire() {
+    let (rt, server) = on_this_runtime(demo_memory(&["--faults"])).await;
+    let err = server
+        .call_tool("hang", json!({}))
+        .timeout(Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    let Error::Timeout { request_id, .. } = err else {
+        panic!("{err:?}")
+    };
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(100),
+        server.call_tool("hang", json!({})).into_future(),
+    )
+    .await;
+    assert!(dropped.is_err(), "the hang call cannot finish");
+    assert!(eventually(Duration::from_secs(5), || server.in_flight() == 0).await);
+    let ids = cancelled_ids(&server).await;
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0], request_id);
+    assert!(ids[1] > request_id);
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_fails_pending_calls_at_once_and_the_server_comes_back() {
+    let config = demo_stdio(&["--faults"]).restart(
+        RestartPolicy::default()
+            .with_initial_delay(Duration::from_millis(50))
+            .with_max_delay(Duration::from_millis(200)),
+    );
+    let (rt, server) = on_this_runtime(config).await;
+    let first_pid = server.status().pid.expect("a pid");
+    let pending: Vec<_> = (0..3)
+        .map(|_| {
+            tokio::spawn(
+                server
+                    .call_tool("sleep", json!({"ms": 30000}))
+                    .into_future(),
+            )
+        })
+        .collect();
+    assert!(eventually(Duration::from_secs(5), || server.in_flight() == 3).await);
+    let started = Instant::now();
+    let _ = server
+        .call_tool("crash", json!({"code": 4, "message": "boom"}))
+        .await;
+    for call in pending {
+        let err = call.await.unwrap().unwrap_err();
+        assert!(
+            matches!(&err, Error::Disconnected { .. }) && err.to_string().contains("status 4"),
+            "{err}"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The callers hear first (from the connection); the status follows from the actor.
+    let restarted = || {
+        let status = server.status();
+        status.is_ready() && status.pid != Some(first_pid)
+    };
+    assert!(eventually(Duration::from_secs(10), restarted).await);
+    assert!(process_is_gone(first_pid));
+    assert_echoes(&server, "back").await;
+    let pid = server.status().pid.expect("a pid");
+    rt.shutdown().await;
+    assert!(process_is_gone(pid));
+}
+
+#[test]
+fn when_the_io_runtime_shuts_down_calls_fail_and_the_server_is_killed() {
+    let io = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let callers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = io.handle().clone();
+    let (rt, server, pending) = callers.block_on(async {
+        let rt = Runtime::builder()
+            .io_runtime(handle)
+            .server(
+                "demo",
+                demo_stdio(&["--faults"]).restart(RestartPolicy::never()),
+            )
+            .build()
+            .await
+            .unwrap();
+        let server = rt.server("demo").unwrap();
+        assert_echoes(&server, "before").await;
+        let pending = tokio::spawn(
+            server
+                .call_tool("sleep", json!({"ms": 30000}))
+                .into_future(),
+        );
+        assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
+        (rt, server, pending)
+    });
+    let pid = server.status().pid.expect("a pid");
+    io.shutdown_background();
+    callers.block_on(async {
+        let err = tokio::time::timeout(Duration::from_secs(5), pending)
+            .await
+            .expect("the pending call fails instead of hanging")
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Disconnected { .. }) && err.to_string().contains("I/O runtime"),
+            "{err}"
+        );
+        assert!(eventually(Duration::from_secs(5), || process_is_gone(pid)).await);
+        assert!(!server.status().is_ready());
+        let err = server
+            .call_tool("echo", json!({"text": "after"}))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+        rt.shutdown().await;
+    });
+}
