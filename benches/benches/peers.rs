@@ -21,7 +21,13 @@ fn peers(c: &mut Criterion) -> Vec<Profile> {
     let mut group = c.benchmark_group("peers");
     group.throughput(Throughput::Elements(1));
     group.bench_function("rmcp/sequential", |b| {
-        b.to_async(&rt).iter(|| sdk::echo(&peer))
+        b.to_async(&rt).iter_custom(|iters| {
+            let peer = peer.clone();
+            measure::sequential_on_worker(iters, move || {
+                let peer = peer.clone();
+                async move { sdk::echo(&peer).await }
+            })
+        })
     });
     group.bench_function("rmcp/64_in_flight", |b| {
         b.to_async(&rt).iter_custom(|iters| {
@@ -37,27 +43,29 @@ fn peers(c: &mut Criterion) -> Vec<Profile> {
     if !support::custom_loop() {
         return Vec::new();
     }
-    let profiles = rt.block_on(async {
-        let p = peer.clone();
-        let sequential =
-            measure::profile("stdio/rmcp/sequential", PROFILE_SEQUENTIAL, 1, move || {
-                let p = p.clone();
-                async move { sdk::echo(&p).await }
-            })
-            .await;
-        let p = peer.clone();
-        let in_flight = measure::profile(
-            "stdio/rmcp/64_in_flight",
-            PROFILE_IN_FLIGHT,
-            64,
-            move || {
-                let p = p.clone();
-                async move { sdk::echo(&p).await }
-            },
-        )
-        .await;
-        vec![sequential, in_flight]
-    });
+    let p = peer.clone();
+    let sequential = measure::profile_on_worker(
+        &rt,
+        "stdio/rmcp/sequential",
+        PROFILE_SEQUENTIAL,
+        1,
+        move || {
+            let p = p.clone();
+            async move { sdk::echo(&p).await }
+        },
+    );
+    let p = peer.clone();
+    let in_flight = measure::profile_on_worker(
+        &rt,
+        "stdio/rmcp/64_in_flight",
+        PROFILE_IN_FLIGHT,
+        64,
+        move || {
+            let p = p.clone();
+            async move { sdk::echo(&p).await }
+        },
+    );
+    let profiles = vec![sequential, in_flight];
     rt.block_on(async {
         let _ = client.cancel().await;
     });

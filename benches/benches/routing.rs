@@ -59,8 +59,12 @@ async fn echo(server: ServerHandle) {
 /// A runtime of one demo server over the memory transport; with `prometheus`, it also serves
 /// its metrics on a free loopback port (without, it records into the global recorder of the
 /// `metrics` facade, and none is installed).
-async fn memory_runtime(prometheus: bool) -> Runtime {
+async fn memory_runtime(prometheus: bool, io: Option<tokio::runtime::Handle>) -> Runtime {
     let mut builder = Runtime::builder().server("memory", memory_server());
+    if let Some(io) = io {
+        // The connection and the in-process server then run on `io`, not the actor thread.
+        builder = builder.io_runtime(io);
+    }
     if prometheus {
         builder = builder.metrics_listener("127.0.0.1:0".parse().expect("an address"));
     }
@@ -190,6 +194,11 @@ struct Profiles {
     sequential_prometheus: Profile,
     in_flight: Profile,
     in_flight_prometheus: Profile,
+    /// The same server with `io_runtime`: its connection and itself on the callers' runtime.
+    sequential_io: Profile,
+    /// The same, called from a task on the worker the server runs on.
+    sequential_io_worker: Profile,
+    in_flight_io: Profile,
     /// Sequential catalogue calls, by label (`10_servers`, ...).
     catalogue: Vec<(String, Profile)>,
 }
@@ -203,6 +212,9 @@ impl Profiles {
             self.sequential_prometheus.clone(),
             self.in_flight.clone(),
             self.in_flight_prometheus.clone(),
+            self.sequential_io.clone(),
+            self.sequential_io_worker.clone(),
+            self.in_flight_io.clone(),
         ];
         all.extend(self.catalogue.iter().map(|(_, p)| p.clone()));
         all
@@ -218,10 +230,12 @@ fn keep(slot: &mut Option<Profile>, p: Profile) {
 
 fn routing(c: &mut Criterion) -> Option<Profiles> {
     let rt = support::tokio_runtime();
-    let runtime = rt.block_on(memory_runtime(false));
-    let prometheus = rt.block_on(memory_runtime(true));
+    let runtime = rt.block_on(memory_runtime(false, None));
+    let prometheus = rt.block_on(memory_runtime(true, None));
+    let io = rt.block_on(memory_runtime(false, Some(rt.handle().clone())));
     let server = runtime.server("memory").expect("server");
     let server_prometheus = prometheus.server("memory").expect("server");
+    let server_io = io.server("memory").expect("server");
     // Every server count, calling tools of every server; and the most servers, calling the
     // tools of one of them only.
     let mut catalogues: Vec<(String, Runtime, Arc<Names>)> = Vec::new();
@@ -246,6 +260,7 @@ fn routing(c: &mut Criterion) -> Option<Profiles> {
     for (label, server) in [
         ("memory", &server),
         ("memory_prometheus", &server_prometheus),
+        ("memory_io_runtime", &server_io),
     ] {
         group.bench_function(format!("{label}/echo/1_in_flight"), |b| {
             b.to_async(&rt).iter(|| echo(server.clone()))
@@ -298,7 +313,7 @@ fn routing(c: &mut Criterion) -> Option<Profiles> {
         custom_loop(
             &rt,
             [&floor, &floor_epoll],
-            [&server, &server_prometheus],
+            [&server, &server_prometheus, &server_io],
             &catalogues,
         )
     });
@@ -306,6 +321,7 @@ fn routing(c: &mut Criterion) -> Option<Profiles> {
     rt.block_on(async {
         runtime.shutdown().await;
         prometheus.shutdown().await;
+        io.shutdown().await;
         for (_, runtime, _) in &catalogues {
             runtime.shutdown().await;
         }
@@ -319,7 +335,7 @@ fn routing(c: &mut Criterion) -> Option<Profiles> {
 fn custom_loop(
     rt: &tokio::runtime::Runtime,
     [floor, floor_epoll]: [&mpsc::Sender<oneshot::Sender<u64>>; 2],
-    [server, server_prometheus]: [&ServerHandle; 2],
+    [server, server_prometheus, server_io]: [&ServerHandle; 3],
     catalogues: &[(String, Runtime, Arc<Names>)],
 ) -> Profiles {
     let sequential = |name: &str, server: &ServerHandle| {
@@ -332,6 +348,8 @@ fn custom_loop(
     let mut floor_epoll_profile = None;
     let mut plain = None;
     let mut with_metrics = None;
+    let mut on_io = None;
+    let mut on_io_worker = None;
     let mut catalogue: Vec<Option<Profile>> = vec![None; catalogues.len()];
     for _ in 0..ROUNDS {
         for (slot, name, f) in [
@@ -363,6 +381,23 @@ fn custom_loop(
                 server_prometheus,
             ),
         );
+        keep(
+            &mut on_io,
+            sequential("memory/switchboard_io_runtime/sequential", server_io),
+        );
+        // The caller a task on the worker that runs the connection and the server: a call
+        // from a task of the application's runtime to a server embedded in it.
+        let s = server_io.clone();
+        keep(
+            &mut on_io_worker,
+            measure::profile_on_worker(
+                rt,
+                "memory/switchboard_io_runtime/sequential_same_worker",
+                SEQUENTIAL_PER_ROUND,
+                1,
+                move || echo(s.clone()),
+            ),
+        );
         for ((label, runtime, names), slot) in catalogues.iter().zip(&mut catalogue) {
             let (runtime, names) = (runtime.clone(), names.clone());
             let p = rt.block_on(measure::profile(
@@ -376,6 +411,7 @@ fn custom_loop(
     }
     let mut in_flight = None;
     let mut in_flight_prometheus = None;
+    let mut in_flight_io = None;
     for round in 0..IN_FLIGHT_ROUNDS {
         let mut sides = [
             (&mut in_flight, "memory/switchboard/64_in_flight", server),
@@ -384,11 +420,14 @@ fn custom_loop(
                 "memory/switchboard_prometheus/64_in_flight",
                 server_prometheus,
             ),
+            (
+                &mut in_flight_io,
+                "memory/switchboard_io_runtime/64_in_flight",
+                server_io,
+            ),
         ];
-        // Alternate which side goes first.
-        if round % 2 == 1 {
-            sides.reverse();
-        }
+        // Rotate which side goes first.
+        sides.rotate_left(round as usize % 3);
         for (slot, name, server) in sides {
             let s = server.clone();
             let p = rt.block_on(measure::profile(name, IN_FLIGHT_PER_ROUND, 64, move || {
@@ -404,6 +443,9 @@ fn custom_loop(
         sequential_prometheus: with_metrics.expect("ran"),
         in_flight: in_flight.expect("ran"),
         in_flight_prometheus: in_flight_prometheus.expect("ran"),
+        sequential_io: on_io.expect("ran"),
+        sequential_io_worker: on_io_worker.expect("ran"),
+        in_flight_io: in_flight_io.expect("ran"),
         catalogue: catalogues
             .iter()
             .zip(catalogue)
@@ -438,6 +480,25 @@ fn main() -> std::process::ExitCode {
     measure::print_ratio(
         "memory sequential p50, switchboard / epoll-parked round trip",
         p50(&p.sequential) / p50(&p.floor_epoll),
+    );
+    measure::print_target(
+        "memory sequential p50, switchboard io_runtime / oneshot",
+        p50(&p.sequential_io) / p50(&p.floor),
+        "x",
+        true,
+        2.0,
+    );
+    measure::print_ratio(
+        "memory sequential p50, switchboard io_runtime / epoll-parked",
+        p50(&p.sequential_io) / p50(&p.floor_epoll),
+    );
+    measure::print_ratio(
+        "memory sequential p50, io_runtime same worker / oneshot",
+        p50(&p.sequential_io_worker) / p50(&p.floor),
+    );
+    measure::print_ratio(
+        "memory 64 in flight calls/s, io_runtime / actor thread",
+        p.in_flight_io.calls_per_sec() / p.in_flight.calls_per_sec(),
     );
     measure::print_ratio(
         "metrics: sequential p50, prometheus / none",

@@ -202,6 +202,46 @@ where
     Profile::new(name, latencies, wall, usage() - used)
 }
 
+/// [`profile`] as a task on `rt`'s worker rather than on the thread blocking on `rt`: callers
+/// then share a thread with the tasks they talk to, as an application's tasks do on its
+/// runtime's workers. Every tokio-based client (Switchboard, rmcp) is measured this way.
+pub(crate) fn profile_on_worker<F, Fut>(
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    total: u64,
+    in_flight: u64,
+    call: F,
+) -> Profile
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let name = name.to_owned();
+    rt.block_on(async move {
+        tokio::spawn(async move { profile(&name, total, in_flight, call).await })
+            .await
+            .expect("profile task")
+    })
+}
+
+/// `iters` sequential calls in one task on the runtime's worker, and the time they took: the
+/// sequential benches' `iter_custom`, so that callers run where [`profile_on_worker`]'s do.
+pub(crate) async fn sequential_on_worker<F, Fut>(iters: u64, call: F) -> Duration
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let started = Instant::now();
+        for _ in 0..iters {
+            call().await;
+        }
+        started.elapsed()
+    })
+    .await
+    .expect("sequential task")
+}
+
 async fn timed_loop<F, Fut>(calls: u64, call: F) -> Vec<Duration>
 where
     F: Fn() -> Fut,

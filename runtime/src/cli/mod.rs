@@ -323,6 +323,8 @@ pub(crate) async fn start(
         Some(addr) => builder.metrics_listener(*addr),
         None => builder,
     };
+    // The CLI's runtime lives as long as the process: servers' I/O can share it.
+    let builder = builder.io_runtime(tokio::runtime::Handle::current());
     match interrupt.guard(builder.build()).await {
         Ok(built) => Ok(built?),
         Err(Interrupted(signal)) => Err(Failure::Interrupted(format!(
