@@ -29,6 +29,9 @@ use crate::handle::ServerHandle;
 use crate::metrics::{RuntimeMetrics, Sink};
 use crate::restart::{Liveness, RestartPolicy};
 
+/// Most server events the supervisor takes in one batch.
+const EVENT_BATCH: usize = 1024;
+
 /// Builds a [`Runtime`].
 #[derive(Debug, Default)]
 pub struct RuntimeBuilder {
@@ -226,8 +229,9 @@ impl RuntimeBuilder {
             let kills = kills.clone();
             let defaults = self.defaults.clone();
             Supervisor::start_in_arbiter(&arbiter, move |ctx| {
-                ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
-                    events_rx,
+                ctx.add_stream(futures_util::StreamExt::ready_chunks(
+                    tokio_stream::wrappers::UnboundedReceiverStream::new(events_rx),
+                    EVENT_BATCH,
                 ));
                 Supervisor::new(registry, defaults, kills, events_tx, metrics, io)
             })
