@@ -223,12 +223,11 @@ impl Lane {
 }
 
 /// Routes a connection's events: answers to the lane's waiters, everything else on to the
-/// actor, in order. On [`Event::Closed`] it fails every waiter at once, before the actor
-/// hears of it.
+/// actor, in order. The close is the actor's to handle: it marks the server down, then fails
+/// every waiter at once (a caller told "disconnected" then finds the server down, not ready).
 ///
-/// Runs until the connection's event stream ends. If the actor goes away first, routing
-/// goes on (answers still reach their callers and the close still fails the rest); only
-/// the forwarding stops.
+/// Runs until the connection's event stream ends. If the actor goes away first, answers
+/// still reach their callers; only the forwarding stops (the actor's drop fails the rest).
 pub(crate) async fn route(
     lane: Arc<Lane>,
     mut events: mpsc::Receiver<Event>,
@@ -264,25 +263,12 @@ pub(crate) async fn route(
                     }
                 }
             }
-            Event::Closed(reason) => {
-                let shared = Arc::new(reason.clone());
-                lane.close_with(|waiter| disconnected(&lane.server, waiter, shared.clone()));
-                Event::Closed(reason)
-            }
             other => other,
         };
         if forwarding && actor.send(event).await.is_err() {
             forwarding = false;
         }
     }
-    // The stream ended without a close (its tasks were torn down): nobody can answer now.
-    lane.close_with(|waiter| {
-        disconnected(
-            &lane.server,
-            waiter,
-            Arc::new(CloseReason::aborted("the connection's tasks stopped")),
-        )
-    });
 }
 
 /// The error of a waiter whose connection ended.

@@ -117,7 +117,11 @@ async fn a_crash_fails_pending_calls_at_once_and_the_server_comes_back() {
         );
     }
     assert!(started.elapsed() < Duration::from_secs(5));
-    // The callers hear first (from the connection); the status follows from the actor.
+    let status = server.status();
+    assert!(
+        !status.is_ready() || status.pid != Some(first_pid),
+        "the crashed server is marked down before its callers hear of it"
+    );
     let restarted = || {
         let status = server.status();
         status.is_ready() && status.pid != Some(first_pid)

@@ -381,12 +381,6 @@ impl ServerActor {
             self.pending.stop_timer(&key);
         }
         let reason = Arc::new(reason);
-        let name = self.name.clone();
-        self.retire_lane(|_, _, waiter| {
-            let error = disconnected(&name, &waiter, reason.clone());
-            waiter.settle(Err(error));
-        });
-        self.fail_written_disconnected(reason.clone());
         let text: Arc<str> = format!("it disconnected: {reason}").into();
         let state = if self.phase.in_handshake() {
             ServerState::Failed {
@@ -395,9 +389,18 @@ impl ServerActor {
                 )),
             }
         } else {
-            ServerState::Down { reason }
+            ServerState::Down {
+                reason: reason.clone(),
+            }
         };
+        // The status first: a caller told "disconnected" then finds the server down.
+        self.ties.lane.store(None);
+        let lane = self.lane.take();
         self.went_down(text, state, ctx);
+        if let Some(lane) = lane {
+            lane.close_with(|waiter| disconnected(&self.name, waiter, reason.clone()));
+        }
+        self.fail_written_disconnected(reason);
     }
 
     /// Kills an unresponsive server and treats it as crashed.
