@@ -1,7 +1,10 @@
 //! [`ServerHandle`]: a cheap, cloneable way to call one server from any thread.
 //!
 //! The handle does the per-call work on the caller's thread (resolving the deadline,
-//! numbering and serializing the request) so the actor only correlates and routes.
+//! numbering and serializing the request). While the server is ready on a line-framed
+//! connection, it also registers the call on the connection's direct lane, writes the frame
+//! and keeps the deadline itself, so the actor is not on the call's path at all (see
+//! `actor::lane`); otherwise it hands the request to the actor.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -61,7 +64,8 @@ pub(crate) struct Answer {
 }
 
 /// A handle to one server: `Clone + Send + Sync`, usable from any thread and any tokio
-/// runtime (calls wait for capacity with tokio timers, so poll them inside a tokio runtime).
+/// runtime (calls use tokio timers for capacity and deadlines, so poll them inside a tokio
+/// runtime with its time driver enabled).
 #[derive(Clone)]
 pub struct ServerHandle {
     pub(crate) shared: Arc<Shared>,

@@ -9,6 +9,10 @@
 //!
 //! The work is split by direction: [`lifecycle`] (connecting, handshake, restarts, liveness),
 //! [`requests`] (what callers submit, deadlines), [`inbound`] (what the server sends).
+//!
+//! While a stdio or memory server is ready, most calls bypass the actor on the connection's
+//! direct lane ([`super::lane`]); the actor publishes the lane when the server becomes ready,
+//! takes it back when it leaves that state, and fails whoever still waits on it.
 
 mod inbound;
 mod lifecycle;
