@@ -1,5 +1,6 @@
 //! What Switchboard writes on the wire, checked line by line against a scripted peer.
 
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -105,4 +106,41 @@ async fn handshake_then_tools_list_then_call_then_cancel_on_the_wire() {
     while let Ok(msg) = rx.try_recv() {
         assert_ne!(msg["method"], "server/discover");
     }
+}
+
+#[tokio::test]
+async fn shutdown_fails_a_pending_call_and_cancels_it_on_the_wire_first() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let rt = Runtime::builder()
+        .server("s", scripted(tx))
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("s").unwrap();
+    for _ in 0..3 {
+        next(&mut rx).await; // initialize, initialized, tools/list
+    }
+    let pending = tokio::spawn(server.call_tool("hang", json!({})).into_future());
+    let call = next(&mut rx).await;
+    assert_eq!(call["method"], "tools/call");
+
+    rt.shutdown().await;
+    let err = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("the pending call ends with the runtime")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(&err, switchboard::Error::Unavailable { .. })
+            && err.to_string().contains("shutting down"),
+        "{err}"
+    );
+    let cancel = next(&mut rx).await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], call["id"]);
+    assert!(cancel["params"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("shutting down"));
+    assert_eq!(server.in_flight(), 0);
 }
