@@ -7,6 +7,8 @@
 //!   results left raw), as the transport reads answers.
 //! - `encode/message`: a parsed [`Message`] back to a line, as a server would answer.
 //! - `encode/bytes`: an already serialized frame to a line, as the runtime writes requests.
+//! - `result`: an answer's raw result to a typed [`CallToolResult`], as `.await` on a call
+//!   does (one text block of the size, as in the answers above).
 
 mod support;
 
@@ -16,6 +18,7 @@ use bytes::{Bytes, BytesMut};
 use criterion::{BatchSize, Criterion, Throughput};
 use switchboard_codecs::jsonrpc::Message;
 use switchboard_codecs::lines::{Frame, LinesCodec};
+use switchboard_codecs::mcp::CallToolResult;
 use tokio_util::codec::{Decoder, Encoder};
 
 /// A `tools/call echo` request whose text is `size` bytes.
@@ -74,6 +77,24 @@ fn codec(c: &mut Criterion) {
                     out.len()
                 })
             });
+
+            if kind == "answer" {
+                let raw = match &message {
+                    Message::Response(r) => match &r.outcome {
+                        switchboard_codecs::jsonrpc::Outcome::Result(raw) => raw.get().to_owned(),
+                        other => panic!("not a result: {other:?}"),
+                    },
+                    other => panic!("not a response: {other:?}"),
+                };
+                group.throughput(Throughput::Bytes(raw.len() as u64));
+                group.bench_function(format!("result/call_tool_result/{label}"), |b| {
+                    b.iter(|| {
+                        let r: CallToolResult = serde_json::from_str(&raw).expect("a result");
+                        r.content.len()
+                    })
+                });
+                group.throughput(Throughput::Bytes(line.len() as u64));
+            }
 
             let frame = Bytes::from(json.clone());
             group.bench_function(format!("encode/bytes/{kind}/{label}"), |b| {
