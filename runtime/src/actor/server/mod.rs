@@ -38,7 +38,7 @@ use serde_json::value::RawValue;
 use switchboard_codecs::jsonrpc::Id;
 use switchboard_codecs::mcp;
 use switchboard_transports::connection::{Control, Event, KillHandle, Outbound, Sender};
-use switchboard_transports::Connection;
+use switchboard_transports::{CloseReason, Connection};
 use tokio::sync::{mpsc, watch};
 
 use super::lane::{Lane, Waiter};
@@ -222,6 +222,15 @@ impl ServerActor {
         }
     }
 
+    /// Retires the lane, failing its waiters as disconnected for `reason`.
+    fn retire_lane_disconnected(&mut self, reason: &Arc<CloseReason>) {
+        let name = self.name.clone();
+        self.retire_lane(|_, _, waiter| {
+            let error = super::lane::disconnected(&name, &waiter, reason.clone());
+            waiter.settle(Err(error));
+        });
+    }
+
     /// Answers that came through the lane count as hearing from the server.
     fn catch_up_lane(&mut self) {
         let heard = self.lane.as_ref().map_or(self.lane_heard, |l| l.heard());
@@ -317,14 +326,9 @@ impl ServerActor {
 
 impl Drop for ServerActor {
     fn drop(&mut self) {
-        let name = self.name.clone();
-        self.retire_lane(|_, _, waiter| {
-            let reason = switchboard_transports::CloseReason::aborted(
-                "the server's actor stopped unexpectedly",
-            );
-            let error = super::lane::disconnected(&name, &waiter, Arc::new(reason));
-            waiter.settle(Err(error));
-        });
+        if self.lane.is_some() {
+            self.retire_lane_disconnected(&Arc::new(actor_stopped()));
+        }
         if !self.stopped_cleanly {
             // Dropped without stopping: the actor panicked (or its thread is going away).
             let _ = self
@@ -352,14 +356,8 @@ impl Actor for ServerActor {
             // Nobody asked us to stop: actix is dropping a context whose actor panicked (the
             // task harness caught the panic), or the whole actor thread is going away. For
             // callers that is a crash; the drop below reports it to the supervisor.
-            let reason = Arc::new(switchboard_transports::CloseReason::aborted(
-                "the server's actor stopped unexpectedly",
-            ));
-            let name = self.name.clone();
-            self.retire_lane(|_, _, waiter| {
-                let error = super::lane::disconnected(&name, &waiter, reason.clone());
-                waiter.settle(Err(error));
-            });
+            let reason = Arc::new(actor_stopped());
+            self.retire_lane_disconnected(&reason);
             self.fail_written_disconnected(reason);
             self.fail_unsent("its actor stopped unexpectedly and is being restarted".into());
         }
@@ -603,6 +601,11 @@ fn random_unit() -> f64 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(0);
     (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Why callers of an actor that stopped without being asked lost their requests.
+fn actor_stopped() -> CloseReason {
+    CloseReason::aborted("the server's actor stopped unexpectedly")
 }
 
 /// Errors handed to a caller: a shorthand for the actor's name.
