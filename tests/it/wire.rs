@@ -4,7 +4,7 @@ use std::future::IntoFuture;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use switchboard::{Runtime, ServerConfig};
+use switchboard::{Runtime, ServerConfig, ServerHandle};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -42,6 +42,16 @@ fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig {
     })
 }
 
+async fn scripted_runtime(seen: mpsc::UnboundedSender<Value>) -> (Runtime, ServerHandle) {
+    let rt = Runtime::builder()
+        .server("s", scripted(seen))
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("s").unwrap();
+    (rt, server)
+}
+
 async fn next(rx: &mut mpsc::UnboundedReceiver<Value>) -> Value {
     tokio::time::timeout(Duration::from_secs(5), rx.recv())
         .await
@@ -52,12 +62,7 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<Value>) -> Value {
 #[tokio::test]
 async fn handshake_then_tools_list_then_call_then_cancel_on_the_wire() {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let rt = Runtime::builder()
-        .server("s", scripted(tx))
-        .build()
-        .await
-        .unwrap();
-    let server = rt.server("s").unwrap();
+    let (rt, server) = scripted_runtime(tx).await;
     assert!(server.status().is_ready());
 
     let init = next(&mut rx).await;
@@ -111,12 +116,7 @@ async fn handshake_then_tools_list_then_call_then_cancel_on_the_wire() {
 #[tokio::test]
 async fn shutdown_fails_a_pending_call_and_cancels_it_on_the_wire_first() {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let rt = Runtime::builder()
-        .server("s", scripted(tx))
-        .build()
-        .await
-        .unwrap();
-    let server = rt.server("s").unwrap();
+    let (rt, server) = scripted_runtime(tx).await;
     for _ in 0..3 {
         next(&mut rx).await; // initialize, initialized, tools/list
     }

@@ -11,16 +11,7 @@ use crate::support::*;
 async fn a_crash_fails_every_pending_call_at_once_with_status_and_stderr() {
     let config = demo_stdio(&["--faults"]).restart(RestartPolicy::never());
     let (rt, server) = runtime_with(config).await;
-    let pending: Vec<_> = (0..3)
-        .map(|_| {
-            tokio::spawn(
-                server
-                    .call_tool("sleep", json!({"ms": 30000}))
-                    .into_future(),
-            )
-        })
-        .collect();
-    assert!(eventually(Duration::from_secs(5), || server.in_flight() == 3).await);
+    let pending = pending_sleeps(&server, 3).await;
     let started = Instant::now();
     let crash = server
         .call_tool(

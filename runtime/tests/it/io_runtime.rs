@@ -95,16 +95,7 @@ async fn a_crash_fails_pending_calls_at_once_and_the_server_comes_back() {
     );
     let (rt, server) = on_this_runtime(config).await;
     let first_pid = server.status().pid.expect("a pid");
-    let pending: Vec<_> = (0..3)
-        .map(|_| {
-            tokio::spawn(
-                server
-                    .call_tool("sleep", json!({"ms": 30000}))
-                    .into_future(),
-            )
-        })
-        .collect();
-    assert!(eventually(Duration::from_secs(5), || server.in_flight() == 3).await);
+    let pending = pending_sleeps(&server, 3).await;
     let started = Instant::now();
     let _ = server
         .call_tool("crash", json!({"code": 4, "message": "boom"}))
@@ -159,17 +150,13 @@ fn when_the_io_runtime_shuts_down_calls_fail_and_the_server_is_killed() {
             .unwrap();
         let server = rt.server("demo").unwrap();
         assert_echoes(&server, "before").await;
-        let pending = tokio::spawn(
-            server
-                .call_tool("sleep", json!({"ms": 30000}))
-                .into_future(),
-        );
-        assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
+        let pending = pending_sleeps(&server, 1).await;
         (rt, server, pending)
     });
     let pid = server.status().pid.expect("a pid");
     io.shutdown_background();
     callers.block_on(async {
+        let [pending] = <[_; 1]>::try_from(pending).expect("one call");
         let err = tokio::time::timeout(Duration::from_secs(5), pending)
             .await
             .expect("the pending call fails instead of hanging")

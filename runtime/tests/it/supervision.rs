@@ -15,6 +15,17 @@ fn fast_restarts() -> RestartPolicy {
         .with_jitter(0.0)
 }
 
+/// The demo server in memory, pinged every `ping` when idle, dead after 3 strikes, restarted
+/// quickly.
+fn watched(ping: Duration, timeout: Duration) -> ServerConfig {
+    let liveness = Liveness::default()
+        .with_ping(ping, timeout)
+        .with_max_failures(3);
+    demo_memory(&["--faults"])
+        .liveness(liveness)
+        .restart(fast_restarts())
+}
+
 async fn wait_for_state(
     server: &switchboard::ServerHandle,
     within: Duration,
@@ -145,13 +156,11 @@ async fn a_call_during_a_restart_waits_then_succeeds_or_fails_unavailable() {
 
 #[tokio::test]
 async fn a_hung_server_is_detected_by_liveness_and_restarted() {
-    let liveness = Liveness::default()
-        .with_ping(Duration::from_millis(100), Duration::from_millis(400))
-        .with_max_failures(3);
-    let config = demo_memory(&["--faults"])
-        .liveness(liveness)
-        .restart(fast_restarts());
-    let (rt, server) = runtime_with(config).await;
+    let (rt, server) = runtime_with(watched(
+        Duration::from_millis(100),
+        Duration::from_millis(400),
+    ))
+    .await;
     assert_eq!(
         server.call_tool("freeze", json!({})).await.unwrap().text(),
         "frozen"
@@ -182,13 +191,8 @@ async fn a_hung_server_is_detected_by_liveness_and_restarted() {
 #[tokio::test]
 async fn three_timeouts_in_a_row_count_as_a_dead_server_and_an_answer_resets_the_count() {
     // Pings far apart, so only the calls' own timeouts can strike.
-    let liveness = Liveness::default()
-        .with_ping(Duration::from_secs(600), Duration::from_secs(10))
-        .with_max_failures(3);
-    let config = demo_memory(&["--faults"])
-        .liveness(liveness)
-        .restart(fast_restarts());
-    let (rt, server) = runtime_with(config).await;
+    let (rt, server) =
+        runtime_with(watched(Duration::from_secs(600), Duration::from_secs(10))).await;
     let hang = || {
         server
             .call_tool("hang", json!({}))

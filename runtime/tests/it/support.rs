@@ -77,3 +77,20 @@ pub(crate) async fn assert_echoes(server: &ServerHandle, text: &str) {
         .unwrap_or_else(|e| panic!("echo {text:?}: {e}"));
     assert_eq!(result.text(), text);
 }
+
+/// Starts `n` demo `sleep` calls of 30 s, each in its own task, and waits until all are in
+/// flight: calls for a crash or a shutdown to end.
+pub(crate) async fn pending_sleeps(
+    server: &ServerHandle,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<switchboard::Result<switchboard::model::CallToolResult>>> {
+    let calls: Vec<_> = (0..n)
+        .map(|_| {
+            tokio::spawn(std::future::IntoFuture::into_future(
+                server.call_tool("sleep", serde_json::json!({"ms": 30000})),
+            ))
+        })
+        .collect();
+    assert!(eventually(Duration::from_secs(5), || server.in_flight() == n).await);
+    calls
+}
