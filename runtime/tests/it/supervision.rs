@@ -26,6 +26,20 @@ fn watched(ping: Duration, timeout: Duration) -> ServerConfig {
         .restart(fast_restarts())
 }
 
+/// The server was restarted at least once, is ready again, and answers.
+async fn assert_back_after_a_restart(server: &switchboard::ServerHandle, text: &str) {
+    let restarted_and_ready = || {
+        let status = server.status();
+        status.restarts >= 1 && status.is_ready()
+    };
+    assert!(
+        eventually(Duration::from_secs(10), restarted_and_ready).await,
+        "{:?}",
+        server.status().state
+    );
+    assert_echoes(server, text).await;
+}
+
 async fn wait_for_state(
     server: &switchboard::ServerHandle,
     within: Duration,
@@ -175,16 +189,7 @@ async fn a_hung_server_is_detected_by_liveness_and_restarted() {
         "{:?}",
         server.status().state
     );
-    assert!(
-        wait_for_state(
-            &server,
-            Duration::from_secs(10),
-            ServerState::is_ready_state
-        )
-        .await
-    );
-    assert!(server.status().restarts >= 1);
-    assert_echoes(&server, "alive").await;
+    assert_back_after_a_restart(&server, "alive").await;
     rt.shutdown().await;
 }
 
@@ -210,24 +215,7 @@ async fn three_timeouts_in_a_row_count_as_a_dead_server_and_an_answer_resets_the
     assert_eq!(server.status().restarts, 0);
 
     assert!(matches!(hang().await, Err(Error::Timeout { .. })));
-    assert!(
-        wait_for_state(&server, Duration::from_secs(10), |_| server
-            .status()
-            .restarts
-            >= 1)
-        .await,
-        "{:?}",
-        server.status().state
-    );
-    assert!(
-        wait_for_state(
-            &server,
-            Duration::from_secs(10),
-            ServerState::is_ready_state
-        )
-        .await
-    );
-    assert_echoes(&server, "back").await;
+    assert_back_after_a_restart(&server, "back").await;
     rt.shutdown().await;
 }
 
