@@ -247,6 +247,26 @@ impl Error {
     }
 }
 
+/// A JSON-RPC error answer, as the caller's error.
+pub(crate) fn rpc_error(
+    server: Arc<str>,
+    method: Arc<str>,
+    tool: Option<Arc<str>>,
+    e: switchboard_codecs::jsonrpc::ErrorObject,
+) -> Error {
+    Error::Rpc {
+        server,
+        method,
+        tool,
+        code: e.code,
+        message: e.message,
+        data: e
+            .data
+            .and_then(|d| serde_json::from_str(d.get()).ok())
+            .map(Arc::new),
+    }
+}
+
 /// "call to tool `x` on server `s`" or "request `m` to server `s`".
 fn target(server: &str, method: &str, tool: &Option<Arc<str>>) -> impl fmt::Display {
     let server = server.to_owned();

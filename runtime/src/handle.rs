@@ -1,10 +1,9 @@
 //! [`ServerHandle`]: a cheap, cloneable way to call one server from any thread.
 //!
-//! The handle does the per-call work on the caller's thread (resolving the deadline,
-//! numbering and serializing the request). While the server is ready on a line-framed
-//! connection, it also registers the call on the connection's direct lane, writes the frame
-//! and keeps the deadline itself, so the actor is not on the call's path at all (see
-//! `actor::lane`); otherwise it hands the request to the actor.
+//! The handle does the per-call work on the caller's task: resolving the deadline, numbering
+//! and serializing the request, then sending it through the ready connection's call table
+//! (see `calls`). The actor is not on a call's path; while the server starts, a call waits
+//! for readiness within its own deadline, and it fails at once when the server cannot start.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -12,31 +11,23 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::{mpsc, oneshot, watch, Semaphore, TryAcquireError};
+use switchboard_codecs::frame::request as request_frame;
+use tokio::sync::{watch, Semaphore, TryAcquireError};
 use tracing::Instrument as _;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
-
-use crate::actor::lane::{self, Lane, Waiter};
-use crate::actor::server::request_frame;
-use crate::actor::{Notice, Submit};
 use crate::call::{Call, ProgressFn};
+use crate::calls::request::{self, Spec};
+use crate::calls::table::Table;
+use crate::calls::Gate;
 use crate::catalogue::tool_allowed;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::error::{Error, Result};
-use crate::metrics::{CancelReason, Recording, ServerMetrics};
+use crate::metrics::{Recording, ServerMetrics};
 use crate::model::Tool;
 use crate::status::{ServerState, ServerStatus};
-use switchboard_transports::CloseReason;
-
-/// The way into the server's current actor; replaced when a panicked actor is restarted.
-pub(crate) struct Channels {
-    pub(crate) submits: mpsc::Sender<Submit>,
-    pub(crate) cancels: mpsc::UnboundedSender<Notice>,
-}
 
 /// What every clone of a server's handle shares; outlives any one actor.
 pub(crate) struct Shared {
@@ -44,9 +35,8 @@ pub(crate) struct Shared {
     pub(crate) ids: Arc<AtomicI64>,
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) max_in_flight: usize,
-    pub(crate) channels: ArcSwap<Channels>,
-    /// The ready connection's direct lane, when it has one.
-    pub(crate) lane: Arc<ArcSwapOption<Lane>>,
+    /// Whether the server takes calls now, and through which connection.
+    pub(crate) gate: Arc<ArcSwap<Gate>>,
     pub(crate) status: watch::Receiver<ServerStatus>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) tools: HashMap<String, ToolPolicy>,
@@ -192,8 +182,9 @@ impl ServerHandle {
         )
     }
 
-    /// The hot path: take a slot, number and serialize, hand over, await the answer; in a
-    /// `debug` span `request` (free when nobody listens), measured from start to answer.
+    /// The hot path: take a slot, number and serialize, send through the ready connection's
+    /// table, await the answer; in a `debug` span `request` (free when nobody listens),
+    /// measured from start to answer.
     async fn send(
         &self,
         method: Arc<str>,
@@ -214,46 +205,43 @@ impl ServerHandle {
             self.shared.metrics.series(&method, tool.as_deref()),
             started,
         );
-        self.send_measured(method, tool, policy, progress, frame, started, recording)
+        let spec = Spec {
+            method,
+            tool,
+            started,
+            policy: Some(policy),
+            progress,
+            cancellable: true,
+            reports_silence: true,
+        };
+        self.send_measured(spec, frame, recording)
             .instrument(span)
             .await
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn send_measured(
         &self,
-        method: Arc<str>,
-        tool: Option<Arc<str>>,
-        policy: DeadlinePolicy,
-        progress: Option<ProgressFn>,
+        spec: Spec,
         frame: impl FnOnce(i64) -> bytes::Bytes,
-        started: Instant,
         mut recording: Recording,
     ) -> Result<Answer> {
         let shared = &*self.shared;
-        let deadline = tokio::time::Instant::from_std(policy.first(started));
+        let deadline = spec.policy.map(|p| p.first(spec.started));
         let overloaded = || Error::Overloaded {
             server: shared.name.clone(),
-            method: method.clone(),
-            tool: tool.clone(),
+            method: spec.method.clone(),
+            tool: spec.tool.clone(),
             max_in_flight: shared.max_in_flight,
-        };
-        let gone = || Error::Unavailable {
-            server: shared.name.clone(),
-            tool: tool.clone(),
-            reason: "its actor is not running (the runtime stopped it, or it is being restarted)"
-                .into(),
         };
         let permit = match shared.permits.clone().try_acquire_owned() {
             Ok(permit) => permit,
-            Err(TryAcquireError::Closed) => return Err(recording.fail(gone())),
+            Err(TryAcquireError::Closed) => return Err(recording.fail(self.gone(&spec.tool))),
             Err(TryAcquireError::NoPermits) => {
-                match tokio::time::timeout_at(deadline, shared.permits.clone().acquire_owned())
-                    .await
-                {
-                    Ok(Ok(permit)) => permit,
-                    Ok(Err(_)) => return Err(recording.fail(gone())),
-                    Err(_) => return Err(recording.fail(overloaded())),
+                let acquire = shared.permits.clone().acquire_owned();
+                match until(deadline, acquire).await {
+                    Some(Ok(permit)) => permit,
+                    Some(Err(_)) => return Err(recording.fail(self.gone(&spec.tool))),
+                    None => return Err(recording.fail(overloaded())),
                 }
             }
         };
@@ -261,185 +249,98 @@ impl ServerHandle {
         let id = shared.ids.fetch_add(1, Ordering::Relaxed);
         tracing::Span::current().record("id", id);
         let payload = frame(id);
-        let (mut reply, answer) = oneshot::channel();
-        let mut permit = permit;
-        // Progress that moves a deadline needs the actor; everything else takes the lane
-        // while the server is ready on one.
-        let direct = progress.is_none() && !policy.reset_on_progress;
-        if let Some(lane) = direct.then(|| shared.lane.load_full()).flatten() {
-            let waiter = Waiter {
-                tx: reply,
-                method: method.clone(),
-                tool: tool.clone(),
-                permit,
+        let mut permit = Some(permit);
+        loop {
+            let table = match self.ready_table(deadline, &spec.tool).await {
+                Ok(table) => table,
+                Err(error) => return Err(recording.fail(error)),
             };
-            match lane.insert(id, waiter) {
-                Ok(()) => {
-                    let call = LaneCall {
-                        lane,
-                        id,
-                        method,
-                        tool,
-                        started,
-                        deadline,
-                    };
-                    return self.via_lane(call, payload, answer, recording).await;
+            match request::send(&table, id, payload.clone(), &spec, permit.take()).await {
+                Ok(Ok(raw)) => {
+                    return Ok(Answer {
+                        raw,
+                        recording: recording.answered(),
+                    })
                 }
-                // The lane closed meanwhile: the actor knows what the server is doing now.
-                Err(waiter) => {
-                    reply = waiter.tx;
-                    permit = waiter.permit;
-                }
+                Ok(Err(error)) => return Err(recording.fail(error)),
+                // The connection closed before the request was written: the server is going
+                // down, and the call waits for its next connection like any other.
+                Err(returned) => permit = returned,
             }
-        }
-        let submit = Submit {
-            id,
-            method: method.clone(),
-            tool: tool.clone(),
-            payload,
-            policy,
-            started,
-            progress,
-            reply,
-            permit,
-        };
-        let channels = shared.channels.load_full();
-        let guard = CancelOnDrop {
-            id,
-            cancels: &channels.cancels,
-        };
-        match channels.submits.try_send(submit) {
-            Ok(()) => {}
-            Err(TrySendError::Closed(_)) => return Err(recording.fail(gone())),
-            Err(TrySendError::Full(submit)) => {
-                match tokio::time::timeout_at(deadline, channels.submits.send(submit)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) => return Err(recording.fail(gone())),
-                    Err(_) => return Err(recording.fail(overloaded())),
-                }
-            }
-        }
-        let result = answer.await;
-        std::mem::forget(guard);
-        match result {
-            Ok(Ok(raw)) => Ok(Answer {
-                raw,
-                recording: recording.answered(),
-            }),
-            Ok(Err(error)) => Err(recording.fail(error)),
-            // The actor dropped the request without answering: it stopped abnormally.
-            Err(_) => Err(recording.fail(Error::Disconnected {
-                server: shared.name.clone(),
-                method,
-                tool,
-                reason: Arc::new(CloseReason::aborted(
-                    "the server's actor stopped unexpectedly",
-                )),
-            })),
         }
     }
-}
 
-/// A request registered on a direct lane.
-struct LaneCall {
-    lane: Arc<Lane>,
-    id: i64,
-    method: Arc<str>,
-    tool: Option<Arc<str>>,
-    started: Instant,
-    deadline: tokio::time::Instant,
-}
-
-impl ServerHandle {
-    /// Writes a registered request and awaits its answer under its own deadline.
-    async fn via_lane(
+    /// The ready connection's table; waits for one while the server starts, until
+    /// `deadline`; fails at once when the server is unavailable.
+    async fn ready_table(
         &self,
-        call: LaneCall,
-        payload: bytes::Bytes,
-        mut answer: oneshot::Receiver<lane::Answer>,
-        recording: Recording,
-    ) -> Result<Answer> {
-        let lane = &call.lane;
-        let dropped_at_start = lane.dropped();
-        lane.write(Some(call.id), payload);
-        let guard = LaneCancelOnDrop { lane, id: call.id };
-        let result = match tokio::time::timeout_at(call.deadline, &mut answer).await {
-            Ok(result) => result,
-            Err(_) => match lane.take(call.id) {
-                Some(waiter) => {
-                    std::mem::forget(guard);
-                    drop(waiter);
-                    return Err(recording.fail(self.lane_timeout(&call, dropped_at_start)));
+        deadline: Option<Instant>,
+        tool: &Option<Arc<str>>,
+    ) -> Result<Arc<Table>> {
+        if let Some(table) = self.gate(tool)? {
+            return Ok(table);
+        }
+        loop {
+            // Marked seen before the gate is read again: the actor stores the gate before it
+            // publishes the status, so no change slips between the two.
+            let mut changes = self.shared.status.clone();
+            changes.borrow_and_update();
+            if let Some(table) = self.gate(tool)? {
+                return Ok(table);
+            }
+            match until(deadline, changes.changed()).await {
+                Some(Ok(())) => continue,
+                Some(Err(_)) => return Err(self.gone(tool)),
+                None => {
+                    let why = not_ready(&self.status());
+                    return Err(Error::Unavailable {
+                        server: self.shared.name.clone(),
+                        tool: tool.clone(),
+                        reason: format!("not ready within the call's deadline: {why}").into(),
+                    });
                 }
-                // The answer is being delivered right now.
-                None => answer.await,
-            },
-        };
-        std::mem::forget(guard);
-        match result {
-            Ok(Ok(raw)) => Ok(Answer {
-                raw,
-                recording: recording.answered(),
-            }),
-            Ok(Err(error)) => Err(recording.fail(error)),
-            // The waiter was dropped unanswered: its lane is gone with its connection.
-            Err(_) => Err(recording.fail(Error::Disconnected {
+            }
+        }
+    }
+
+    /// The table to use now, `None` to wait, or why the server takes no calls.
+    fn gate(&self, tool: &Option<Arc<str>>) -> Result<Option<Arc<Table>>> {
+        match &**self.shared.gate.load() {
+            Gate::Ready(table) if !table.is_closed() => Ok(Some(table.clone())),
+            Gate::Ready(_) | Gate::Starting => Ok(None),
+            Gate::Unavailable(reason) => Err(Error::Unavailable {
                 server: self.shared.name.clone(),
-                method: call.method,
-                tool: call.tool,
-                reason: Arc::new(CloseReason::aborted("the connection's tasks stopped")),
-            })),
+                tool: tool.clone(),
+                reason: reason.clone(),
+            }),
         }
     }
 
-    /// A lane request's deadline passed: tell the server, count a strike, and say so.
-    fn lane_timeout(&self, call: &LaneCall, dropped_at_start: u64) -> Error {
-        let elapsed = call.started.elapsed();
-        let reason = format!("timed out after {} ms", elapsed.as_millis());
-        call.lane.cancel(call.id, CancelReason::Timeout, &reason);
-        let _ = self.shared.channels.load().cancels.send(Notice::TimedOut);
-        Error::Timeout {
+    fn gone(&self, tool: &Option<Arc<str>>) -> Error {
+        Error::Unavailable {
             server: self.shared.name.clone(),
-            method: call.method.clone(),
-            tool: call.tool.clone(),
-            request_id: call.id,
-            elapsed,
-            dropped_frames: call.lane.dropped().saturating_sub(dropped_at_start),
+            tool: tool.clone(),
+            reason: "its actor is not running (the runtime stopped it)".into(),
         }
     }
 }
 
-/// Cancels a lane request whose caller stopped waiting.
-struct LaneCancelOnDrop<'a> {
-    lane: &'a Lane,
-    id: i64,
-}
-
-impl Drop for LaneCancelOnDrop<'_> {
-    fn drop(&mut self) {
-        // Only if still waiting: an answered or failed request needs no cancel.
-        if let Some(waiter) = self.lane.take(self.id) {
-            drop(waiter);
-            self.lane.cancel(
-                self.id,
-                CancelReason::Caller,
-                "the caller cancelled the request",
-            );
-        }
+/// Runs `future` until `deadline` (`None`: no deadline); `None` when the deadline passed.
+async fn until<F: std::future::Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
+    match deadline {
+        Some(at) => tokio::time::timeout_at(at.into(), future).await.ok(),
+        None => Some(future.await),
     }
 }
 
-/// Cancels a request whose caller stopped waiting.
-struct CancelOnDrop<'a> {
-    id: i64,
-    cancels: &'a mpsc::UnboundedSender<Notice>,
-}
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        // Unbounded by necessity (drop cannot wait) and bounded in practice: at most one
-        // cancel per in-flight request.
-        let _ = self.cancels.send(Notice::Cancel(self.id));
+/// Why a server is not ready, for an error.
+fn not_ready(status: &ServerStatus) -> String {
+    match &status.state {
+        ServerState::Restarting { last_error, .. } => {
+            format!("it is restarting (last error: {last_error})")
+        }
+        ServerState::Starting => "it is starting".to_owned(),
+        other => format!("it is {}", other.as_str()),
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod actor;
 mod call;
+mod calls;
 mod catalogue;
 pub mod client;
 mod config;

@@ -17,15 +17,13 @@ use arc_swap::ArcSwap;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::server::{InjectPanic, Kills, Restart, ServerActor, ServerEvent, Shutdown, Ties};
+use crate::calls::Gate;
 use crate::catalogue::{Catalogue, ServerTools};
 use crate::config::{Defaults, ServerConfig};
 use crate::error::Error;
-use crate::handle::{Channels, ServerHandle, Shared};
+use crate::handle::{ServerHandle, Shared};
 use crate::metrics::RuntimeMetrics;
 use crate::status::{ServerState, ServerStatus};
-
-/// How many submitted calls may queue in a server actor's mailbox.
-const MAILBOX: usize = 1024;
 
 /// The snapshots handles read without asking the supervisor.
 pub(crate) struct Registry {
@@ -91,22 +89,16 @@ impl Supervisor {
         }
     }
 
-    /// Starts an actor for `ties` and returns its address and the way into it.
-    fn spawn_actor(ties: Ties, config: ServerConfig) -> (Addr<ServerActor>, Channels) {
-        let (submit_tx, submit_rx) = mpsc::channel(MAILBOX);
-        let (cancel_tx, cancel_rx) = mpsc::unbounded_channel();
-        let addr = ServerActor::create(move |ctx| {
-            ctx.add_stream(tokio_stream::wrappers::ReceiverStream::new(submit_rx));
+    /// Starts an actor for `ties`.
+    fn spawn_actor(ties: Ties, config: ServerConfig) -> Addr<ServerActor> {
+        // Silences: at most one per timed-out request, so bounded by the in-flight bound.
+        let (silence_tx, silence_rx) = mpsc::unbounded_channel();
+        ServerActor::create(move |ctx| {
             ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
-                cancel_rx,
+                silence_rx,
             ));
-            ServerActor::new(ties, config)
-        });
-        let channels = Channels {
-            submits: submit_tx,
-            cancels: cancel_tx,
-        };
-        (addr, channels)
+            ServerActor::new(ties, config, silence_tx)
+        })
     }
 
     fn add(&mut self, name: Arc<str>, config: ServerConfig) -> Result<ServerHandle, Error> {
@@ -122,9 +114,9 @@ impl Supervisor {
         // Ids start at 1 and are never reused during the server's life, across restarts.
         let ids = Arc::new(AtomicI64::new(1));
         let metrics = Arc::new(self.metrics.server(&name));
-        let lane = Arc::new(arc_swap::ArcSwapOption::empty());
+        let gate = Arc::new(ArcSwap::from_pointee(Gate::Starting));
         let ties = Ties {
-            lane: lane.clone(),
+            gate: gate.clone(),
             io: self.io.clone(),
             name: name.clone(),
             ids: ids.clone(),
@@ -135,7 +127,7 @@ impl Supervisor {
             incarnation: 0,
             restarts: 0,
         };
-        let (addr, channels) = Self::spawn_actor(ties, config.clone());
+        let addr = Self::spawn_actor(ties, config.clone());
         let max_in_flight = config.max_in_flight_value();
         let handle = ServerHandle {
             shared: Arc::new(Shared {
@@ -143,8 +135,7 @@ impl Supervisor {
                 ids,
                 permits: Arc::new(Semaphore::new(max_in_flight)),
                 max_in_flight,
-                channels: ArcSwap::from_pointee(channels),
-                lane,
+                gate,
                 status: status_rx,
                 timeout: config.timeout,
                 tools: config.tools.clone(),
@@ -234,7 +225,7 @@ impl Supervisor {
         managed.incarnation += 1;
         managed.handle.shared.metrics.up.set(0.0);
         let ties = Ties {
-            lane: managed.handle.shared.lane.clone(),
+            gate: managed.handle.shared.gate.clone(),
             io: self.io.clone(),
             name: name.clone(),
             ids: managed.handle.shared.ids.clone(),
@@ -245,9 +236,7 @@ impl Supervisor {
             incarnation: managed.incarnation,
             restarts: previous + 1,
         };
-        let (addr, channels) = Self::spawn_actor(ties, managed.config.clone());
-        managed.addr = addr;
-        managed.handle.shared.channels.store(Arc::new(channels));
+        managed.addr = Self::spawn_actor(ties, managed.config.clone());
         self.rebuild_catalogue();
     }
 }

@@ -1,132 +1,34 @@
-//! What the server sends: answers, notifications, its own requests, skipped frames.
+//! What the server sends that is not an answer: notifications, its own requests, session
+//! loss and the close (answers are settled by the connection's router, see
+//! [`crate::calls::router`]).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use actix::Context;
 use bytes::Bytes;
-use serde_json::value::RawValue;
 use switchboard_codecs::jsonrpc::{
     ErrorObject, Id, Message, Notification, Outcome, Request, Response,
 };
-use switchboard_codecs::lines::Skipped;
 use switchboard_codecs::mcp::{self, methods};
-use switchboard_transports::connection::{Event, Outbound};
+use switchboard_transports::connection::Event;
 
 use super::{empty_object, ServerActor};
-use crate::actor::pending::Reply;
-use crate::call::Progress;
 use crate::client::{ElicitationHandler, ElicitationRequest, HANDLER_TIMEOUT};
-use crate::error::Error;
 
 impl ServerActor {
+    /// An event the router passed on: everything that is not an answer to a pending request.
     pub(super) fn on_event(&mut self, event: Event, ctx: &mut Context<Self>) {
-        self.last_heard = Instant::now();
         match event {
-            Event::Message(Message::Response(response)) => self.on_response(response, ctx),
             Event::Message(Message::Notification(n)) => self.on_notification(n, ctx),
             Event::Message(Message::Request(r)) => self.on_server_request(r),
-            Event::Skipped(skipped) => self.on_skipped(skipped, ctx),
-            Event::SendFailed {
-                id: Id::Number(n),
-                reason,
-            } => {
-                self.fail_one(
-                    n,
-                    |server, e| Error::Unavailable {
-                        server,
-                        tool: e.tool.clone(),
-                        reason: reason.clone(),
-                    },
-                    ctx,
-                );
-            }
             Event::SessionExpired { id } => self.on_session_expired(id, ctx),
-            Event::Unauthorized {
-                id: Some(Id::Number(n)),
-                resource_metadata,
-                ..
-            } => {
-                let error = |server, e: &crate::actor::pending::Entry| Error::Unauthorized {
-                    server,
-                    tool: e.tool.clone(),
-                    resource_metadata: resource_metadata.clone(),
-                };
-                if !self.fail_one(n, error, ctx) {
-                    tracing::debug!(server = %self.name, "unauthorized answer to a finished request");
-                }
-            }
             Event::Closed(reason) => self.on_closed(reason, ctx),
-            _ => {}
+            other => tracing::debug!(server = %self.name, event = ?other, "event ignored"),
         }
-    }
-
-    fn on_response(&mut self, response: Response, ctx: &mut Context<Self>) {
-        self.strikes = 0;
-        let Some(Id::Number(id)) = response.id else {
-            self.on_unknown_answer(response.id.as_ref(), &response.outcome);
-            return;
-        };
-        let Some(entry) = self.pending.take(id) else {
-            self.on_unknown_answer(Some(&Id::Number(id)), &response.outcome);
-            return;
-        };
-        match entry.reply {
-            Reply::Caller(tx) => {
-                let result = match response.outcome {
-                    Outcome::Result(raw) => Ok(raw),
-                    Outcome::Error(e) => Err(super::rpc_error(
-                        self.name.clone(),
-                        entry.method,
-                        entry.tool,
-                        e,
-                    )),
-                };
-                let _ = tx.send(result);
-            }
-            internal => self.on_internal(internal, response.outcome, ctx),
-        }
-    }
-
-    fn on_unknown_answer(&mut self, id: Option<&Id>, outcome: &Outcome) {
-        self.unknown_answers += 1;
-        self.ties.metrics.unknown_answers.increment(1);
-        match (id, outcome) {
-            (None, Outcome::Error(e)) => {
-                tracing::warn!(server = %self.name, error = %e, "the server reported an error about a message it could not read")
-            }
-            _ => tracing::warn!(
-                server = %self.name,
-                id = %id.map(ToString::to_string).unwrap_or_default(),
-                total = self.unknown_answers,
-                "ignored an answer to an unknown request id"
-            ),
-        }
-    }
-
-    fn on_skipped(&mut self, skipped: Skipped, ctx: &mut Context<Self>) {
-        if let Some(Id::Number(id)) = skipped.id {
-            let detail = format!("malformed answer: {}", skipped.reason());
-            let failed = self.fail_one(
-                id,
-                |server, e| Error::Protocol {
-                    server,
-                    method: e.method.clone(),
-                    tool: e.tool.clone(),
-                    detail: detail.clone(),
-                },
-                ctx,
-            );
-            if failed {
-                return;
-            }
-        }
-        self.dropped_frames += 1;
     }
 
     fn on_notification(&mut self, n: Notification, ctx: &mut Context<Self>) {
         match n.method.as_str() {
-            methods::PROGRESS => self.on_progress(n.params.as_deref()),
             methods::MESSAGE => {
                 if let Some(params) = n.params {
                     match serde_json::from_str::<mcp::LoggingMessageParams>(params.get()) {
@@ -145,33 +47,6 @@ impl ServerActor {
             }
             methods::TOOLS_LIST_CHANGED => self.on_tools_changed(ctx),
             other => tracing::debug!(server = %self.name, method = other, "notification ignored"),
-        }
-    }
-
-    fn on_progress(&mut self, params: Option<&RawValue>) {
-        let Some(params) = params else { return };
-        let Ok(p) = serde_json::from_str::<mcp::ProgressNotificationParams>(params.get()) else {
-            tracing::debug!(server = %self.name, "malformed notifications/progress");
-            return;
-        };
-        let mcp::ProgressToken::Number(id) = p.progress_token else {
-            return;
-        };
-        let Some(entry) = self.pending.get_mut(id) else {
-            return;
-        };
-        if let Some(callback) = &entry.progress {
-            callback(Progress {
-                progress: p.progress,
-                total: p.total,
-                message: p.message.clone(),
-            });
-        }
-        let next = entry
-            .policy
-            .and_then(|policy| policy.on_progress(entry.started, Instant::now()));
-        if let Some(at) = next {
-            self.pending.reset(id, at);
         }
     }
 
@@ -200,14 +75,16 @@ impl ServerActor {
             id: Some(id),
             outcome,
         });
-        self.write(None, Bytes::from(answer.to_vec()));
+        if let Some(link) = &self.link {
+            link.table.write(None, Bytes::from(answer.to_vec()));
+        }
     }
 
     /// Runs the application's handler off the actor, so a slow one never wedges it, and
     /// answers on the connection the request came from.
     fn serve_elicitation(&self, request: Request, handler: Arc<dyn ElicitationHandler>) {
         let Some(link) = &self.link else { return };
-        let sender = link.sender.clone();
+        let table = link.table.clone();
         let server = self.name.clone();
         let id = request.id;
         let params = request
@@ -248,7 +125,7 @@ impl ServerActor {
                 outcome,
             });
             // The connection may be gone meanwhile; then nobody is waiting.
-            let _ = sender.send(Outbound::from_message(&answer));
+            table.write(None, Bytes::from(answer.to_vec()));
         });
     }
 }

@@ -1,12 +1,13 @@
-//! Connecting, the handshake, going down, restarts with backoff, and liveness.
+//! Connecting, the handshake, going down, and restarts with backoff.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{AsyncContext, Context};
+use futures_util::future::Either;
 use serde_json::value::RawValue;
-use switchboard_codecs::jsonrpc::{Id, Outcome};
+use switchboard_codecs::jsonrpc::Id;
 use switchboard_codecs::mcp::{self, methods};
 use switchboard_transports::connection::Event;
 use switchboard_transports::{CloseReason, Connection};
@@ -15,13 +16,13 @@ use tokio_stream::StreamExt as _;
 use super::{
     open, random_unit, Inbound, Link, Phase, ServerActor, MAX_TOOL_PAGES, RELIST_DEBOUNCE,
 };
-use crate::actor::lane::{disconnected, route, Lane};
-use crate::actor::pending::{Reply, Timer};
+use crate::calls::router::route;
+use crate::calls::table::Table;
+use crate::calls::Gate;
 use crate::client::ClientHandlers;
 use crate::error::Error;
 use crate::restart::Decision;
 use crate::status::ServerState;
-use futures_util::future::Either;
 
 /// Events the router passes on to the actor, queued: as many as the transport queues, so
 /// backpressure reaches the reader unchanged.
@@ -34,11 +35,11 @@ impl ServerActor {
         self.generation += 1;
         self.connect_started = Instant::now();
         self.init = None;
-        let at = Instant::now() + self.config.startup_timeout_value();
-        if let Some(key) = self.startup.take() {
-            self.pending.stop_timer(&key);
+        self.relist_running = false;
+        self.start_startup_timer(ctx);
+        if !self.start_failed {
+            self.set_gate(Gate::Starting);
         }
-        self.startup = Some(self.pending.start_timer(Timer::Startup, at));
         if self.restarts > 0 {
             self.publish(ServerState::Starting);
         }
@@ -61,6 +62,33 @@ impl ServerActor {
                 .into_actor(self)
                 .map(move |result, act, ctx| act.on_connected(generation, result, ctx)),
         );
+    }
+
+    /// The handshake must be done within the startup timeout, or the connection is closed
+    /// (`initialize` itself is never cancelled).
+    fn start_startup_timer(&mut self, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.startup.take() {
+            ctx.cancel_future(timer);
+        }
+        let generation = self.generation;
+        let limit = self.config.startup_timeout_value();
+        self.startup = Some(ctx.run_later(limit, move |act, ctx| {
+            act.startup = None;
+            if act.generation == generation && act.phase.in_handshake() {
+                let detail = format!(
+                    "no complete handshake within the startup timeout of {} ms",
+                    limit.as_millis()
+                );
+                let error = act.handshake_error(detail);
+                act.fail_start(error, ctx);
+            }
+        }));
+    }
+
+    fn stop_startup_timer(&mut self, ctx: &mut Context<Self>) {
+        if let Some(timer) = self.startup.take() {
+            ctx.cancel_future(timer);
+        }
     }
 
     fn on_connected(
@@ -89,53 +117,64 @@ impl ServerActor {
                 kills.insert(self.name.clone(), kill);
             }
         }
-        let events = if matches!(conn.control.transport(), "stdio" | "memory") {
-            // Line-framed connections get a direct lane; its router runs beside the
-            // connection's reader and passes on what is not an answer to a lane call.
-            let lane = Arc::new(Lane::new(
-                self.name.clone(),
-                conn.sender.clone(),
-                self.ties.metrics.clone(),
-            ));
-            let (tx, rx) = tokio::sync::mpsc::channel(ROUTED_CAPACITY);
-            let routing = route(lane.clone(), conn.events, tx);
-            match &self.ties.io {
-                Some(io) => drop(io.spawn(routing)),
-                None => drop(tokio::spawn(routing)),
-            }
-            self.lane_heard = 0;
-            self.lane = Some(lane);
-            rx
-        } else {
-            conn.events
-        };
+        // HTTP requests rejected with a lost session are resent once: their tables keep frames.
+        let keeps_frames = matches!(conn.control.transport(), "http" | "sse");
+        let table = Arc::new(Table::new(
+            self.name.clone(),
+            conn.sender,
+            keeps_frames,
+            self.silences.clone(),
+            self.ties.metrics.clone(),
+        ));
+        let (tx, rx) = tokio::sync::mpsc::channel(ROUTED_CAPACITY);
+        let routing = route(table.clone(), conn.events, tx);
+        match &self.ties.io {
+            Some(io) => drop(io.spawn(routing)),
+            None => drop(tokio::spawn(routing)),
+        }
         // A stream that ends without `Closed` lost its tasks (their runtime shut down): that
         // is a disconnect too. After a real `Closed` the extra one is ignored.
         let ended = Event::Closed(CloseReason::aborted(
             "the connection's tasks stopped (did its I/O runtime shut down?)",
         ));
         ctx.add_stream(
-            tokio_stream::wrappers::ReceiverStream::new(events)
+            tokio_stream::wrappers::ReceiverStream::new(rx)
                 .chain(tokio_stream::once(ended))
                 .map(move |event| Inbound(generation, event)),
         );
+        self.heard_seen = 0;
         self.link = Some(Link {
             generation,
-            sender: conn.sender,
+            table,
             control: conn.control,
         });
-        self.send_initialize();
+        self.send_initialize(ctx);
     }
 
-    fn send_initialize(&mut self) {
+    fn send_initialize(&mut self, ctx: &mut Context<Self>) {
         self.phase = Phase::Initializing;
         let params = serde_json::json!({
             "protocolVersion": mcp::LATEST_PROTOCOL_VERSION,
             "capabilities": ClientHandlers::capabilities(self.config.handlers.as_ref()),
             "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
         });
-        // `initialize` is never cancelled: the startup timer closes the connection instead.
-        self.send_internal(methods::INITIALIZE, &params, Reply::Initialize, None);
+        self.request(
+            ctx,
+            methods::INITIALIZE,
+            &params,
+            None,
+            |act, answer, ctx| {
+                match answer {
+                    Ok(raw) => act.on_initialized(&raw, ctx),
+                    // Keep a typed 401 as it is: the application can start OAuth from it.
+                    Err(e @ Error::Unauthorized { .. }) => act.fail_start(e, ctx),
+                    Err(e) => {
+                        let error = act.handshake_error(format!("initialize was refused: {e}"));
+                        act.fail_start(error, ctx)
+                    }
+                }
+            },
+        );
     }
 
     /// The HTTP server forgot our session. Run the handshake again, once, on the same
@@ -149,37 +188,21 @@ impl ServerActor {
         }
         tracing::warn!(server = %self.name, ?id, "the server's session expired; initializing a new one");
         self.session_recovering = true;
-        if let Some(Id::Number(rejected)) = id {
-            if let Some(entry) = self.pending.get_mut(rejected) {
-                entry.unsent = entry.frame.clone();
-            }
-        }
-        self.fail_written_disconnected(Arc::new(CloseReason::aborted(
-            "the server's session expired",
-        )));
-        self.relist_running = false;
+        let Some(link) = &self.link else { return };
+        let keep = match id {
+            Some(Id::Number(n)) => Some(n),
+            _ => None,
+        };
+        // New calls wait for the new session instead of being rejected by the server.
+        self.set_gate(Gate::Starting);
+        let reason = Arc::new(CloseReason::aborted("the server's session expired"));
+        link.table
+            .fail_all_except(keep, |waiter| waiter.disconnected(reason.clone()));
+        self.resend = keep;
         self.ping_outstanding = false;
         self.connect_started = Instant::now();
-        let at = Instant::now() + self.config.startup_timeout_value();
-        self.startup = Some(self.pending.start_timer(Timer::Startup, at));
-        self.down_reason = Some("its session expired and a new one is being initialized".into());
-        self.send_initialize();
-    }
-
-    pub(super) fn on_internal(&mut self, reply: Reply, outcome: Outcome, ctx: &mut Context<Self>) {
-        match (reply, outcome) {
-            (Reply::Initialize, Outcome::Result(raw)) => self.on_initialized(&raw, ctx),
-            (Reply::Initialize, Outcome::Error(e)) => {
-                let error = self.handshake_error(format!("initialize was refused: {e}"));
-                self.fail_start(error, ctx)
-            }
-            (Reply::ToolsPage(page), Outcome::Result(raw)) => self.on_tools_page(page, &raw, ctx),
-            (Reply::ToolsPage(_), Outcome::Error(e)) => {
-                self.listing_failed(format!("tools/list failed: {e}"), ctx)
-            }
-            (Reply::Ping, _) => self.ping_outstanding = false,
-            (Reply::Caller(_), _) => {}
-        }
+        self.start_startup_timer(ctx);
+        self.send_initialize(ctx);
     }
 
     pub(super) fn handshake_error(&self, detail: String) -> Error {
@@ -222,55 +245,66 @@ impl ServerActor {
         self.notify(methods::INITIALIZED, &serde_json::json!({}));
         if has_tools {
             self.phase = Phase::ListingTools;
-            self.start_listing();
+            self.start_listing(ctx);
         } else {
             self.tools = Arc::from(Vec::new());
-            self.become_ready();
+            self.become_ready(ctx);
         }
     }
 
-    fn start_listing(&mut self) {
-        self.listing.clear();
+    /// Lists every page of tools (up to [`MAX_TOOL_PAGES`]), one request at a time.
+    fn start_listing(&mut self, ctx: &mut Context<Self>) {
+        self.list_page(ctx, None, 1, Vec::new());
+    }
+
+    fn list_page(
+        &mut self,
+        ctx: &mut Context<Self>,
+        cursor: Option<String>,
+        page: u32,
+        mut listing: Vec<mcp::Tool>,
+    ) {
+        let params = match &cursor {
+            Some(cursor) => serde_json::json!({ "cursor": cursor }),
+            None => serde_json::json!({}),
+        };
         let timeout = self.config.timeout;
-        self.send_internal(
+        self.request(
+            ctx,
             methods::TOOLS_LIST,
-            &serde_json::json!({}),
-            Reply::ToolsPage(1),
+            &params,
             timeout,
+            move |act, answer, ctx| {
+                let list = match answer
+                    .map(|raw| serde_json::from_str::<mcp::ListToolsResult>(raw.get()))
+                {
+                    Ok(Ok(list)) => list,
+                    Ok(Err(e)) => {
+                        return act.listing_failed(format!("invalid tools/list result: {e}"), ctx)
+                    }
+                    Err(e) => return act.listing_failed(format!("tools/list failed: {e}"), ctx),
+                };
+                listing.extend(list.tools);
+                match list.next_cursor {
+                    Some(cursor) if page < MAX_TOOL_PAGES => {
+                        return act.list_page(ctx, Some(cursor), page + 1, listing)
+                    }
+                    Some(_) => tracing::warn!(
+                        server = %act.name,
+                        pages = MAX_TOOL_PAGES,
+                        "tools/list still had more pages; the rest were not fetched"
+                    ),
+                    None => {}
+                }
+                act.on_tools_listed(listing, ctx);
+            },
         );
     }
 
-    fn on_tools_page(&mut self, page: u32, raw: &RawValue, ctx: &mut Context<Self>) {
-        let list: mcp::ListToolsResult = match serde_json::from_str(raw.get()) {
-            Ok(list) => list,
-            Err(e) => {
-                self.listing_failed(format!("invalid tools/list result: {e}"), ctx);
-                return;
-            }
-        };
-        self.listing.extend(list.tools);
-        match list.next_cursor {
-            Some(cursor) if page < MAX_TOOL_PAGES => {
-                let params = serde_json::json!({ "cursor": cursor });
-                let timeout = self.config.timeout;
-                self.send_internal(
-                    methods::TOOLS_LIST,
-                    &params,
-                    Reply::ToolsPage(page + 1),
-                    timeout,
-                );
-                return;
-            }
-            Some(_) => tracing::warn!(
-                server = %self.name,
-                pages = MAX_TOOL_PAGES,
-                "tools/list still had more pages; the rest were not fetched"
-            ),
-            None => {}
-        }
-        self.tools = Arc::from(std::mem::take(&mut self.listing));
+    fn on_tools_listed(&mut self, listing: Vec<mcp::Tool>, ctx: &mut Context<Self>) {
+        self.tools = Arc::from(listing);
         match self.phase {
-            Phase::ListingTools => self.become_ready(),
+            Phase::ListingTools => self.become_ready(ctx),
             Phase::Ready => {
                 self.relist_running = false;
                 self.publish(ServerState::Ready);
@@ -304,7 +338,7 @@ impl ServerActor {
         });
     }
 
-    fn relist(&mut self, _ctx: &mut Context<Self>) {
+    fn relist(&mut self, ctx: &mut Context<Self>) {
         if self.phase != Phase::Ready {
             return;
         }
@@ -313,76 +347,82 @@ impl ServerActor {
             return;
         }
         self.relist_running = true;
-        self.start_listing();
+        self.start_listing(ctx);
     }
 
-    fn become_ready(&mut self) {
+    fn become_ready(&mut self, ctx: &mut Context<Self>) {
         self.phase = Phase::Ready;
         self.session_recovering = false;
-        self.down_reason = None;
+        self.start_failed = false;
         self.strikes = 0;
+        self.last_strike = None;
         self.last_heard = Instant::now();
-        if let Some(key) = self.startup.take() {
-            self.pending.stop_timer(&key);
-        }
+        self.stop_startup_timer(ctx);
         let now = Instant::now();
         self.handshake_time = Some(now.duration_since(self.connect_started));
         self.ready_since = Some(now);
         self.backoff.on_ready(now);
-        self.ties.lane.store(self.lane.clone());
-        self.publish(ServerState::Ready);
-        // Requests submitted while starting go out now, unless their callers left.
-        for id in self.pending.unsent_ids() {
-            let Some(entry) = self.pending.get_mut(id) else {
-                continue;
-            };
-            if entry.caller_gone() {
-                self.pending.take(id);
-                continue;
-            }
-            let frame = entry.unsent.take();
-            entry.dropped_at_start = self.dropped_frames;
-            if let Some(frame) = frame {
-                self.write(Some(id), frame);
+        let Some(link) = &self.link else { return };
+        let table = link.table.clone();
+        // The request a lost session rejected goes out again, once, on the new session.
+        if let Some(id) = self.resend.take() {
+            if let Some(frame) = table.frame_of(id) {
+                table.write(Some(id), frame);
             }
         }
+        self.set_gate(Gate::Ready(table));
+        self.publish(ServerState::Ready);
     }
 
-    /// The server could not be started: close what there is, then retry or give up.
+    /// The server could not be started: close what there is, then retry or give up. Calls
+    /// fail at once with this error until a start succeeds.
     pub(super) fn fail_start(&mut self, error: Error, ctx: &mut Context<Self>) {
         tracing::warn!(server = %self.name, %error, "server failed to start");
-        if let Some(key) = self.startup.take() {
-            self.pending.stop_timer(&key);
-        }
-        if let Some(link) = self.link.take() {
+        self.stop_startup_timer(ctx);
+        self.start_failed = true;
+        let reason: Arc<str> = error.to_string().into();
+        self.set_gate(Gate::Unavailable(reason.clone()));
+        let link = self.link.take();
+        if link.is_some() {
             self.unregister_kill();
+        }
+        self.went_down(
+            reason,
+            ServerState::Failed {
+                error: error.clone(),
+            },
+            ctx,
+        );
+        if let Some(link) = link {
+            link.table.close(|_| error.clone());
             actix::spawn(link.control.close());
         }
-        let reason: Arc<str> = error.to_string().into();
-        self.retire_lane(|_, _, waiter| waiter.settle(Err(error.clone())));
-        self.fail_written(|_| error.clone());
-        self.went_down(reason, ServerState::Failed { error }, ctx);
     }
 
     /// The connection ended by itself.
     pub(super) fn on_closed(&mut self, reason: CloseReason, ctx: &mut Context<Self>) {
         self.unregister_kill();
-        self.link = None;
+        let table = self.link.take().map(|link| link.table);
         if self.phase == Phase::Stopping {
             return;
         }
-        self.connection_lost(reason, ctx);
+        self.connection_lost(reason, table, ctx);
     }
 
-    /// The server is gone: fail what it was working on, then retry or give up.
-    fn connection_lost(&mut self, reason: CloseReason, ctx: &mut Context<Self>) {
-        tracing::warn!(server = %self.name, %reason, pending = self.pending.len(), "server disconnected");
-        if let Some(key) = self.startup.take() {
-            self.pending.stop_timer(&key);
-        }
+    /// The server is gone: mark it down, fail what it was working on, then retry or give up.
+    fn connection_lost(
+        &mut self,
+        reason: CloseReason,
+        table: Option<Arc<Table>>,
+        ctx: &mut Context<Self>,
+    ) {
+        let pending = table.as_ref().map_or(0, |t| t.len());
+        tracing::warn!(server = %self.name, %reason, pending, "server disconnected");
+        self.stop_startup_timer(ctx);
         let reason = Arc::new(reason);
         let text: Arc<str> = format!("it disconnected: {reason}").into();
         let state = if self.phase.in_handshake() {
+            self.start_failed = true;
             ServerState::Failed {
                 error: self.handshake_error(format!(
                     "the server disconnected during the handshake: {reason}"
@@ -394,39 +434,45 @@ impl ServerActor {
             }
         };
         // The status first: a caller told "disconnected" then finds the server down.
-        self.ties.lane.store(None);
-        let lane = self.lane.take();
         self.went_down(text, state, ctx);
-        if let Some(lane) = lane {
-            lane.close_with(|waiter| disconnected(&self.name, waiter, reason.clone()));
+        if let Some(table) = table {
+            table.close(|waiter| waiter.disconnected(reason.clone()));
         }
-        self.fail_written_disconnected(reason);
     }
 
     /// Kills an unresponsive server and treats it as crashed.
     pub(super) fn abandon(&mut self, why: String, ctx: &mut Context<Self>) {
         tracing::warn!(server = %self.name, "{why}; restarting it");
-        if let Some(link) = self.link.take() {
+        let table = self.link.take().map(|link| {
             self.unregister_kill();
             if let Some(kill) = link.control.kill_handle() {
                 kill.kill();
             }
             actix::spawn(link.control.close());
-        }
-        self.connection_lost(CloseReason::aborted(why), ctx);
+            link.table
+        });
+        self.connection_lost(CloseReason::aborted(why), table, ctx);
     }
 
-    /// Schedules a restart with backoff, or gives up for good.
+    /// Schedules a restart with backoff, or gives up for good; publishes the gate and the
+    /// status.
     fn went_down(&mut self, reason: Arc<str>, final_state: ServerState, ctx: &mut Context<Self>) {
         self.last_error = Some(reason.clone());
         self.ready_since = None;
         self.ping_outstanding = false;
         self.strikes = 0;
+        self.last_strike = None;
+        self.resend = None;
+        self.session_recovering = false;
         let now = Instant::now();
         match self.backoff.on_failure(now, random_unit()) {
             Decision::RetryAfter(delay) => {
                 self.phase = Phase::Restarting;
-                self.down_reason = Some(format!("it is restarting (last error: {reason})").into());
+                // After a crash, calls wait for the restart within their deadline; after a
+                // failed start they fail at once (the gate says why).
+                if !self.start_failed {
+                    self.set_gate(Gate::Starting);
+                }
                 self.publish(ServerState::Restarting {
                     attempt: self.backoff.attempt(),
                     next_retry_at: now + delay,
@@ -456,50 +502,9 @@ impl ServerActor {
                     ServerState::Failed { error } => error.to_string().into(),
                     _ => reason,
                 };
-                self.down_reason = Some(why.clone());
-                self.fail_unsent(why);
+                self.set_gate(Gate::Unavailable(why));
                 self.publish(state);
             }
-        }
-    }
-
-    /// Called often; pings an idle server every `liveness.interval`.
-    pub(super) fn liveness_tick(&mut self, _ctx: &mut Context<Self>) {
-        self.catch_up_lane();
-        let lane_busy = self.lane.as_ref().is_some_and(|l| l.len() > 0);
-        if self.phase != Phase::Ready
-            || self.ping_outstanding
-            || self.pending.callers() > 0
-            || lane_busy
-        {
-            return;
-        }
-        if self.last_heard.elapsed() < self.liveness.interval {
-            return;
-        }
-        self.ping_outstanding = true;
-        let timeout = self.liveness.timeout;
-        self.send_internal(
-            methods::PING,
-            &serde_json::json!({}),
-            Reply::Ping,
-            Some(timeout),
-        );
-    }
-
-    /// A ping or a request timed out: three in a row and the server counts as crashed.
-    pub(super) fn strike(&mut self, ctx: &mut Context<Self>) {
-        if !self.liveness.is_enabled() || self.phase != Phase::Ready {
-            return;
-        }
-        self.catch_up_lane();
-        self.strikes += 1;
-        if self.strikes >= self.liveness.max_failures {
-            let why = format!(
-                "the server stopped responding ({} consecutive pings or requests timed out)",
-                self.strikes
-            );
-            self.abandon(why, ctx);
         }
     }
 }

@@ -1,50 +1,46 @@
-//! The server actor: owns one connection at a time, numbers and correlates requests, enforces
-//! their deadlines, runs the MCP handshake, fails everything pending at once on disconnect,
-//! and restarts the server with backoff.
+//! The server actor: owns one connection at a time and its lifecycle. It runs the MCP
+//! handshake, publishes when the server takes calls, closes the connection's call table
+//! once when the connection ends (every pending call fails at once with the cause), restarts
+//! the server with backoff, watches liveness, re-lists tools on `list_changed`, and answers
+//! the requests the server sends.
 //!
 //! Lifecycle: connect → `initialize` → `notifications/initialized` → `tools/list` (every
-//! page) → ready → (disconnect → fail what is pending → backoff → connect …). Requests
-//! submitted while the server is starting or restarting wait, with their deadlines running,
-//! and are written once it is ready.
+//! page) → ready → (disconnect → close the table → backoff → connect …). The actor's own
+//! requests go through the connection's table like every caller's (see [`crate::calls`]);
+//! their answers come back to the actor as the results of futures it spawned.
 //!
-//! The work is split by direction: [`lifecycle`] (connecting, handshake, restarts, liveness),
-//! [`requests`] (what callers submit, deadlines), [`inbound`] (what the server sends).
-//!
-//! While a stdio or memory server is ready, most calls bypass the actor on the connection's
-//! direct lane ([`super::lane`]); the actor publishes the lane when the server becomes ready,
-//! takes it back when it leaves that state, and fails whoever still waits on it.
+//! The work is split by concern: [`lifecycle`] (connecting, handshake, going down,
+//! restarts), [`liveness`] (pings and silence), [`inbound`] (what the server sends that is
+//! not an answer).
 
 mod inbound;
 mod lifecycle;
-mod requests;
+mod liveness;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use actix::fut::{ActorFuture, ActorFutureExt, WrapFuture};
+use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{
     Actor, ActorContext, AsyncContext, Context, Handler, Message as ActixMessage,
     ResponseActFuture, SpawnHandle, StreamHandler,
 };
-use arc_swap::ArcSwapOption;
-use bytes::Bytes;
+use arc_swap::ArcSwap;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use switchboard_codecs::jsonrpc::Id;
-use switchboard_codecs::mcp;
-use switchboard_transports::connection::{Control, Event, KillHandle, Outbound, Sender};
+use switchboard_codecs::{frame, mcp};
+use switchboard_transports::connection::{Control, Event, KillHandle};
 use switchboard_transports::{CloseReason, Connection};
 use tokio::sync::{mpsc, watch};
 
-use super::lane::{Lane, Waiter};
-use super::pending::{Entry, Pending};
-use super::{Notice, Submit};
+use crate::calls::request::{self, Spec};
+use crate::calls::table::{Silence, Table};
+use crate::calls::Gate;
 use crate::config::{ServerConfig, Transport};
+use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::error::Error;
 use crate::metrics::CancelReason;
 use crate::restart::{Backoff, Liveness};
@@ -80,8 +76,8 @@ pub(crate) struct Ties {
     pub(crate) incarnation: u64,
     /// Restarts before this incarnation (a panic restart keeps counting).
     pub(crate) restarts: u32,
-    /// The direct lane of the ready connection, read by handles on every call.
-    pub(crate) lane: Arc<ArcSwapOption<Lane>>,
+    /// Whether the server takes calls, read by handles on every call.
+    pub(crate) gate: Arc<ArcSwap<Gate>>,
     /// Where connections' I/O runs; `None`: on the actor thread.
     pub(crate) io: Option<tokio::runtime::Handle>,
 }
@@ -104,14 +100,6 @@ enum Phase {
 }
 
 impl Phase {
-    /// Calls submitted now wait for the server instead of failing fast.
-    fn queues_calls(self) -> bool {
-        matches!(
-            self,
-            Phase::Connecting | Phase::Initializing | Phase::ListingTools | Phase::Restarting
-        )
-    }
-
     fn in_handshake(self) -> bool {
         matches!(
             self,
@@ -123,7 +111,8 @@ impl Phase {
 /// The live connection.
 struct Link {
     generation: u64,
-    sender: Sender,
+    /// The connection's call table; its writer is the connection's.
+    table: Arc<Table>,
     control: Box<dyn Control>,
 }
 
@@ -137,44 +126,47 @@ pub(crate) struct ServerActor {
     phase: Phase,
     link: Option<Link>,
     generation: u64,
-    pending: Pending,
-    startup: Option<tokio_util::time::delay_queue::Key>,
+    /// The startup window of the connection being set up.
+    startup: Option<SpawnHandle>,
     connect_started: Instant,
     handshake_time: Option<Duration>,
     ready_since: Option<Instant>,
     restarts: u32,
     restart_timer: Option<SpawnHandle>,
-    /// Why the server is unavailable, when it is.
-    down_reason: Option<Arc<str>>,
+    /// The last attempt failed to start (spawn, handshake): calls fail at once until the
+    /// server is ready again, instead of waiting for a restart that may fail the same way.
+    start_failed: bool,
     last_error: Option<Arc<str>>,
     init: Option<mcp::InitializeResult>,
     tools: Arc<[mcp::Tool]>,
-    /// Pages gathered by the listing in progress.
-    listing: Vec<mcp::Tool>,
     relist_scheduled: bool,
     relist_running: bool,
     relist_again: bool,
-    /// Consecutive failed pings or timed-out requests.
+    /// Consecutive silences: requests that timed out with nothing heard from the server.
     strikes: u32,
+    /// When the last strike was counted: a request written before it is the same silence.
+    last_strike: Option<Instant>,
     ping_outstanding: bool,
     last_heard: Instant,
-    /// Unreadable frames dropped so far.
-    dropped_frames: u64,
-    unknown_answers: u64,
+    /// The table's count of heard events when the actor last looked.
+    heard_seen: u64,
     /// Set when the actor stops in an orderly way; otherwise its drop reports a death.
     stopped_cleanly: bool,
     /// The `ready_since` whose handshake was measured.
     measured_ready: Option<Instant>,
-    /// A new session is being initialized after the old one expired.
+    /// After a lost HTTP session: the rejected request, resent once the new one is ready.
+    resend: Option<i64>,
     session_recovering: bool,
-    /// The current connection's direct lane (line-framed transports only).
-    lane: Option<Arc<Lane>>,
-    /// The lane's answer count when the actor last looked.
-    lane_heard: u64,
+    /// Where tables report silences to this actor.
+    silences: mpsc::UnboundedSender<Silence>,
 }
 
 impl ServerActor {
-    pub(crate) fn new(ties: Ties, config: ServerConfig) -> Self {
+    pub(crate) fn new(
+        ties: Ties,
+        config: ServerConfig,
+        silences: mpsc::UnboundedSender<Silence>,
+    ) -> Self {
         let restart = config.restart.clone().unwrap_or_default();
         let liveness = config.liveness.clone().unwrap_or_default();
         ServerActor {
@@ -187,62 +179,39 @@ impl ServerActor {
             phase: Phase::Connecting,
             link: None,
             generation: 0,
-            pending: Pending::default(),
             startup: None,
             connect_started: Instant::now(),
             handshake_time: None,
             ready_since: None,
             restart_timer: None,
-            down_reason: None,
+            start_failed: false,
             last_error: None,
             init: None,
             tools: Arc::from(Vec::new()),
-            listing: Vec::new(),
             relist_scheduled: false,
             relist_running: false,
             relist_again: false,
             strikes: 0,
+            last_strike: None,
             ping_outstanding: false,
             last_heard: Instant::now(),
-            dropped_frames: 0,
-            unknown_answers: 0,
+            heard_seen: 0,
             stopped_cleanly: false,
             measured_ready: None,
+            resend: None,
             session_recovering: false,
-            lane: None,
-            lane_heard: 0,
-        }
-    }
-
-    /// Takes the lane off the hot path and fails whoever still waits on it.
-    fn retire_lane(&mut self, mut fail: impl FnMut(&Lane, i64, Waiter)) {
-        self.ties.lane.store(None);
-        if let Some(lane) = self.lane.take() {
-            lane.close(|id, waiter| fail(&lane, id, waiter));
-        }
-    }
-
-    /// Retires the lane, failing its waiters as disconnected for `reason`.
-    fn retire_lane_disconnected(&mut self, reason: &Arc<CloseReason>) {
-        let name = self.name.clone();
-        self.retire_lane(|_, _, waiter| {
-            let error = super::lane::disconnected(&name, &waiter, reason.clone());
-            waiter.settle(Err(error));
-        });
-    }
-
-    /// Answers that came through the lane count as hearing from the server.
-    fn catch_up_lane(&mut self) {
-        let heard = self.lane.as_ref().map_or(self.lane_heard, |l| l.heard());
-        if heard != self.lane_heard {
-            self.lane_heard = heard;
-            self.strikes = 0;
-            self.last_heard = Instant::now();
+            silences,
         }
     }
 
     fn next_id(&self) -> i64 {
         self.ties.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Tells handles whether (and through which table) the server takes calls. Stored
+    /// before the status is published, so a caller woken by the status sees it.
+    fn set_gate(&self, gate: Gate) {
+        self.ties.gate.store(Arc::new(gate));
     }
 
     /// Publishes a new status (and its metrics) and tells the supervisor.
@@ -281,39 +250,45 @@ impl ServerActor {
         let _ = self.ties.events.send(ServerEvent::StatusChanged);
     }
 
-    /// Sends one of the actor's own requests.
-    fn send_internal(
+    /// Sends one of the actor's own requests through the connection's table, like any
+    /// caller's, and hands its answer to `then` if the connection is still the same.
+    fn request<P: Serialize + ?Sized>(
         &mut self,
-        method: &str,
-        params: &impl Serialize,
-        reply: super::pending::Reply,
+        ctx: &mut Context<Self>,
+        method: &'static str,
+        params: &P,
         timeout: Option<Duration>,
+        then: impl FnOnce(&mut Self, Result<Box<RawValue>, Error>, &mut Context<Self>) + 'static,
     ) {
+        let Some(link) = &self.link else { return };
+        let table = link.table.clone();
+        let generation = link.generation;
         let id = self.next_id();
-        let frame = request_frame(id, method, params);
-        let deadline = timeout.map(|t| Instant::now() + t);
-        self.pending
-            .insert(id, Entry::internal(reply, method), deadline);
-        self.write(Some(id), frame);
+        let frame = frame::request(id, method, params);
+        let spec = Spec {
+            method: method.into(),
+            tool: None,
+            started: Instant::now(),
+            policy: timeout
+                .map(|t| DeadlinePolicy::resolve(&ToolPolicy::timeout(t), None, None, t)),
+            progress: None,
+            // `initialize` is never cancelled: the startup timeout closes the connection.
+            cancellable: method != mcp::methods::INITIALIZE,
+            reports_silence: true,
+        };
+        let sending = async move { request::send(&table, id, frame, &spec, None).await.ok() };
+        ctx.spawn(sending.into_actor(self).map(move |answer, act, ctx| {
+            let current = act.link.as_ref().map(|l| l.generation);
+            // A closed table means the connection is gone; its close was handled already.
+            if let (Some(answer), true) = (answer, current == Some(generation)) {
+                then(act, answer, ctx);
+            }
+        }));
     }
 
     fn notify(&self, method: &str, params: &impl Serialize) {
-        self.write(None, notification_frame(method, params));
-    }
-
-    fn write(&self, id: Option<i64>, payload: Bytes) {
         if let Some(link) = &self.link {
-            // A failed send means the writer is gone; the connection's Closed event follows
-            // and fails what is pending.
-            let len = payload.len() as u64;
-            let sent = link.sender.send(Outbound {
-                id: id.map(Id::Number),
-                payload,
-            });
-            if sent.is_ok() {
-                self.ties.metrics.messages_out.increment(1);
-                self.ties.metrics.bytes_out.increment(len);
-            }
+            link.table.write(None, frame::notification(method, params));
         }
     }
 
@@ -326,8 +301,10 @@ impl ServerActor {
 
 impl Drop for ServerActor {
     fn drop(&mut self) {
-        if self.lane.is_some() {
-            self.retire_lane_disconnected(&Arc::new(actor_stopped()));
+        if let Some(link) = self.link.take() {
+            let reason = Arc::new(actor_stopped());
+            link.table
+                .close(|waiter| waiter.disconnected(reason.clone()));
         }
         if !self.stopped_cleanly {
             // Dropped without stopping: the actor panicked (or its thread is going away).
@@ -343,7 +320,6 @@ impl Actor for ServerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.spawn(DeadlineDriver);
         if self.liveness.is_enabled() {
             let tick = (self.liveness.interval / 4).max(Duration::from_millis(10));
             ctx.run_interval(tick, |act, ctx| act.liveness_tick(ctx));
@@ -355,29 +331,22 @@ impl Actor for ServerActor {
         if !self.stopped_cleanly {
             // Nobody asked us to stop: actix is dropping a context whose actor panicked (the
             // task harness caught the panic), or the whole actor thread is going away. For
-            // callers that is a crash; the drop below reports it to the supervisor.
-            let reason = Arc::new(actor_stopped());
-            self.retire_lane_disconnected(&reason);
-            self.fail_written_disconnected(reason);
-            self.fail_unsent("its actor stopped unexpectedly and is being restarted".into());
+            // callers that is a crash: calls wait for the supervisor's new actor, and those
+            // on this connection fail now (the drop reports the death).
+            self.set_gate(Gate::Starting);
+            if let Some(link) = self.link.take() {
+                self.unregister_kill();
+                let reason = Arc::new(actor_stopped());
+                link.table
+                    .close(|waiter| waiter.disconnected(reason.clone()));
+            }
         }
     }
 }
 
-impl StreamHandler<Submit> for ServerActor {
-    fn handle(&mut self, submit: Submit, _ctx: &mut Context<Self>) {
-        self.on_submit(submit);
-    }
-
-    fn finished(&mut self, _ctx: &mut Context<Self>) {}
-}
-
-impl StreamHandler<Notice> for ServerActor {
-    fn handle(&mut self, notice: Notice, ctx: &mut Context<Self>) {
-        match notice {
-            Notice::Cancel(id) => self.on_cancel(id),
-            Notice::TimedOut => self.strike(ctx),
-        }
+impl StreamHandler<Silence> for ServerActor {
+    fn handle(&mut self, silence: Silence, ctx: &mut Context<Self>) {
+        self.on_silence(silence, ctx);
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
@@ -387,11 +356,6 @@ impl StreamHandler<Inbound> for ServerActor {
     fn handle(&mut self, Inbound(generation, event): Inbound, ctx: &mut Context<Self>) {
         let current = self.link.as_ref().map(|l| l.generation);
         if current == Some(generation) {
-            match &event {
-                Event::Message(_) => self.ties.metrics.messages_in.increment(1),
-                Event::Skipped(skipped) => self.ties.metrics.skipped(skipped.kind.as_str()),
-                _ => {}
-            }
             self.on_event(event, ctx);
         }
     }
@@ -415,25 +379,31 @@ impl Handler<Shutdown> for ServerActor {
         if let Some(timer) = self.restart_timer.take() {
             ctx.cancel_future(timer);
         }
-        // Requests the server is working on are abandoned: say so before closing.
-        for id in self.pending.written_ids() {
-            self.send_cancelled(id, CancelReason::Shutdown, "the client is shutting down");
-        }
         let reason: Arc<str> = "the runtime is shutting down".into();
-        let name = self.name.clone();
-        self.retire_lane(|lane, id, waiter| {
-            lane.cancel(id, CancelReason::Shutdown, "the client is shutting down");
-            let error = unavailable(&name, waiter.tool.clone(), reason.clone());
-            waiter.settle(Err(error));
-        });
-        self.down_reason = Some(reason.clone());
-        self.fail_everything(reason);
+        self.set_gate(Gate::Unavailable(reason.clone()));
         let link = self.link.take();
+        if let Some(link) = &link {
+            // Requests the server is working on are abandoned: say so before closing.
+            let table = &link.table;
+            table.close(|waiter| {
+                if &*waiter.method != mcp::methods::INITIALIZE {
+                    table.cancel(
+                        waiter.id(),
+                        CancelReason::Shutdown,
+                        "the client is shutting down",
+                    );
+                }
+                Error::Unavailable {
+                    server: table.server().clone(),
+                    tool: waiter.tool.clone(),
+                    reason: reason.clone(),
+                }
+            });
+        }
         self.unregister_kill();
         Box::pin(
             async move {
                 if let Some(link) = link {
-                    drop(link.sender);
                     link.control.close().await;
                 }
             }
@@ -484,26 +454,6 @@ impl Handler<InjectPanic> for ServerActor {
     }
 }
 
-/// Polls the actor's `DelayQueue` inside its context: one timer wheel for every deadline.
-struct DeadlineDriver;
-
-impl ActorFuture<ServerActor> for DeadlineDriver {
-    type Output = ();
-
-    fn poll(
-        self: Pin<&mut Self>,
-        act: &mut ServerActor,
-        ctx: &mut Context<ServerActor>,
-        task: &mut std::task::Context<'_>,
-    ) -> Poll<()> {
-        // An empty queue keeps the waker and wakes us on the next insert.
-        while let Poll::Ready(Some(expired)) = act.pending.deadlines.poll_expired(task) {
-            act.on_timer(expired.into_inner(), ctx);
-        }
-        Poll::Pending
-    }
-}
-
 /// Opens the configured transport.
 async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, Arc<str>> {
     match transport {
@@ -541,57 +491,6 @@ async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, Arc<st
     }
 }
 
-/// `{"jsonrpc":"2.0","id":N,"method":M,"params":P}` without an intermediate value.
-pub(crate) fn request_frame(id: i64, method: &str, params: &impl Serialize) -> Bytes {
-    let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    out.extend_from_slice(id.to_string().as_bytes());
-    out.extend_from_slice(br#","method":"#);
-    push_json(&mut out, &method);
-    out.extend_from_slice(br#","params":"#);
-    push_json(&mut out, params);
-    out.push(b'}');
-    Bytes::from(out)
-}
-
-/// `{"jsonrpc":"2.0","method":M,"params":P}` without an intermediate value.
-pub(crate) fn notification_frame(method: &str, params: &impl Serialize) -> Bytes {
-    let mut out = Vec::with_capacity(96);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
-    push_json(&mut out, &method);
-    out.extend_from_slice(br#","params":"#);
-    push_json(&mut out, params);
-    out.push(b'}');
-    Bytes::from(out)
-}
-
-/// A JSON-RPC error answer, as the caller's error.
-pub(crate) fn rpc_error(
-    server: Arc<str>,
-    method: Arc<str>,
-    tool: Option<Arc<str>>,
-    e: switchboard_codecs::jsonrpc::ErrorObject,
-) -> Error {
-    Error::Rpc {
-        server,
-        method,
-        tool,
-        code: e.code,
-        message: e.message,
-        data: e
-            .data
-            .and_then(|d| serde_json::from_str(d.get()).ok())
-            .map(Arc::new),
-    }
-}
-
-fn push_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
-    // Serializing into a Vec fails only for maps with non-string keys, which we never build.
-    if serde_json::to_writer(&mut *out, value).is_err() {
-        out.extend_from_slice(b"null");
-    }
-}
-
 fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON")
 }
@@ -606,13 +505,4 @@ fn random_unit() -> f64 {
 /// Why callers of an actor that stopped without being asked lost their requests.
 fn actor_stopped() -> CloseReason {
     CloseReason::aborted("the server's actor stopped unexpectedly")
-}
-
-/// Errors handed to a caller: a shorthand for the actor's name.
-fn unavailable(server: &Arc<str>, tool: Option<Arc<str>>, reason: Arc<str>) -> Error {
-    Error::Unavailable {
-        server: server.clone(),
-        tool,
-        reason,
-    }
 }

@@ -1,0 +1,152 @@
+//! The router of one connection: the task that reads everything the server sends, settles
+//! the call table in place, and passes the rest on to the server actor in order.
+//!
+//! Settled here, never in an actor: answers (results and JSON-RPC errors), malformed answers
+//! whose id can be read, HTTP send failures and 401s for a request, and progress
+//! notifications (they run the caller's callback and may move its deadline). Answers to ids
+//! nobody waits for are counted and logged here too. Passed on: every other notification,
+//! every request from the server, session loss, and the close.
+
+use std::sync::Arc;
+
+use switchboard_codecs::jsonrpc::{Id, Message, Outcome, Response};
+use switchboard_codecs::mcp::{methods, ProgressNotificationParams};
+use switchboard_transports::connection::Event;
+use switchboard_transports::CloseReason;
+use tokio::sync::mpsc;
+
+use super::table::Table;
+use crate::error::Error;
+
+/// Routes a connection's events until its stream ends.
+///
+/// The close is passed on, not handled: the actor marks the server down first, then closes
+/// the table (a caller told "disconnected" then finds the server down, not ready). If the
+/// actor is gone, the router closes the table itself once the stream ends.
+pub(crate) async fn route(
+    table: Arc<Table>,
+    mut events: mpsc::Receiver<Event>,
+    actor: mpsc::Sender<Event>,
+) {
+    let mut forwarding = true;
+    while let Some(event) = events.recv().await {
+        let Some(event) = settle(&table, event) else {
+            continue;
+        };
+        if forwarding && actor.send(event).await.is_err() {
+            forwarding = false;
+        }
+    }
+    if !forwarding && !table.is_closed() {
+        let reason = Arc::new(CloseReason::aborted("the server's actor stopped"));
+        table.close(|waiter| waiter.disconnected(reason.clone()));
+    }
+}
+
+/// Settles what belongs to the table; hands back what the actor must see.
+fn settle(table: &Table, event: Event) -> Option<Event> {
+    let metrics = &table.metrics;
+    match event {
+        Event::Message(message) => {
+            table.hear();
+            metrics.messages_in.increment(1);
+            match message {
+                Message::Response(response) => {
+                    if let Some(unclaimed) = table.claim(response) {
+                        unknown_answer(table, &unclaimed);
+                    }
+                    None
+                }
+                Message::Notification(n) if n.method == methods::PROGRESS => {
+                    let params = n.params.as_deref().and_then(|p| {
+                        serde_json::from_str::<ProgressNotificationParams>(p.get()).ok()
+                    });
+                    match params {
+                        Some(params) => {
+                            if !table.progress(params) {
+                                tracing::debug!(server = %table.server(), "progress for no pending request");
+                            }
+                        }
+                        None => {
+                            tracing::debug!(server = %table.server(), "malformed notifications/progress")
+                        }
+                    }
+                    None
+                }
+                other => Some(Event::Message(other)),
+            }
+        }
+        Event::Skipped(skipped) => {
+            table.hear();
+            metrics.skipped(skipped.kind.as_str());
+            let claimed = match skipped.id {
+                Some(Id::Number(id)) => table.fail(id, |waiter| Error::Protocol {
+                    server: table.server().clone(),
+                    method: waiter.method.clone(),
+                    tool: waiter.tool.clone(),
+                    detail: format!("malformed answer: {}", skipped.reason()),
+                }),
+                _ => false,
+            };
+            if !claimed {
+                table.drop_frame();
+            }
+            None
+        }
+        Event::SendFailed { id, reason } => {
+            let failed = match id {
+                Id::Number(id) => table.fail(id, |waiter| Error::Unavailable {
+                    server: table.server().clone(),
+                    tool: waiter.tool.clone(),
+                    reason: reason.clone(),
+                }),
+                Id::String(_) => false,
+            };
+            if !failed {
+                tracing::debug!(server = %table.server(), %reason, "a send failed for a finished request");
+            }
+            None
+        }
+        Event::Unauthorized {
+            id,
+            resource_metadata,
+            reason,
+        } => {
+            table.hear();
+            let failed = match id {
+                Some(Id::Number(id)) => table.fail(id, |waiter| Error::Unauthorized {
+                    server: table.server().clone(),
+                    tool: waiter.tool.clone(),
+                    resource_metadata: resource_metadata.clone(),
+                }),
+                _ => false,
+            };
+            if !failed {
+                tracing::debug!(server = %table.server(), %reason, "unauthorized answer to a finished request");
+            }
+            None
+        }
+        Event::SessionExpired { id } => {
+            table.hear();
+            Some(Event::SessionExpired { id })
+        }
+        other => Some(other),
+    }
+}
+
+/// An answer nobody waits for: counted and logged, never fatal.
+fn unknown_answer(table: &Table, response: &Response) {
+    table.metrics.unknown_answers.increment(1);
+    match (&response.id, &response.outcome) {
+        (None, Outcome::Error(e)) => tracing::warn!(
+            server = %table.server(),
+            error = %e,
+            "the server reported an error about a message it could not read"
+        ),
+        (id, _) => tracing::warn!(
+            server = %table.server(),
+            id = %id.as_ref().map(ToString::to_string).unwrap_or_default(),
+            "ignored an answer to an unknown request id"
+        ),
+    }
+}

@@ -1,0 +1,484 @@
+//! The call table of one connection: who waits for which answer.
+//!
+//! One table per connection (per server incarnation), shared by the callers that register in
+//! it, the router that settles it and the server actor that closes it. It is sharded by id and
+//! each shard is a plain mutex held for one hash-map operation: callers and the router touch
+//! different shards most of the time, and an uncontended lock costs an atomic, where a hop
+//! through an actor costs two thread wake-ups (see `BENCHMARKS.md`).
+//!
+//! The table also keeps the facts liveness needs without an actor on the hot path: how many
+//! events were heard from the server (a timed-out call is suspicious only if nothing at all
+//! was heard since it was written) and how many unreadable frames nobody claimed.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use switchboard_codecs::frame;
+use switchboard_codecs::jsonrpc::{Id, Outcome, Response};
+use switchboard_codecs::mcp::ProgressNotificationParams;
+use switchboard_transports::connection::{Outbound, Sender};
+use switchboard_transports::CloseReason;
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+
+use crate::call::{Progress, ProgressFn};
+use crate::deadline::DeadlinePolicy;
+use crate::error::Error;
+use crate::metrics::{CancelReason, ServerMetrics};
+
+/// Shards of the table (a power of two: ids are sequential, so `id % SHARDS` spreads
+/// consecutive calls over every shard).
+const SHARDS: usize = 16;
+
+/// What a caller receives: the raw result, or why there is none.
+pub(crate) type Answer = Result<Box<RawValue>, Error>;
+
+/// A timed-out request that heard nothing from the server after it was written: evidence,
+/// for the server actor, that the server may have stopped answering.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Silence {
+    /// When the request was written.
+    pub(crate) written: Instant,
+}
+
+/// A call's progress: its callback, and its deadline when progress may move it.
+pub(crate) struct Track {
+    callback: Option<ProgressFn>,
+    /// `Some` when each notification restarts the timeout.
+    reset: Option<(Instant, DeadlinePolicy)>,
+    /// The moved deadline, in nanoseconds after the call started (0: not moved).
+    moved: AtomicU64,
+}
+
+impl Track {
+    /// A track for a call started at `started`, or `None` when the call neither listens to
+    /// progress nor lets progress move its deadline (most calls: they carry no track).
+    pub(crate) fn new(
+        started: Instant,
+        policy: Option<DeadlinePolicy>,
+        callback: Option<ProgressFn>,
+    ) -> Option<Arc<Track>> {
+        let reset = policy.filter(|p| p.reset_on_progress).map(|p| (started, p));
+        (reset.is_some() || callback.is_some()).then(|| {
+            Arc::new(Track {
+                callback,
+                reset,
+                moved: AtomicU64::new(0),
+            })
+        })
+    }
+
+    /// Runs the callback and moves the deadline, as one notification asks.
+    fn on_progress(&self, progress: Progress, now: Instant) {
+        if let Some((started, policy)) = self.reset {
+            if let Some(at) = policy.on_progress(started, now) {
+                let nanos = at.saturating_duration_since(started).as_nanos();
+                self.moved
+                    .fetch_max(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Relaxed);
+            }
+        }
+        if let Some(callback) = &self.callback {
+            callback(progress);
+        }
+    }
+
+    /// The deadline progress moved past `current`, if it did.
+    pub(crate) fn moved_past(&self, current: Instant) -> Option<Instant> {
+        let (started, _) = self.reset?;
+        let nanos = self.moved.load(Ordering::Relaxed);
+        let at = started.checked_add(Duration::from_nanos(nanos))?;
+        (nanos > 0 && at > current).then_some(at)
+    }
+}
+
+/// A caller waiting for the answer to one request.
+///
+/// # Drop behavior
+///
+/// A waiter dropped unanswered (its table was dropped without being closed, say because the
+/// tasks that held it stopped) settles its caller with [`Error::Disconnected`], so no caller
+/// ever sees a bare channel error.
+pub(crate) struct Waiter {
+    tx: Option<oneshot::Sender<Answer>>,
+    server: Arc<str>,
+    pub(crate) method: Arc<str>,
+    pub(crate) tool: Option<Arc<str>>,
+    /// The caller's in-flight slot, freed as soon as the waiter is settled.
+    permit: Option<OwnedSemaphorePermit>,
+    id: i64,
+    started: Instant,
+    /// The first deadline; `None` for a request without one of its own (`initialize`).
+    deadline: Option<Instant>,
+    track: Option<Arc<Track>>,
+    /// The table's count of unclaimed unreadable frames when the request was written.
+    dropped_at_write: u64,
+    /// The frame, kept where a lost HTTP session may need it resent once.
+    frame: Option<Bytes>,
+}
+
+/// What a waiter is made of; the table fills in the rest.
+pub(crate) struct Registration {
+    pub(crate) id: i64,
+    pub(crate) method: Arc<str>,
+    pub(crate) tool: Option<Arc<str>>,
+    pub(crate) permit: Option<OwnedSemaphorePermit>,
+    pub(crate) started: Instant,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) track: Option<Arc<Track>>,
+}
+
+impl Waiter {
+    /// Frees the slot, then wakes the caller (so a caller woken by its answer can start its
+    /// next call at once).
+    pub(crate) fn settle(mut self, answer: Answer) {
+        drop(self.permit.take());
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(answer);
+        }
+    }
+
+    /// Forgets the waiter without telling the caller (the caller itself took it back).
+    pub(crate) fn discard(mut self) -> Option<OwnedSemaphorePermit> {
+        self.tx = None;
+        self.permit.take()
+    }
+
+    /// The request's id.
+    pub(crate) fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// The deadline now, after any progress moved it.
+    fn deadline_now(&self) -> Option<Instant> {
+        let first = self.deadline?;
+        Some(
+            self.track
+                .as_ref()
+                .and_then(|t| t.moved_past(first))
+                .unwrap_or(first),
+        )
+    }
+
+    /// [`Error::Timeout`] for this request, `elapsed` after it started.
+    pub(crate) fn timeout(&self, dropped_now: u64) -> Error {
+        Error::Timeout {
+            server: self.server.clone(),
+            method: self.method.clone(),
+            tool: self.tool.clone(),
+            request_id: self.id,
+            elapsed: self.started.elapsed(),
+            dropped_frames: dropped_now.saturating_sub(self.dropped_at_write),
+        }
+    }
+
+    /// [`Error::Disconnected`] for this request.
+    pub(crate) fn disconnected(&self, reason: Arc<CloseReason>) -> Error {
+        Error::Disconnected {
+            server: self.server.clone(),
+            method: self.method.clone(),
+            tool: self.tool.clone(),
+            reason,
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let reason = Arc::new(CloseReason::aborted(
+                "the connection's tasks stopped before the answer came",
+            ));
+            let _ = tx.send(Err(self.disconnected(reason)));
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shard {
+    closed: bool,
+    waiters: HashMap<i64, Waiter, BuildHasherDefault<IdHasher>>,
+}
+
+/// Ids are small sequential integers: one multiplication spreads them over the hash bits.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The call table of one connection.
+pub(crate) struct Table {
+    server: Arc<str>,
+    sender: Sender,
+    shards: Box<[Mutex<Shard>]>,
+    closed: AtomicBool,
+    /// Events heard from the server (any message, any unreadable frame).
+    heard: AtomicU64,
+    /// Unreadable frames no waiter claimed, for the count in a timeout error.
+    dropped: AtomicU64,
+    /// Whether waiters keep their frame (HTTP: a lost session resends the rejected request).
+    keeps_frames: bool,
+    silences: mpsc::UnboundedSender<Silence>,
+    pub(crate) metrics: Arc<ServerMetrics>,
+}
+
+impl Table {
+    pub(crate) fn new(
+        server: Arc<str>,
+        sender: Sender,
+        keeps_frames: bool,
+        silences: mpsc::UnboundedSender<Silence>,
+        metrics: Arc<ServerMetrics>,
+    ) -> Self {
+        Table {
+            server,
+            sender,
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            closed: AtomicBool::new(false),
+            heard: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            keeps_frames,
+            silences,
+            metrics,
+        }
+    }
+
+    /// The server this table belongs to.
+    pub(crate) fn server(&self) -> &Arc<str> {
+        &self.server
+    }
+
+    fn shard(&self, id: i64) -> MutexGuard<'_, Shard> {
+        let shard = &self.shards[(id as u64 as usize) % SHARDS];
+        // Nothing panics while a shard is held; a poisoned one is still consistent.
+        shard.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a waiter and writes its frame; hands the permit back when the table is
+    /// closed (nothing was written then).
+    pub(crate) fn register(
+        &self,
+        r: Registration,
+        frame: Bytes,
+        tx: oneshot::Sender<Answer>,
+    ) -> Result<(), Option<OwnedSemaphorePermit>> {
+        let id = r.id;
+        let waiter = Waiter {
+            tx: Some(tx),
+            server: self.server.clone(),
+            method: r.method,
+            tool: r.tool,
+            permit: r.permit,
+            id,
+            started: r.started,
+            deadline: r.deadline,
+            track: r.track,
+            dropped_at_write: self.dropped(),
+            frame: self.keeps_frames.then(|| frame.clone()),
+        };
+        {
+            let mut shard = self.shard(id);
+            if shard.closed {
+                drop(shard);
+                return Err(waiter.discard());
+            }
+            shard.waiters.insert(id, waiter);
+        }
+        // A failed write means the writer is gone; the connection's close follows and fails
+        // the waiter with its cause.
+        self.write(Some(id), frame);
+        Ok(())
+    }
+
+    /// Removes a waiter (its caller gave up, or its answer came).
+    pub(crate) fn take(&self, id: i64) -> Option<Waiter> {
+        self.shard(id).waiters.remove(&id)
+    }
+
+    /// Closes the table once: nothing can be registered any more, and every waiter fails
+    /// with what `error` makes of it, except those whose deadline has already passed, which
+    /// fail as [`Error::Timeout`] (they timed out; the close only raced their caller).
+    pub(crate) fn close(&self, mut error: impl FnMut(&Waiter) -> Error) {
+        self.closed.store(true, Ordering::Release);
+        self.drain(true, None, |waiter| error(waiter));
+    }
+
+    /// Fails every waiter but `keep` without closing the table (the connection goes on).
+    pub(crate) fn fail_all_except(&self, keep: Option<i64>, error: impl FnMut(&Waiter) -> Error) {
+        self.drain(false, keep, error);
+    }
+
+    fn drain(&self, close: bool, keep: Option<i64>, mut error: impl FnMut(&Waiter) -> Error) {
+        let now = Instant::now();
+        let dropped = self.dropped();
+        for shard in self.shards.iter() {
+            let drained: Vec<Waiter> = {
+                let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+                shard.closed |= close;
+                let kept = keep.and_then(|id| shard.waiters.remove(&id));
+                let drained = shard.waiters.drain().map(|(_, w)| w).collect();
+                if let (Some(id), Some(w)) = (keep, kept) {
+                    shard.waiters.insert(id, w);
+                }
+                drained
+            };
+            for waiter in drained {
+                let e = match waiter.deadline_now() {
+                    Some(at) if at <= now => waiter.timeout(dropped),
+                    _ => error(&waiter),
+                };
+                waiter.settle(Err(e));
+            }
+        }
+    }
+
+    /// Whether the table was closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Calls waiting now.
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).waiters.len())
+            .sum()
+    }
+
+    /// The frame of a pending request, where frames are kept.
+    pub(crate) fn frame_of(&self, id: i64) -> Option<Bytes> {
+        self.shard(id)
+            .waiters
+            .get(&id)
+            .and_then(|w| w.frame.clone())
+    }
+
+    /// Events heard from the server so far.
+    pub(crate) fn heard(&self) -> u64 {
+        self.heard.load(Ordering::Relaxed)
+    }
+
+    /// Counts one event from the server.
+    pub(crate) fn hear(&self) {
+        self.heard.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Unclaimed unreadable frames so far.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Counts one unreadable frame nobody claimed.
+    pub(crate) fn drop_frame(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Tells the server actor that a request timed out in silence.
+    pub(crate) fn report_silence(&self, silence: Silence) {
+        // The actor may be gone (shutting down): then nobody needs to know.
+        let _ = self.silences.send(silence);
+    }
+
+    /// Queues one frame for the writer, counted as sent. `false` when the writer is gone.
+    pub(crate) fn write(&self, id: Option<i64>, payload: Bytes) -> bool {
+        let len = payload.len() as u64;
+        let sent = self
+            .sender
+            .send(Outbound {
+                id: id.map(Id::Number),
+                payload,
+            })
+            .is_ok();
+        if sent {
+            self.metrics.messages_out.increment(1);
+            self.metrics.bytes_out.increment(len);
+        }
+        sent
+    }
+
+    /// Tells the server to stop working on request `id`.
+    pub(crate) fn cancel(&self, id: i64, why: CancelReason, reason: &str) {
+        self.metrics.cancelled(why);
+        self.write(None, frame::cancelled(id, reason));
+    }
+
+    /// Delivers an answer to its waiter, or hands the response back when nobody here
+    /// waits for it.
+    pub(crate) fn claim(&self, response: Response) -> Option<Response> {
+        let Some(Id::Number(id)) = response.id else {
+            return Some(response);
+        };
+        let Some(waiter) = self.take(id) else {
+            return Some(response);
+        };
+        let answer = match response.outcome {
+            Outcome::Result(raw) => Ok(raw),
+            Outcome::Error(e) => Err(crate::error::rpc_error(
+                self.server.clone(),
+                waiter.method.clone(),
+                waiter.tool.clone(),
+                e,
+            )),
+        };
+        waiter.settle(answer);
+        None
+    }
+
+    /// Settles request `id` with the error `make` builds from its waiter; `false` when
+    /// nobody waits for it.
+    pub(crate) fn fail(&self, id: i64, make: impl FnOnce(&Waiter) -> Error) -> bool {
+        match self.take(id) {
+            Some(waiter) => {
+                let error = make(&waiter);
+                waiter.settle(Err(error));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A progress notification: runs the call's callback and moves its deadline. `false`
+    /// when no pending call has that token.
+    pub(crate) fn progress(&self, params: ProgressNotificationParams) -> bool {
+        let switchboard_codecs::mcp::ProgressToken::Number(id) = params.progress_token else {
+            return false;
+        };
+        let track = match self.shard(id).waiters.get(&id) {
+            Some(waiter) => waiter.track.clone(),
+            None => return false,
+        };
+        // Outside the shard's lock: the callback is the application's code.
+        if let Some(track) = track {
+            track.on_progress(
+                Progress {
+                    progress: params.progress,
+                    total: params.total,
+                    message: params.message,
+                },
+                Instant::now(),
+            );
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod tests;

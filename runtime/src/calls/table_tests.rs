@@ -1,0 +1,205 @@
+use std::sync::atomic::AtomicUsize;
+
+use switchboard_codecs::mcp::ProgressToken;
+use tokio::sync::Semaphore;
+
+use super::*;
+use crate::deadline::ToolPolicy;
+
+fn table(keeps_frames: bool) -> (Table, mpsc::UnboundedReceiver<Outbound>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (silences, _) = mpsc::unbounded_channel();
+    let metrics = crate::metrics::RuntimeMetrics::new(crate::metrics::Sink::Global);
+    let table = Table::new(
+        "s".into(),
+        Sender::new(tx),
+        keeps_frames,
+        silences,
+        Arc::new(metrics.server("s")),
+    );
+    (table, rx)
+}
+
+struct Registered {
+    rx: oneshot::Receiver<Answer>,
+}
+
+fn register(
+    table: &Table,
+    permits: &Arc<Semaphore>,
+    id: i64,
+    deadline: Option<Instant>,
+    track: Option<Arc<Track>>,
+) -> Result<Registered, Option<OwnedSemaphorePermit>> {
+    let (tx, rx) = oneshot::channel();
+    let permit = permits.clone().try_acquire_owned().expect("a free slot");
+    let registration = Registration {
+        id,
+        method: "tools/call".into(),
+        tool: Some("echo".into()),
+        permit: Some(permit),
+        started: Instant::now(),
+        deadline,
+        track,
+    };
+    table
+        .register(registration, Bytes::from_static(b"{}"), tx)
+        .map(|()| Registered { rx })
+}
+
+fn response(id: i64, result: &str) -> Response {
+    Response {
+        id: Some(Id::Number(id)),
+        outcome: Outcome::Result(RawValue::from_string(result.into()).expect("json")),
+    }
+}
+
+#[test]
+fn registering_writes_the_frame_and_an_answer_reaches_its_waiter_and_frees_the_slot() {
+    let (table, mut out) = table(false);
+    let permits = Arc::new(Semaphore::new(2));
+    let mut one = register(&table, &permits, 1, None, None).expect("open");
+    let mut two = register(&table, &permits, 2, None, None).expect("open");
+    assert_eq!(out.try_recv().expect("a frame").id, Some(Id::Number(1)));
+    assert_eq!(out.try_recv().expect("a frame").id, Some(Id::Number(2)));
+    assert_eq!(permits.available_permits(), 0);
+    assert!(table.claim(response(2, "{\"n\":2}")).is_none());
+    assert_eq!(permits.available_permits(), 1);
+    let answer = two.rx.try_recv().expect("answered").expect("a result");
+    assert_eq!(answer.get(), "{\"n\":2}");
+    assert!(one.rx.try_recv().is_err(), "the other waiter still waits");
+    assert_eq!(table.len(), 1);
+}
+
+#[test]
+fn an_unknown_or_string_id_is_handed_back() {
+    let (table, _out) = table(false);
+    assert!(table.claim(response(7, "{}")).is_some());
+    let string_id = Response {
+        id: Some(Id::String("7".into())),
+        outcome: Outcome::Result(RawValue::from_string("{}".into()).expect("json")),
+    };
+    assert!(table.claim(string_id).is_some());
+}
+
+#[test]
+fn a_closed_table_fails_every_waiter_once_and_refuses_new_ones() {
+    let (table, _out) = table(false);
+    let permits = Arc::new(Semaphore::new(40));
+    let mut waiting = Vec::new();
+    for id in 0..33 {
+        waiting.push(register(&table, &permits, id, None, None).expect("open"));
+    }
+    let reason = Arc::new(CloseReason::aborted("test"));
+    let calls = AtomicUsize::new(0);
+    table.close(|w| {
+        calls.fetch_add(1, Ordering::Relaxed);
+        w.disconnected(reason.clone())
+    });
+    assert_eq!(calls.load(Ordering::Relaxed), 33);
+    for mut w in waiting {
+        assert!(matches!(
+            w.rx.try_recv(),
+            Ok(Err(Error::Disconnected { .. }))
+        ));
+    }
+    assert_eq!(permits.available_permits(), 40);
+    assert!(table.is_closed());
+    let refused = register(&table, &permits, 99, None, None);
+    assert!(matches!(refused, Err(Some(_))), "the permit comes back");
+    assert_eq!(table.len(), 0);
+}
+
+#[test]
+fn a_waiter_whose_deadline_passed_fails_as_a_timeout_when_the_table_closes() {
+    let (table, _out) = table(false);
+    let permits = Arc::new(Semaphore::new(2));
+    let past = Instant::now();
+    let future = Instant::now() + Duration::from_secs(60);
+    let mut late = register(&table, &permits, 1, Some(past), None).expect("open");
+    let mut early = register(&table, &permits, 2, Some(future), None).expect("open");
+    let reason = Arc::new(CloseReason::aborted("restarted"));
+    table.close(|w| w.disconnected(reason.clone()));
+    assert!(matches!(
+        late.rx.try_recv(),
+        Ok(Err(Error::Timeout { request_id: 1, .. }))
+    ));
+    assert!(matches!(
+        early.rx.try_recv(),
+        Ok(Err(Error::Disconnected { .. }))
+    ));
+}
+
+#[test]
+fn a_waiter_dropped_unanswered_settles_its_caller_with_a_typed_error() {
+    let permits = Arc::new(Semaphore::new(1));
+    let mut rx = {
+        let (table, _out) = table(false);
+        register(&table, &permits, 1, None, None).expect("open").rx
+    };
+    assert!(matches!(rx.try_recv(), Ok(Err(Error::Disconnected { .. }))));
+    assert_eq!(permits.available_permits(), 1);
+}
+
+#[test]
+fn progress_runs_the_callback_and_moves_a_resetting_deadline_within_max_total() {
+    let (table, _out) = table(false);
+    let permits = Arc::new(Semaphore::new(1));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    let callback: ProgressFn = Arc::new(move |_| {
+        counter.fetch_add(1, Ordering::Relaxed);
+    });
+    let policy = DeadlinePolicy::resolve(
+        &ToolPolicy::timeout(Duration::from_secs(1))
+            .with_reset_on_progress(true)
+            .with_max_total(Duration::from_secs(3)),
+        None,
+        None,
+        Duration::from_secs(1),
+    );
+    let started = Instant::now();
+    let track = Track::new(started, Some(policy), Some(callback)).expect("a track");
+    let first = policy.first(started);
+    let _w = register(&table, &permits, 5, Some(first), Some(track.clone())).expect("open");
+    let params = |token| ProgressNotificationParams {
+        progress_token: token,
+        progress: 1.0,
+        total: None,
+        message: None,
+        extra: Default::default(),
+    };
+    assert!(table.progress(params(ProgressToken::Number(5))));
+    assert!(
+        !table.progress(params(ProgressToken::Number(6))),
+        "no such call"
+    );
+    assert!(!table.progress(params(ProgressToken::String("5".into()))));
+    assert_eq!(seen.load(Ordering::Relaxed), 1);
+    let moved = track.moved_past(first).expect("moved");
+    assert!(moved > first && moved <= started + Duration::from_secs(3));
+}
+
+#[test]
+fn a_plain_call_carries_no_track() {
+    let policy =
+        DeadlinePolicy::resolve(&ToolPolicy::default(), None, None, Duration::from_secs(1));
+    assert!(Track::new(Instant::now(), Some(policy), None).is_none());
+}
+
+#[test]
+fn session_loss_fails_all_but_the_rejected_request_whose_frame_is_kept() {
+    let (table, _out) = table(true);
+    let permits = Arc::new(Semaphore::new(3));
+    let mut a = register(&table, &permits, 1, None, None).expect("open");
+    let mut b = register(&table, &permits, 2, None, None).expect("open");
+    let reason = Arc::new(CloseReason::aborted("session expired"));
+    table.fail_all_except(Some(2), |w| w.disconnected(reason.clone()));
+    assert!(matches!(
+        a.rx.try_recv(),
+        Ok(Err(Error::Disconnected { .. }))
+    ));
+    assert!(b.rx.try_recv().is_err(), "the rejected request still waits");
+    assert_eq!(table.frame_of(2).as_deref(), Some(&b"{}"[..]));
+    assert!(!table.is_closed());
+}
