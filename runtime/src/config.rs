@@ -32,7 +32,7 @@ use crate::restart::{Liveness, RestartPolicy};
 /// Default bound on the handshake (`initialize` through the last `tools/list` page).
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bound on requests in flight per server.
-pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 /// Runtime-wide defaults; each server's own settings win over them.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ pub struct Defaults {
     pub timeout: Duration,
     /// Handshake bound (default 30 s).
     pub startup_timeout: Duration,
-    /// Requests in flight per server (default 256).
+    /// Requests in flight per server (default 1024).
     pub max_in_flight: usize,
     /// Restart policy (default [`RestartPolicy::default`]).
     pub restart: RestartPolicy,
@@ -359,7 +359,7 @@ impl ServerConfig {
         self
     }
 
-    /// Bounds the requests in flight to this server (default 256, at least 1). Past it a
+    /// Bounds the requests in flight to this server (default 1024, at least 1). Past it a
     /// call waits for a slot within its own deadline, then fails with
     /// [`Error::Overloaded`](crate::Error::Overloaded).
     pub fn max_in_flight(mut self, max: usize) -> Self {

@@ -90,7 +90,7 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The in-flight bound for servers that set none (default 256).
+    /// The in-flight bound for servers that set none (default 1024).
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.defaults.max_in_flight = max.max(1);
         self

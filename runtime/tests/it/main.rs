@@ -11,6 +11,7 @@ mod deadlines;
 mod disconnect;
 mod handshake;
 mod io_runtime;
+mod liveness;
 mod load;
 mod metrics;
 mod processes;

@@ -1,0 +1,195 @@
+//! Liveness never kills a server that answers: a timed-out call is a strike only when
+//! nothing at all was heard from the server since it was written, calls timing out together
+//! are one silence, and callers whose deadline passed get `Timeout`, never `Disconnected`.
+
+use std::time::Duration;
+
+use std::future::IntoFuture;
+
+use futures_util::future::join_all;
+use serde_json::json;
+use switchboard::{Error, Liveness, RestartPolicy, ServerConfig, ServerHandle};
+
+use crate::support::*;
+
+/// The demo server in memory with fault tools, default liveness unless told otherwise,
+/// restarted quickly.
+fn faulty() -> ServerConfig {
+    demo_memory(&["--faults"]).restart(
+        RestartPolicy::default()
+            .with_initial_delay(Duration::from_millis(100))
+            .with_jitter(0.0),
+    )
+}
+
+fn hang(server: &ServerHandle, timeout: Duration) -> switchboard::Call {
+    server.call_tool("hang", json!({})).timeout(timeout)
+}
+
+fn assert_still_up(server: &ServerHandle) {
+    let status = server.status();
+    assert!(status.is_ready(), "{:?}", status.state);
+    assert_eq!(status.restarts, 0, "the server was restarted");
+}
+
+#[tokio::test]
+async fn a_slow_tool_timing_out_again_and_again_never_restarts_a_server_that_answers_pings() {
+    // Idle pings far apart: only the probe after a silent timeout can hear the server.
+    let liveness = Liveness::default().with_ping(Duration::from_secs(600), Duration::from_secs(5));
+    let (rt, server) = runtime_with(faulty().liveness(liveness)).await;
+    for _ in 0..5 {
+        let err = hang(&server, Duration::from_millis(100)).await.unwrap_err();
+        assert!(err.is_timeout(), "{err:?}");
+        // Let the probe's answer arrive before the next silence.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_still_up(&server);
+    assert_echoes(&server, "still here").await;
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn three_concurrent_timeouts_while_another_call_is_answered_every_10ms_do_not_restart() {
+    let (rt, server) = runtime_with(faulty()).await;
+    let chatter = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            for i in 0..150 {
+                assert_echoes(&server, &format!("tick {i}")).await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    for _ in 0..3 {
+        let calls = (0..3).map(|_| hang(&server, Duration::from_millis(200)).into_future());
+        for result in join_all(calls).await {
+            let err = result.unwrap_err();
+            assert!(err.is_timeout(), "{err:?}");
+        }
+    }
+    chatter.await.unwrap();
+    assert_still_up(&server);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_thousand_calls_timing_out_together_are_a_thousand_timeouts_and_no_restart() {
+    let (rt, server) = runtime_with(faulty()).await;
+    let calls = (0..1000).map(|_| hang(&server, Duration::from_millis(300)).into_future());
+    let results = join_all(calls).await;
+    let timeouts = results
+        .iter()
+        .filter(|r| matches!(r, Err(Error::Timeout { .. })))
+        .count();
+    assert_eq!(
+        timeouts,
+        1000,
+        "{:?}",
+        results
+            .iter()
+            .find(|r| !matches!(r, Err(Error::Timeout { .. })))
+    );
+    assert_eq!(server.in_flight(), 0);
+    // The probe that followed the silence is answered; give it time to be.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_still_up(&server);
+    // Every timed-out call was cancelled on the wire.
+    let cancelled = || async {
+        let result = server.call_tool("cancellations", json!({})).await.unwrap();
+        result.structured_content.unwrap()["cancelled"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let mut seen = 0;
+    for _ in 0..50 {
+        seen = cancelled().await;
+        if seen >= 1000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(seen, 1000);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn ten_thousand_mixed_calls_never_restart_the_server_and_leave_nothing_in_flight() {
+    let (rt, server) = runtime_with(faulty()).await;
+    let (mut answered, mut tool_errors, mut timeouts, mut dropped) = (0, 0, 0, 0);
+    for wave in 0..20 {
+        let calls = (0..500).map(|i| {
+            let server = server.clone();
+            async move {
+                match (wave * 500 + i) % 4 {
+                    0 => {
+                        let text = format!("call {i}");
+                        let result = server.call_tool("echo", json!({"text": text})).await;
+                        assert_eq!(result.unwrap().text(), text);
+                        0
+                    }
+                    1 => {
+                        let result = server.call_tool("fail", json!({"message": "no"})).await;
+                        assert!(result.unwrap().is_error());
+                        1
+                    }
+                    2 => {
+                        let err = hang(&server, Duration::from_millis(50)).await.unwrap_err();
+                        assert!(err.is_timeout(), "{err:?}");
+                        2
+                    }
+                    _ => {
+                        let call = hang(&server, Duration::from_secs(30)).into_future();
+                        let gave_up = tokio::time::timeout(Duration::from_millis(20), call).await;
+                        assert!(gave_up.is_err(), "a hang call answered");
+                        3
+                    }
+                }
+            }
+        });
+        for kind in join_all(calls).await {
+            match kind {
+                0 => answered += 1,
+                1 => tool_errors += 1,
+                2 => timeouts += 1,
+                _ => dropped += 1,
+            }
+        }
+    }
+    assert_eq!(
+        (answered, tool_errors, timeouts, dropped),
+        (2500, 2500, 2500, 2500)
+    );
+    assert_eq!(server.in_flight(), 0);
+    assert_still_up(&server);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_silent_server_is_restarted_after_three_silences_and_late_callers_still_get_timeout() {
+    // Idle pings far apart and slow: the calls' own silences must do it.
+    let liveness = Liveness::default()
+        .with_ping(Duration::from_secs(600), Duration::from_secs(600))
+        .with_max_failures(3);
+    let (rt, server) = runtime_with(faulty().liveness(liveness)).await;
+    assert_eq!(
+        server.call_tool("freeze", json!({})).await.unwrap().text(),
+        "frozen"
+    );
+    // Each round is written after the previous strike, so each is a new silence; the third
+    // restarts the server in the very instant twenty callers' deadlines pass.
+    for round in 0..3 {
+        let calls = (0..20).map(|_| hang(&server, Duration::from_millis(150)).into_future());
+        for result in join_all(calls).await {
+            let err = result.unwrap_err();
+            assert!(err.is_timeout(), "round {round}: {err:?}");
+        }
+    }
+    let restarted = || server.status().restarts >= 1 && server.status().is_ready();
+    assert!(
+        eventually(Duration::from_secs(10), restarted).await,
+        "{:?}",
+        server.status().state
+    );
+    assert_echoes(&server, "back").await;
+    rt.shutdown().await;
+}
