@@ -27,9 +27,9 @@ use super::{describe, duration, print, ready, start, CallArgs, Failure, Interrup
 /// The server to run: its command line and how long it may take to start.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
-    /// With `-- CMD`: how long the server may take to start and finish its handshake, e.g. 10s
-    /// [default: MCP_TIMEOUT, else 30s].
-    #[arg(long, value_name = "DURATION", value_parser = duration::parse, requires = "command")]
+    /// With `-- CMD`: how long the server may take to start and finish its handshake, written
+    /// as in a config file: 500ms, 10s, 1.5m [default: MCP_TIMEOUT (milliseconds), else 30s].
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "command")]
     startup_timeout: Option<Duration>,
     /// One stdio server to run instead of a config file's: its command and arguments.
     #[arg(last = true, value_name = "CMD", num_args = 1..)]

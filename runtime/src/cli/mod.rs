@@ -21,7 +21,7 @@ use std::time::Duration;
 use clap::{ArgAction, Args, Parser, Subcommand};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use switchboard::{Runtime, RuntimeBuilder, ServerHandle, ServerState, ServerStatus};
+use switchboard::{ConfigFile, Runtime, RuntimeBuilder, ServerHandle, ServerState, ServerStatus};
 
 mod adhoc;
 mod check;
@@ -29,7 +29,6 @@ mod config;
 mod configured;
 mod conformance;
 mod demo;
-mod duration;
 mod invoke;
 mod print;
 mod progress;
@@ -126,8 +125,9 @@ struct CallArgs {
     /// The tool's arguments: a JSON object.
     #[arg(value_name = "ARGS_JSON", default_value = "{}")]
     arguments: String,
-    /// How long the call may take, e.g. 500ms, 5s, 2m [default: MCP_TOOL_TIMEOUT, else 60s].
-    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    /// How long the call may take, written as in a config file: 500ms, 1.5s, 2m, 1h
+    /// [default: MCP_TOOL_TIMEOUT (milliseconds), else 60s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
     timeout: Option<Duration>,
     /// Print the result exactly as the server sent it, as one JSON document.
     #[arg(long)]
@@ -147,6 +147,27 @@ struct CheckArgs {
     #[command(flatten)]
     config: config::ConfigArgs,
 }
+
+/// The durations of `--timeout` and `--startup-timeout`, as a clap value parser: the forms
+/// config files take in strings ([`ConfigFile::parse_duration`]), greater than zero (a zero
+/// timeout would fail at once, and a config file refuses it too).
+///
+/// A bare number is refused, as in a config file's strings: `5` would be five milliseconds
+/// to one reader and five seconds to another. (A file's integer milliseconds are JSON
+/// numbers, which a command line does not have.)
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
+    match ConfigFile::parse_duration(text) {
+        Some(duration) if duration.is_zero() => {
+            Err("a duration must be greater than zero".to_owned())
+        }
+        Some(duration) => Ok(duration),
+        None => Err(format!("expected {DURATION_FORMS}")),
+    }
+}
+
+/// What [`duration`] accepts, for its errors.
+const DURATION_FORMS: &str =
+    "a number and a unit (ms, s, m or h) as in a config file: 500ms, 5s, 1.5s, 2m or 1h";
 
 /// Why the command did not succeed; each maps to one exit code.
 #[derive(Debug)]
@@ -364,4 +385,27 @@ pub(crate) fn describe(name: &str, status: &ServerStatus) -> String {
     let count = status.tools.len();
     let tools = if count == 1 { "tool" } else { "tools" };
     format!("server `{name}`: {info}, protocol {protocol}, {count} {tools}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_as_in_a_config_file() {
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration(" 7 s "), Ok(Duration::from_secs(7)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["5", "5 ", "", "5d", "-1s", "1e3ms", "1.2.3s"] {
+            let e = duration(bad).unwrap_err();
+            assert!(e.contains("500ms, 5s, 1.5s, 2m or 1h"), "{bad:?}: {e}");
+        }
+        assert_eq!(
+            duration("0s"),
+            Err("a duration must be greater than zero".to_owned())
+        );
+        assert!(duration("0.0ms").is_err());
+    }
 }

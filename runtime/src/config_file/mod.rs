@@ -149,6 +149,26 @@ impl ConfigFile {
         Self::parse_with_env(text, path, &|name| std::env::var(name).ok())
     }
 
+    /// Parses a duration as config files write it in a string: a number and a unit, `ms`,
+    /// `s`, `m` or `h`, as in `500ms`, `30s`, `1.5s` or `2m` (exact to the nanosecond;
+    /// surrounding whitespace and a space before the unit allowed). `None` for anything
+    /// else, including a bare number: `"30"` would be thirty milliseconds to one reader and
+    /// thirty seconds to another. Zero is a duration; the timeouts of a file refuse it.
+    ///
+    /// For settings of your own (a command line, say) that should take the same forms as a
+    /// file.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use switchboard::ConfigFile;
+    ///
+    /// assert_eq!(ConfigFile::parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+    /// assert_eq!(ConfigFile::parse_duration("500"), None);
+    /// ```
+    pub fn parse_duration(text: &str) -> Option<Duration> {
+        duration::parse_duration(text)
+    }
+
     /// [`parse`](Self::parse) with the environment given as a function, for tests and
     /// embedders.
     pub fn parse_with_env(
