@@ -47,7 +47,7 @@ pub(crate) async fn invoke(
     };
     let answered = if json {
         let raw = interrupt.guard(call.raw()).await;
-        bar.finish();
+        bar.finish().await;
         let raw = raw.map_err(interrupted)??;
         let is_error = serde_json::from_str::<Value>(raw.get())
             .ok()
@@ -56,7 +56,7 @@ pub(crate) async fn invoke(
         (format!("{}\n", raw.get()), is_error)
     } else {
         let result = interrupt.guard(async { call.await }).await;
-        bar.finish();
+        bar.finish().await;
         let result = result.map_err(interrupted)??;
         (print::result(&result), result.is_error())
     };
