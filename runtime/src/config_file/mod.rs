@@ -131,6 +131,36 @@ impl fmt::Display for PathPrefix<'_> {
 }
 
 impl ConfigFile {
+    /// A config of `servers`, as a file at `path` listing only them would parse to: no
+    /// runtime defaults, nothing disabled. For servers given some other way (a command line,
+    /// say) that should run exactly as a file's do; a later server of a name already given
+    /// replaces the earlier one, as in [`RuntimeBuilder::server`](crate::RuntimeBuilder::server).
+    ///
+    /// ```
+    /// use switchboard::{ConfigFile, HttpKind, ServerConfig};
+    ///
+    /// let docs = ServerConfig::http("https://docs.example.com/mcp", HttpKind::Auto);
+    /// let file = ConfigFile::new("docs", [("docs".to_owned(), docs)]);
+    /// assert_eq!(file.servers[0].0, "docs");
+    /// // Runtime::builder().config(file).build().await?
+    /// ```
+    pub fn new(
+        path: impl Into<PathBuf>,
+        servers: impl IntoIterator<Item = (String, ServerConfig)>,
+    ) -> ConfigFile {
+        let mut listed: Vec<(String, ServerConfig)> = Vec::new();
+        for (name, config) in servers {
+            listed.retain(|(n, _)| *n != name);
+            listed.push((name, config));
+        }
+        ConfigFile {
+            path: path.into(),
+            defaults: FileDefaults::default(),
+            servers: listed,
+            disabled: Vec::new(),
+        }
+    }
+
     /// Reads and parses the file at `path`, expanding variables from the process environment.
     pub fn load(path: impl AsRef<Path>) -> Result<ConfigFile, ConfigError> {
         let path = path.as_ref();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::shapes::{self, Document, Launch};
 use super::{ConfigError, ConfigFile, Ctx, FileDefaults};
 use crate::catalogue::{Naming, NamingMode};
-use crate::config::HttpKind;
+use crate::config::{HttpKind, ServerConfig};
 use crate::deadline::ToolPolicy;
 use crate::restart::RestartPolicy;
 
@@ -329,6 +329,24 @@ fn http_types_map_to_their_transports() {
             r#"expected "stdio", "sse", "http" or "streamable-http""#,
         );
     }
+}
+
+#[test]
+fn a_config_of_given_servers_is_a_file_of_only_them() {
+    let file = ConfigFile::new(
+        "npx",
+        [
+            ("a".to_owned(), ServerConfig::stdio("first")),
+            ("b".to_owned(), ServerConfig::stdio("other")),
+            ("a".to_owned(), ServerConfig::stdio("second").timeout(S)),
+        ],
+    );
+    assert_eq!(file.path, Path::new("npx"));
+    let names: Vec<&str> = file.servers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["b", "a"]);
+    assert_eq!(file.servers[1].1.timeout, Some(S));
+    assert_eq!(file.defaults, FileDefaults::default());
+    assert!(file.disabled.is_empty());
 }
 
 #[test]
