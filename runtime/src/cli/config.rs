@@ -1,8 +1,10 @@
-//! Finding, loading and starting a config file's servers, and reporting on each of them.
+//! Where the servers of a command come from, starting them, and reporting on each of them.
 //!
-//! The file is the first of: `-c/--config FILE`, `$SWITCHBOARD_CONFIG`, `./.mcp.json` (as
-//! Claude Code names a project's servers). It is only looked for when no `-- CMD` is given;
-//! `-c` together with `-- CMD` is a usage error. A file that cannot be used stops the command
+//! `tools` and `call` take one stdio server after `--`, which becomes a config of that one
+//! server ([`ServerArgs::config_file`]): from there on it runs through the same code as a
+//! config file's servers. Otherwise the config file is the first of: `-c/--config FILE`,
+//! `$SWITCHBOARD_CONFIG`, `./.mcp.json` (as Claude Code names a project's servers); `-c`
+//! together with `-- CMD` is a usage error. A file that cannot be used stops the command
 //! before anything starts, with exit 2 and the file, JSON path and problem on one line:
 //!
 //! ```text
@@ -15,9 +17,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use switchboard::{ConfigFile, Runtime, ServerHandle, ServerState, ServerStatus};
+use switchboard::{
+    ConfigFile, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerState, ServerStatus,
+};
 
-use super::{start, Failure, Interrupt};
+use super::{duration, start, unready, Failure, Interrupt};
 
 /// The environment variable naming the config file when `-c` is not given.
 const ENV: &str = "SWITCHBOARD_CONFIG";
@@ -76,6 +80,71 @@ impl ConfigArgs {
     }
 }
 
+/// One stdio server given after `--`, run instead of a config file's servers.
+#[derive(Debug, Args)]
+pub(crate) struct ServerArgs {
+    /// With `-- CMD`: how long the server may take to start and finish its handshake, written
+    /// as in a config file: 500ms, 10s, 1.5m [default: MCP_TIMEOUT (milliseconds), else 30s].
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "command")]
+    startup_timeout: Option<Duration>,
+    /// One stdio server to run instead of a config file's: its command and arguments.
+    #[arg(last = true, value_name = "CMD", num_args = 1..)]
+    command: Vec<OsString>,
+}
+
+impl ServerArgs {
+    /// The config a file listing only this server would give: one stdio server, named after
+    /// its command's file name (`npx`, `uvx`, ...), with `--startup-timeout` as its
+    /// `startupTimeout`, and `"restart": false`, as it lives only for one listing or call: a
+    /// server that fails is reported, not restarted. The config's path is the command's
+    /// program; messages about a config of one server name the server instead.
+    pub(crate) fn config_file(&self) -> ConfigFile {
+        let (program, args) = self.command.split_first().unzip();
+        let program = program.map(OsString::as_os_str).unwrap_or_default();
+        let mut config = ServerConfig::stdio(program)
+            .args(args.unwrap_or_default())
+            .restart(RestartPolicy::never());
+        if let Some(timeout) = self.startup_timeout {
+            config = config.startup_timeout(timeout);
+        }
+        ConfigFile::new(program, [(self.name(), config)])
+    }
+
+    /// The server's name: its command's file name.
+    fn name(&self) -> String {
+        let program = self
+            .command
+            .first()
+            .map(OsString::as_os_str)
+            .unwrap_or_default();
+        Path::new(program)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| program.to_string_lossy().into_owned())
+    }
+}
+
+/// The servers of `tools` and `call`: the one after `--` as a config of one server, else
+/// those of the config file.
+pub(crate) fn servers(config: &ConfigArgs, server: &ServerArgs) -> Result<ConfigFile, Failure> {
+    if server.command.is_empty() {
+        config.load(true)
+    } else {
+        config.refuse_with_command()?;
+        Ok(server.config_file())
+    }
+}
+
+/// The name of the config's only server, if it has exactly one: messages and listings then
+/// speak of that server rather than of the config.
+pub(crate) fn only_server(file: &ConfigFile) -> Option<&str> {
+    match &file.servers[..] {
+        [(name, _)] => Some(name),
+        _ => None,
+    }
+}
+
 /// How the config file was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
@@ -108,7 +177,10 @@ pub(crate) async fn start_all(
     interrupt: &mut Interrupt,
 ) -> Result<Runtime, Failure> {
     let builder = Runtime::builder().with_env_defaults().config(file.clone());
-    let starting = format!("the servers of {} were starting", file.path.display());
+    let starting = match only_server(file) {
+        Some(name) => format!("server `{name}` was starting"),
+        None => format!("the servers of {} were starting", file.path.display()),
+    };
     let runtime = start(builder, starting, interrupt).await?;
     // A signal here only cuts the wait short; the caller shuts the runtime down.
     let _ = interrupt.guard(settle(&runtime)).await;
@@ -156,6 +228,15 @@ impl Report {
     /// Whether this is an enabled server that is not ready: the command then exits 3.
     pub(crate) fn failed(&self) -> bool {
         self.status.as_ref().is_some_and(|s| !s.is_ready())
+    }
+
+    /// Why this server is not ready, as the failure of a command about it alone; `None` if
+    /// it is ready (or disabled).
+    pub(crate) fn unready(&self) -> Option<Failure> {
+        match &self.status {
+            Some(status) => unready(&self.name, status),
+            None => self.error.clone().map(Failure::Run),
+        }
     }
 }
 
@@ -263,6 +344,42 @@ mod tests {
             found(None, None, true),
             Some((".mcp.json".into(), Origin::CurrentDir))
         );
+    }
+
+    fn server(command: &[&str]) -> ServerArgs {
+        ServerArgs {
+            startup_timeout: None,
+            command: command.iter().map(OsString::from).collect(),
+        }
+    }
+
+    #[test]
+    fn servers_are_named_after_their_program() {
+        assert_eq!(server(&["npx", "-y", "x"]).name(), "npx");
+        assert_eq!(server(&["/usr/local/bin/uvx"]).name(), "uvx");
+        assert_eq!(
+            server(&["./target/debug/switchboard", "demo-server"]).name(),
+            "switchboard"
+        );
+        assert_eq!(server(&[".."]).name(), "..");
+    }
+
+    #[test]
+    fn a_command_is_a_config_of_one_server() {
+        let mut args = server(&["/usr/bin/srv", "--flag", "x"]);
+        args.startup_timeout = Some(Duration::from_millis(1500));
+        let file = args.config_file();
+        assert_eq!(only_server(&file), Some("srv"));
+        assert_eq!(file.path, Path::new("/usr/bin/srv"));
+        assert!(file.disabled.is_empty());
+        let (_, config) = &file.servers[0];
+        assert_eq!(config.transport_kind(), "stdio");
+        // The settings are the crate's own; its `Debug` shows them.
+        let debug = format!("{config:?}");
+        assert!(debug.contains(r#""--flag", "x""#), "{debug}");
+        assert!(debug.contains("startup_timeout: Some(1.5s)"), "{debug}");
+        let never = format!("restart: Some({:?})", RestartPolicy::never());
+        assert!(debug.contains(&never), "{debug}");
     }
 
     #[test]

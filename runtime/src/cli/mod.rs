@@ -1,15 +1,16 @@
 //! The command line: arguments, logging, signals and exit codes around the subcommands.
 //!
-//! `tools` and `call` run either one server given after `--` ([`adhoc`]) or every server of a
-//! config file ([`configured`], found as [`config`] says); `check` starts a config file's
-//! servers and reports on each.
+//! `tools` and `call` run the servers of a config file, or one stdio server given after `--`,
+//! which [`config`] turns into a config of that one server: from there on both go through the
+//! same code ([`tools`], [`call`]), with the same messages, exit codes and JSON. `check`
+//! starts a config file's servers and reports on each.
 //!
 //! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 a bad command line or bad
 //! tool arguments; 3 any run-time failure (spawn, handshake, unknown tool, JSON-RPC error,
 //! timeout, disconnect, overload); 130 interrupted by `SIGINT` or `SIGTERM`. On 2 and 3 stdout
 //! stays empty and stderr gets one line, `switchboard: <what failed, where, and why>`. The
-//! exception is a report on several servers (`tools` and `check` with a config file): it is
-//! printed in full, and exit 3 then says that some server is not ready.
+//! exception is a report on several servers (`tools` with a config of several servers, and
+//! `check`): it is printed in full, and exit 3 then says that some server is not ready.
 //!
 //! Every path that starts a runtime shuts it down before exiting, so no server outlives us.
 
@@ -21,19 +22,17 @@ use std::time::Duration;
 use clap::{ArgAction, Args, Parser, Subcommand};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use switchboard::{Runtime, RuntimeBuilder, ServerHandle, ServerState, ServerStatus};
+use switchboard::{ConfigFile, Runtime, RuntimeBuilder, ServerHandle, ServerState, ServerStatus};
 
-mod adhoc;
+mod call;
 mod check;
 mod config;
-mod configured;
 mod conformance;
 mod demo;
-mod duration;
-mod invoke;
 mod print;
 mod progress;
 mod serve_metrics;
+mod tools;
 
 /// Run MCP servers under Switchboard's supervision and call their tools.
 ///
@@ -57,11 +56,11 @@ enum Command {
     /// A tour: start the bundled demo server, call its tools, time one out, crash it.
     Demo,
     /// List the tools of a config file's servers, or of one stdio MCP server after `--`.
-    #[command(after_help = AFTER_HELP_TOOLS)]
+    #[command(after_help = tools::AFTER_HELP)]
     Tools(ToolsArgs),
     /// Call one tool (by catalogue name, or of the stdio MCP server after `--`) and print its
     /// result.
-    #[command(after_help = AFTER_HELP_CALL)]
+    #[command(after_help = call::AFTER_HELP)]
     Call(CallArgs),
     /// Start every server of a config file and report on each.
     #[command(after_help = AFTER_HELP_CHECK)]
@@ -84,23 +83,6 @@ enum Command {
     },
 }
 
-const AFTER_HELP_TOOLS: &str = "\
-Without `-- CMD`, the servers are those of the config file: -c FILE, else $SWITCHBOARD_CONFIG,
-else ./.mcp.json. MCP_TIMEOUT and MCP_TOOL_TIMEOUT (milliseconds) set default timeouts.
-
-Examples:
-  switchboard tools -c .mcp.json --json
-  switchboard tools -- npx -y @modelcontextprotocol/server-everything";
-
-const AFTER_HELP_CALL: &str = "\
-Without `-- CMD`, TOOL is a catalogue name across the servers of the config file: -c FILE,
-else $SWITCHBOARD_CONFIG, else ./.mcp.json. MCP_TIMEOUT and MCP_TOOL_TIMEOUT (milliseconds)
-set default timeouts.
-
-Examples:
-  switchboard call search_code '{\"q\":\"actix\"}' -c .mcp.json
-  switchboard call add '{\"a\":2,\"b\":3}' --timeout 5s -- switchboard demo-server";
-
 const AFTER_HELP_CHECK: &str = "\
 The config file is -c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json. Exits 3 if any
 enabled server is not ready.
@@ -109,33 +91,37 @@ Example: switchboard check -c .mcp.json";
 
 #[derive(Debug, Args)]
 struct ToolsArgs {
-    /// Print one JSON document: {"servers":[{"name","state","error","tools":[...]}]}, the tools
-    /// as the server listed them (plus "catalogueName" with a config file).
+    /// Print one JSON document, the same for `-- CMD` and a config file:
+    /// {"servers":[{"name","state","error","tools":[...]}]}, each tool as its server listed it
+    /// plus "catalogueName".
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]
-    server: adhoc::ServerArgs,
+    server: config::ServerArgs,
 }
 
 #[derive(Debug, Args)]
 struct CallArgs {
-    /// The tool to call: a catalogue name, or the server's own name for it after `--`.
+    /// The tool to call: a catalogue name, or its name as its server listed it when no other
+    /// server lists that name.
     tool: String,
     /// The tool's arguments: a JSON object.
     #[arg(value_name = "ARGS_JSON", default_value = "{}")]
     arguments: String,
-    /// How long the call may take, e.g. 500ms, 5s, 2m [default: MCP_TOOL_TIMEOUT, else 60s].
-    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    /// How long the call may take, written as in a config file: 500ms, 1.5s, 2m, 1h
+    /// [default: MCP_TOOL_TIMEOUT (milliseconds), else 60s].
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
     timeout: Option<Duration>,
-    /// Print the result exactly as the server sent it, as one JSON document.
+    /// Print the result exactly as the server sent it, as one JSON document, the same for
+    /// `-- CMD` and a config file: {"content":[...],"structuredContent","isError"}.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]
-    server: adhoc::ServerArgs,
+    server: config::ServerArgs,
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +133,27 @@ struct CheckArgs {
     #[command(flatten)]
     config: config::ConfigArgs,
 }
+
+/// The durations of `--timeout` and `--startup-timeout`, as a clap value parser: the forms
+/// config files take in strings ([`ConfigFile::parse_duration`]), greater than zero (a zero
+/// timeout would fail at once, and a config file refuses it too).
+///
+/// A bare number is refused, as in a config file's strings: `5` would be five milliseconds
+/// to one reader and five seconds to another. (A file's integer milliseconds are JSON
+/// numbers, which a command line does not have.)
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
+    match ConfigFile::parse_duration(text) {
+        Some(duration) if duration.is_zero() => {
+            Err("a duration must be greater than zero".to_owned())
+        }
+        Some(duration) => Ok(duration),
+        None => Err(format!("expected {DURATION_FORMS}")),
+    }
+}
+
+/// What [`duration`] accepts, for its errors.
+const DURATION_FORMS: &str =
+    "a number and a unit (ms, s, m or h) as in a config file: 500ms, 5s, 1.5s, 2m or 1h";
 
 /// Why the command did not succeed; each maps to one exit code.
 #[derive(Debug)]
@@ -221,16 +228,8 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::Run(format!("cannot listen for SIGINT and SIGTERM: {e}")))?;
     match command {
         Command::Demo => demo::run(&mut interrupt).await,
-        Command::Tools(args) if args.server.is_given() => {
-            args.config.refuse_with_command()?;
-            adhoc::tools(args, &mut interrupt).await
-        }
-        Command::Tools(args) => configured::tools(args, &mut interrupt).await,
-        Command::Call(args) if args.server.is_given() => {
-            args.config.refuse_with_command()?;
-            adhoc::call(args, &mut interrupt).await
-        }
-        Command::Call(args) => configured::call(args, &mut interrupt).await,
+        Command::Tools(args) => tools::run(args, &mut interrupt).await,
+        Command::Call(args) => call::run(args, &mut interrupt).await,
         Command::Check(args) => check::run(args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,
@@ -336,17 +335,24 @@ pub(crate) async fn start(
 /// The server's status if it is ready, else the reason it is not, as a run-time failure.
 pub(crate) fn ready(server: &ServerHandle) -> Result<ServerStatus, Failure> {
     let status = server.status();
-    let name = server.name();
+    match unready(server.name(), &status) {
+        Some(failure) => Err(failure),
+        None => Ok(status),
+    }
+}
+
+/// Why server `name`, with this status, is not ready, as a run-time failure; `None` if it is.
+pub(crate) fn unready(name: &str, status: &ServerStatus) -> Option<Failure> {
     match &status.state {
-        ServerState::Ready => Ok(status),
-        ServerState::Failed { error } => Err(error.clone().into()),
-        ServerState::Down { reason } => Err(Failure::Run(format!(
+        ServerState::Ready => None,
+        ServerState::Failed { error } => Some(error.clone().into()),
+        ServerState::Down { reason } => Some(Failure::Run(format!(
             "server `{name}` stopped right after its handshake: {reason}"
         ))),
-        ServerState::Restarting { last_error, .. } => Err(Failure::Run(format!(
+        ServerState::Restarting { last_error, .. } => Some(Failure::Run(format!(
             "server `{name}` is restarting after: {last_error}"
         ))),
-        other => Err(Failure::Run(format!(
+        other => Some(Failure::Run(format!(
             "server `{name}` is {} instead of ready",
             other.as_str()
         ))),
@@ -364,4 +370,94 @@ pub(crate) fn describe(name: &str, status: &ServerStatus) -> String {
     let count = status.tools.len();
     let tools = if count == 1 { "tool" } else { "tools" };
     format!("server `{name}`: {info}, protocol {protocol}, {count} {tools}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command line of `switchboard ARGS`.
+    fn parse(args: &[&str]) -> Cli {
+        let all = std::iter::once("switchboard").chain(args.iter().copied());
+        Cli::try_parse_from(all).unwrap()
+    }
+
+    fn call(args: &[&str]) -> CallArgs {
+        match parse(args).command {
+            Some(Command::Call(call)) => call,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn command_line_surface() {
+        let call_add = call(&[
+            "call",
+            "add",
+            r#"{"a":2}"#,
+            "--timeout",
+            "1.5s",
+            "--startup-timeout",
+            "500ms",
+            "--json",
+            "--",
+            "/bin/srv",
+            "--flag",
+        ]);
+        assert_eq!(call_add.tool, "add");
+        assert_eq!(call_add.timeout, Some(Duration::from_millis(1500)));
+        assert!(call_add.json);
+        let Ok(file) = config::servers(&call_add.config, &call_add.server) else {
+            panic!("a command is a config")
+        };
+        assert_eq!(config::only_server(&file), Some("srv"));
+        let debug = format!("{:?}", file.servers[0].1);
+        assert!(debug.contains(r#"["--flag"]"#), "{debug}");
+        assert!(debug.contains("startup_timeout: Some(500ms)"), "{debug}");
+        assert_eq!(call(&["call", "t", "--", "srv"]).arguments, "{}");
+        // Without `-- CMD`, the servers come from a config file.
+        let by_file = call(&["call", "t", "-c", "/nonexistent/f.json"]);
+        match config::servers(&by_file.config, &by_file.server) {
+            Err(Failure::Usage(m)) => assert!(m.contains("/nonexistent/f.json"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            &["switchboard", "call", "t", "--timeout", "5", "--", "srv"][..],
+            &["switchboard", "call", "t", "--timeout", "0s", "--", "srv"],
+            &[
+                "switchboard",
+                "tools",
+                "--startup-timeout",
+                "5",
+                "--",
+                "srv",
+            ],
+            &["switchboard", "call"],
+            &["switchboard", "tools", "srv"],
+            &["switchboard", "tools", "--startup-timeout", "5s"],
+            &["switchboard", "check", "--", "srv"],
+        ] {
+            let e = Cli::try_parse_from(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        assert!(parse(&[]).command.is_none());
+    }
+
+    #[test]
+    fn durations_are_written_as_in_a_config_file() {
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration(" 7 s "), Ok(Duration::from_secs(7)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["5", "5 ", "", "5d", "-1s", "1e3ms", "1.2.3s"] {
+            let e = duration(bad).unwrap_err();
+            assert!(e.contains("500ms, 5s, 1.5s, 2m or 1h"), "{bad:?}: {e}");
+        }
+        assert_eq!(
+            duration("0s"),
+            Err("a duration must be greater than zero".to_owned())
+        );
+        assert!(duration("0.0ms").is_err());
+    }
 }

@@ -7,67 +7,137 @@
 //! ```
 //!
 //! The line is redrawn in place and erased when the call ends, so that only the answer stays.
+//!
+//! The call's progress callback runs on a runtime thread, beside the servers' I/O, so it only
+//! replaces the latest [`Progress`] in a `watch` channel, which never waits for anyone; a CLI
+//! task draws it. A terminal that stops reading (Ctrl-S, a full pipe) then stalls only that
+//! task (its writes go through tokio's blocking pool), and notifications that arrive
+//! meanwhile are coalesced into the latest. What a server writes in its message is shown
+//! with control characters escaped, so it cannot move the cursor or reconfigure the terminal.
 
-use std::io::{IsTerminal, Write as _};
-use std::sync::{Arc, Mutex};
+use std::io::IsTerminal;
 
-use switchboard::Call;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+use switchboard::{Call, Progress};
 
 /// The width of the bar, in cells.
 const WIDTH: usize = 20;
 
-/// The longest message shown, in characters.
+/// The longest message shown, in characters (after escaping).
 const MESSAGE_CHARS: usize = 48;
 
 /// Erases the current terminal line.
 const ERASE: &str = "\r\x1b[2K";
 
 /// The bar of one call; [`finish`](Self::finish) it when the call is over.
+///
+/// # Drop behavior
+///
+/// Dropped unfinished, the bar's task still erases the line, but nobody waits for it.
 #[derive(Debug)]
-pub(crate) struct Bar(Option<Arc<Mutex<Line>>>);
+pub(crate) struct Bar(Option<Drawer>);
 
-#[derive(Debug, Default)]
-struct Line {
-    drawn: bool,
-    finished: bool,
+#[derive(Debug)]
+struct Drawer {
+    done: oneshot::Sender<()>,
+    task: JoinHandle<()>,
 }
 
-/// Makes `call` draw a progress bar, if stderr is a terminal.
+/// Makes `call` show a progress bar, if stderr is a terminal. Must be called within the
+/// CLI's tokio runtime, where the bar's task runs.
 pub(crate) fn attach(call: Call) -> (Call, Bar) {
     if !std::io::stderr().is_terminal() {
         return (call, Bar(None));
     }
-    let line = Arc::new(Mutex::new(Line::default()));
-    let shared = line.clone();
-    // Runs on the runtime's actor thread: one short write to the terminal.
-    let call = call.on_progress(move |p| {
-        let Ok(mut line) = shared.lock() else { return };
-        if line.finished {
-            return;
-        }
-        let text = render(p.progress, p.total, p.message.as_deref());
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{ERASE}{text}").and_then(|()| err.flush());
-        line.drawn = true;
+    let (latest, updates) = watch::channel(None);
+    // Runs on a runtime thread: replaces the value under a lock held only for that.
+    let call = call.on_progress(move |progress| {
+        latest.send_replace(Some(Latest::from(progress)));
     });
-    (call, Bar(Some(line)))
+    let (done, finished) = oneshot::channel();
+    let task = tokio::spawn(draw(updates, finished, tokio::io::stderr()));
+    (call, Bar(Some(Drawer { done, task })))
 }
 
-impl Bar {
-    /// Erases the bar, if it was drawn; later notifications draw nothing.
-    pub(crate) fn finish(self) {
-        let Some(line) = self.0 else { return };
-        let Ok(mut line) = line.lock() else { return };
-        line.finished = true;
-        if line.drawn {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{ERASE}").and_then(|()| err.flush());
+/// The latest progress of the call, as the callback hands it to the bar's task.
+#[derive(Debug, Clone, PartialEq)]
+struct Latest {
+    progress: f64,
+    total: Option<f64>,
+    message: Option<String>,
+}
+
+impl From<Progress> for Latest {
+    fn from(progress: Progress) -> Self {
+        let Progress {
+            progress,
+            total,
+            message,
+            ..
+        } = progress;
+        Latest {
+            progress,
+            total,
+            message,
         }
     }
 }
 
+impl Bar {
+    /// Stops drawing and waits until the bar is erased, if it was drawn, so that what is
+    /// printed next starts on a clean line.
+    pub(crate) async fn finish(self) {
+        let Some(drawer) = self.0 else { return };
+        let _ = drawer.done.send(());
+        let _ = drawer.task.await;
+    }
+}
+
+/// Draws each latest progress until `finished` fires (or its sender is dropped), then erases
+/// the line if anything was drawn.
+async fn draw(
+    mut updates: watch::Receiver<Option<Latest>>,
+    mut finished: oneshot::Receiver<()>,
+    mut out: impl AsyncWrite + Unpin,
+) {
+    let mut drawn = false;
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut finished => break,
+            changed = updates.changed() => {
+                if changed.is_err() {
+                    // The call and its callback are gone: nothing more will come.
+                    break;
+                }
+                // Rendered before writing: the callback waits for this borrow, never for the
+                // terminal.
+                let line = updates
+                    .borrow_and_update()
+                    .as_ref()
+                    .map(|p| render(p.progress, p.total, p.message.as_deref()));
+                if let Some(line) = line {
+                    drawn |= write(&mut out, &format!("{ERASE}{line}")).await;
+                }
+            }
+        }
+    }
+    if drawn {
+        write(&mut out, ERASE).await;
+    }
+}
+
+/// Writes and flushes `text`; whether it got through. A terminal that went away is no
+/// reason to fail the call.
+async fn write(out: &mut (impl AsyncWrite + Unpin), text: &str) -> bool {
+    out.write_all(text.as_bytes()).await.is_ok() && out.flush().await.is_ok()
+}
+
 /// One line of progress: a bar and a percentage when the total is known, then the counts and
-/// the message (cut to [`MESSAGE_CHARS`]).
+/// the message's first line, with control characters escaped, cut to [`MESSAGE_CHARS`].
 fn render(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
     let mut out = match total.filter(|t| t.is_finite() && *t > 0.0) {
         Some(total) => {
@@ -82,15 +152,32 @@ fn render(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
         }
         None => format!("{progress}"),
     };
-    if let Some(message) = message.map(|m| m.lines().next().unwrap_or("").trim()) {
-        if !message.is_empty() {
-            out.push(' ');
-            if message.chars().count() > MESSAGE_CHARS {
-                out.extend(message.chars().take(MESSAGE_CHARS - 1));
-                out.push('…');
-            } else {
-                out.push_str(message);
-            }
+    let message = message
+        .and_then(|m| m.lines().next())
+        .map(str::trim)
+        .unwrap_or("");
+    if !message.is_empty() {
+        let shown = escape_controls(message);
+        out.push(' ');
+        if shown.chars().count() > MESSAGE_CHARS {
+            out.extend(shown.chars().take(MESSAGE_CHARS - 1));
+            out.push('…');
+        } else {
+            out.push_str(&shown);
+        }
+    }
+    out
+}
+
+/// `text` with every control character (C0, DEL and C1: escape sequences, carriage returns,
+/// backspaces, bells) written out as a Rust escape, such as `\u{1b}`; other text as is.
+fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
         }
     }
     out
@@ -98,6 +185,8 @@ fn render(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::AsyncReadExt;
+
     use super::*;
 
     #[test]
@@ -124,5 +213,74 @@ mod tests {
         let line = render(1.0, None, Some(&long));
         assert_eq!(line.chars().count(), 2 + MESSAGE_CHARS);
         assert!(line.ends_with('…'));
+    }
+
+    #[test]
+    fn control_characters_in_messages_are_escaped() {
+        // Clear the screen, move the cursor home, return to the line's start, ring the bell,
+        // and a C1 control (CSI): none of them reaches the terminal.
+        let line = render(
+            1.0,
+            None,
+            Some("\x1b[2J\x1b[Hgot\rcha\x07 \u{9b}31m ünïcode"),
+        );
+        assert_eq!(line, r"1 \u{1b}[2J\u{1b}[Hgot\rcha\u{7} \u{9b}31m ünïcode");
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        // Tabs too; only the first line is shown.
+        assert_eq!(render(2.0, None, Some("a\tb\nc")), r"2 a\tb");
+    }
+
+    /// Progress `n`, with the message `step n`.
+    fn step(n: u32) -> Option<Latest> {
+        Some(Latest {
+            progress: n.into(),
+            total: None,
+            message: Some(format!("step {n}")),
+        })
+    }
+
+    /// Reads exactly `text` from the terminal's end.
+    async fn expect(terminal: &mut tokio::io::DuplexStream, text: &str) {
+        let mut seen = vec![0; text.len()];
+        terminal.read_exact(&mut seen).await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&seen), text);
+    }
+
+    #[tokio::test]
+    async fn a_stalled_terminal_stalls_only_the_bar_which_draws_the_latest() {
+        // A terminal that takes 8 bytes and then stops reading, as after Ctrl-S.
+        let (out, mut terminal) = tokio::io::duplex(8);
+        let (latest, updates) = watch::channel(None);
+        let (done, finished) = oneshot::channel();
+        let task = tokio::spawn(draw(updates, finished, out));
+        latest.send_replace(step(1));
+        let first = format!("{ERASE}1 step 1");
+        expect(&mut terminal, &first[..8]).await;
+        // The task is stuck writing the rest; the sender (the progress callback) is not.
+        for n in 2..=100 {
+            latest.send_replace(step(n));
+        }
+        // Once the terminal reads again, the bar jumps to the latest: 2 to 99 are skipped.
+        expect(&mut terminal, &first[8..]).await;
+        expect(&mut terminal, &format!("{ERASE}100 step 100")).await;
+        // Finishing erases the line, and the task ends.
+        let _ = done.send(());
+        task.await.unwrap();
+        let mut rest = String::new();
+        terminal.read_to_string(&mut rest).await.unwrap();
+        assert_eq!(rest, ERASE);
+    }
+
+    #[tokio::test]
+    async fn nothing_drawn_nothing_erased() {
+        let (out, mut terminal) = tokio::io::duplex(64);
+        let (_latest, updates) = watch::channel(None);
+        let (done, finished) = oneshot::channel();
+        let task = tokio::spawn(draw(updates, finished, out));
+        let _ = done.send(());
+        task.await.unwrap();
+        let mut rest = String::new();
+        terminal.read_to_string(&mut rest).await.unwrap();
+        assert_eq!(rest, "");
     }
 }

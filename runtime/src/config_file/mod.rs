@@ -131,6 +131,36 @@ impl fmt::Display for PathPrefix<'_> {
 }
 
 impl ConfigFile {
+    /// A config of `servers`, as a file at `path` listing only them would parse to: no
+    /// runtime defaults, nothing disabled. For servers given some other way (a command line,
+    /// say) that should run exactly as a file's do; a later server of a name already given
+    /// replaces the earlier one, as in [`RuntimeBuilder::server`](crate::RuntimeBuilder::server).
+    ///
+    /// ```
+    /// use switchboard::{ConfigFile, HttpKind, ServerConfig};
+    ///
+    /// let docs = ServerConfig::http("https://docs.example.com/mcp", HttpKind::Auto);
+    /// let file = ConfigFile::new("docs", [("docs".to_owned(), docs)]);
+    /// assert_eq!(file.servers[0].0, "docs");
+    /// // Runtime::builder().config(file).build().await?
+    /// ```
+    pub fn new(
+        path: impl Into<PathBuf>,
+        servers: impl IntoIterator<Item = (String, ServerConfig)>,
+    ) -> ConfigFile {
+        let mut listed: Vec<(String, ServerConfig)> = Vec::new();
+        for (name, config) in servers {
+            listed.retain(|(n, _)| *n != name);
+            listed.push((name, config));
+        }
+        ConfigFile {
+            path: path.into(),
+            defaults: FileDefaults::default(),
+            servers: listed,
+            disabled: Vec::new(),
+        }
+    }
+
     /// Reads and parses the file at `path`, expanding variables from the process environment.
     pub fn load(path: impl AsRef<Path>) -> Result<ConfigFile, ConfigError> {
         let path = path.as_ref();
@@ -147,6 +177,26 @@ impl ConfigFile {
     /// the process environment.
     pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
         Self::parse_with_env(text, path, &|name| std::env::var(name).ok())
+    }
+
+    /// Parses a duration as config files write it in a string: a number and a unit, `ms`,
+    /// `s`, `m` or `h`, as in `500ms`, `30s`, `1.5s` or `2m` (exact to the nanosecond;
+    /// surrounding whitespace and a space before the unit allowed). `None` for anything
+    /// else, including a bare number: `"30"` would be thirty milliseconds to one reader and
+    /// thirty seconds to another. Zero is a duration; the timeouts of a file refuse it.
+    ///
+    /// For settings of your own (a command line, say) that should take the same forms as a
+    /// file.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use switchboard::ConfigFile;
+    ///
+    /// assert_eq!(ConfigFile::parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+    /// assert_eq!(ConfigFile::parse_duration("500"), None);
+    /// ```
+    pub fn parse_duration(text: &str) -> Option<Duration> {
+        duration::parse_duration(text)
     }
 
     /// [`parse`](Self::parse) with the environment given as a function, for tests and

@@ -125,10 +125,13 @@ fn launch(ctx: &Ctx<'_>, entry: &Map<String, Value>, at: &JsonPath) -> Result<La
             Some(match ctx.string(value, &type_at)? {
                 "stdio" => Kind::Stdio,
                 "sse" => Kind::Http(HttpKind::Sse),
-                // `streamableHttp` is Cline's spelling.
-                "http" | "streamable-http" | "streamableHttp" => {
-                    Kind::Http(HttpKind::StreamableHttp)
-                }
+                // As VS Code treats it: Streamable HTTP, falling back to HTTP+SSE when the
+                // server refuses the `initialize` POST (400, 404, 405), so that a file written
+                // for VS Code reaches the same old servers it does.
+                "http" => Kind::Http(HttpKind::Auto),
+                // Strict: a server named this way is known to speak Streamable HTTP, and a
+                // fallback would only hide its errors. `streamableHttp` is Cline's spelling.
+                "streamable-http" | "streamableHttp" => Kind::Http(HttpKind::StreamableHttp),
                 _ => {
                     return Err(ctx.error(
                         &type_at,

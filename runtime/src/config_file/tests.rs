@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::shapes::{self, Document, Launch};
 use super::{ConfigError, ConfigFile, Ctx, FileDefaults};
 use crate::catalogue::{Naming, NamingMode};
-use crate::config::HttpKind;
+use crate::config::{HttpKind, ServerConfig};
 use crate::deadline::ToolPolicy;
 use crate::restart::RestartPolicy;
 
@@ -176,7 +176,7 @@ fn claude_code_file() {
         doc.servers[1].launch,
         Launch::Http {
             url: "https://api.example.com/mcp".into(),
-            kind: HttpKind::StreamableHttp,
+            kind: HttpKind::Auto,
             headers: pairs(&[("Authorization", "Bearer k3y")]),
         }
     );
@@ -185,7 +185,7 @@ fn claude_code_file() {
         .iter()
         .map(|s| s.config.transport_kind())
         .collect();
-    assert_eq!(kinds, ["stdio", "http", "sse", "http"]);
+    assert_eq!(kinds, ["stdio", "auto", "sse", "http"]);
     let debug = format!("{:?}", doc.servers[1].config);
     assert!(
         debug.contains("Authorization") && !debug.contains("k3y"),
@@ -275,9 +275,78 @@ fn vscode_file() {
             cwd: Some(project.0.join("server")),
         }
     );
-    assert_eq!(doc.servers[1].config.transport_kind(), "http");
+    // VS Code's `http` falls back to HTTP+SSE, and so does ours.
+    assert_eq!(doc.servers[1].config.transport_kind(), "auto");
     let names: Vec<&str> = doc.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["search", "api"]);
+}
+
+#[test]
+fn http_types_map_to_their_transports() {
+    // `http` is Streamable HTTP with the HTTP+SSE fallback (as VS Code treats it), as is a
+    // `url` without a type; `streamable-http` (and Cline's `streamableHttp`) is strict.
+    let cases = [
+        (r#""type": "http","#, HttpKind::Auto, "auto"),
+        ("", HttpKind::Auto, "auto"),
+        (
+            r#""type": "streamable-http","#,
+            HttpKind::StreamableHttp,
+            "http",
+        ),
+        (
+            r#""type": "streamableHttp","#,
+            HttpKind::StreamableHttp,
+            "http",
+        ),
+        (r#""type": "sse","#, HttpKind::Sse, "sse"),
+    ];
+    for (declared, kind, transport) in cases {
+        let text =
+            format!(r#"{{"servers": {{"api": {{{declared} "url": "https://x.example/mcp"}}}}}}"#);
+        let doc = parse(&text, &[]);
+        assert_eq!(
+            doc.servers[0].launch,
+            Launch::Http {
+                url: "https://x.example/mcp".into(),
+                kind,
+                headers: Vec::new(),
+            },
+            "{declared}"
+        );
+        assert_eq!(
+            doc.servers[0].config.transport_kind(),
+            transport,
+            "{declared}"
+        );
+    }
+    // The spellings are exact.
+    for wrong in ["HTTP", "streamable_http", "auto"] {
+        rejects(
+            &format!(
+                r#"{{"servers": {{"api": {{"type": "{wrong}", "url": "https://x.example/mcp"}}}}}}"#
+            ),
+            "servers.api.type",
+            r#"expected "stdio", "sse", "http" or "streamable-http""#,
+        );
+    }
+}
+
+#[test]
+fn a_config_of_given_servers_is_a_file_of_only_them() {
+    let file = ConfigFile::new(
+        "npx",
+        [
+            ("a".to_owned(), ServerConfig::stdio("first")),
+            ("b".to_owned(), ServerConfig::stdio("other")),
+            ("a".to_owned(), ServerConfig::stdio("second").timeout(S)),
+        ],
+    );
+    assert_eq!(file.path, Path::new("npx"));
+    let names: Vec<&str> = file.servers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["b", "a"]);
+    assert_eq!(file.servers[1].1.timeout, Some(S));
+    assert_eq!(file.defaults, FileDefaults::default());
+    assert!(file.disabled.is_empty());
 }
 
 #[test]

@@ -141,11 +141,55 @@ fn arguments_must_be_a_json_object() {
 }
 
 #[test]
-fn durations_need_a_unit() {
-    let output = against_demo(&["call", "hang", "--timeout", "200"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert_eq!(stdout(&output), "");
-    assert!(stderr(&output).contains("unit"), "{}", stderr(&output));
+fn durations_are_written_as_in_a_config_file() {
+    // A fraction of a second: the call times out after 300 ms, not 3 s or 60 s.
+    let err = assert_failed(&against_demo(&["call", "hang", "--timeout", "0.3s"]), 3);
+    let after: u64 = err
+        .split("timed out after ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("no elapsed time in {err:?}"));
+    assert!((300..3000).contains(&after), "{err}");
+    // Milliseconds for the handshake of a server that never answers.
+    let err = assert_failed(
+        &switchboard(&["tools", "--startup-timeout", "500ms", "--", "sleep", "30"]),
+        3,
+    );
+    assert!(err.contains("startup timeout of 500 ms"), "{err}");
+    let output = against_demo(&[
+        "call",
+        "add",
+        r#"{"a":2,"b":3}"#,
+        "--timeout",
+        " 1 m ",
+        "--startup-timeout",
+        "0.5m",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    // Refused as a config file refuses them (and zero, which a file's timeouts refuse too),
+    // before anything starts.
+    for (flag, bad) in [
+        ("--timeout", "200"),
+        ("--timeout", "1.5"),
+        ("--timeout", "5d"),
+        ("--timeout", "0s"),
+        ("--startup-timeout", "30"),
+        ("--startup-timeout", "1 sec"),
+    ] {
+        let output = against_demo(&["call", "add", flag, bad]);
+        assert_eq!(output.status.code(), Some(2), "{flag} {bad}");
+        assert_eq!(stdout(&output), "", "{flag} {bad}");
+        let err = stderr(&output);
+        assert!(
+            err.contains(&format!("'{bad}' for '{flag} <DURATION>'")),
+            "{err}"
+        );
+        assert!(
+            err.contains("500ms, 5s, 1.5s, 2m or 1h") || err.contains("greater than zero"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -541,5 +585,190 @@ fn config_and_command_together_exit_2() {
         all.extend(["-c", config.str(), "--", BIN, "demo-server"]);
         let err = assert_failed(&switchboard(&all), 2);
         assert!(err.contains("--config"), "{err}");
+    }
+}
+
+// ---- One road: `-- CMD` runs as a config file of that one server ----
+
+/// A config file of one server, `name`: `command ARGS` plus `extra` fields.
+fn one_server_config(name: &str, command: &str, args: &[&str], extra: &str) -> Temp {
+    let text = format!(
+        r#"{{"mcpServers": {{{name}: {{"command": {command}, "args": {args}{extra}}}}}}}"#,
+        name = serde_json::to_string(name).expect("a JSON string"),
+        command = serde_json::to_string(command).expect("a JSON string"),
+        args = serde_json::to_string(args).expect("a JSON array"),
+    );
+    Temp::file("one.json", &text)
+}
+
+/// The bundled demo server with its fault tools, in a file as `-- CMD` names it.
+fn demo_as_a_file() -> Temp {
+    one_server_config("switchboard", BIN, &["demo-server", "--faults"], "")
+}
+
+/// The keys of a JSON object, sorted.
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap_or_else(|| panic!("an object: {value}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// Runs `switchboard ARGS`, expecting exit `code` and one JSON document on stdout.
+fn json_document(args: &[&str], code: i32) -> Value {
+    let output = switchboard(args);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{args:?}: stderr: {}",
+        stderr(&output)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: not one JSON document ({e}): {}", stdout(&output)))
+}
+
+/// Asserts the `tools --json` shape: servers with a name, state, error and tools, each tool
+/// as listed plus its catalogue name.
+fn assert_tools_shape(doc: &Value) {
+    assert_eq!(keys(doc), ["servers"], "{doc}");
+    let servers = doc["servers"].as_array().expect("servers");
+    assert!(!servers.is_empty(), "{doc}");
+    for server in servers {
+        assert_eq!(
+            keys(server),
+            ["error", "name", "state", "tools"],
+            "{server}"
+        );
+        let tools = server["tools"].as_array().expect("tools");
+        assert!(tools.len() >= 3, "{server}");
+        for tool in tools {
+            let keys = keys(tool);
+            for key in ["catalogueName", "description", "inputSchema", "name"] {
+                assert!(keys.contains(&key), "{key} missing from {tool}");
+            }
+        }
+    }
+}
+
+#[test]
+fn tools_json_has_one_shape_for_a_command_and_a_file() {
+    let file = demo_as_a_file();
+    let by_command = json_document(
+        &["tools", "--json", "--", BIN, "demo-server", "--faults"],
+        0,
+    );
+    let by_file = json_document(&["tools", "--json", "-c", file.str()], 0);
+    assert_tools_shape(&by_command);
+    // The same server either way: the same document.
+    assert_eq!(by_command, by_file);
+    // One server: every tool keeps its name in the catalogue.
+    let tools = by_command["servers"][0]["tools"].as_array().expect("tools");
+    for tool in tools {
+        assert_eq!(tool["catalogueName"], tool["name"], "{tool}");
+    }
+    // Several servers: the same shape, with prefixed catalogue names.
+    let several = demo_config_file();
+    let by_file = json_document(&["tools", "--json", "-c", several.str()], 0);
+    assert_tools_shape(&by_file);
+    assert_eq!(
+        by_file["servers"][0]["tools"][0]["catalogueName"],
+        "one__greet"
+    );
+}
+
+#[test]
+fn call_json_has_one_shape_for_a_command_and_a_file() {
+    let file = demo_as_a_file();
+    let several = demo_config_file();
+    let add = r#"{"a":2,"b":3}"#;
+    let by_command = json_document(
+        &[
+            "call",
+            "add",
+            add,
+            "--json",
+            "--",
+            BIN,
+            "demo-server",
+            "--faults",
+        ],
+        0,
+    );
+    let by_file = json_document(&["call", "add", add, "--json", "-c", file.str()], 0);
+    let by_catalogue_name =
+        json_document(&["call", "one__add", add, "--json", "-c", several.str()], 0);
+    // The result exactly as the server sent it.
+    assert_eq!(keys(&by_command), ["content", "structuredContent"]);
+    assert_eq!(by_command["structuredContent"]["sum"], 5);
+    assert_eq!(by_command["content"][0]["text"], "5");
+    assert_eq!(by_command, by_file);
+    assert_eq!(by_command, by_catalogue_name);
+    // A tool error: exit 1, with the same document either way.
+    let fail = r#"{"message":"no luck"}"#;
+    let by_command = json_document(
+        &[
+            "call",
+            "fail",
+            fail,
+            "--json",
+            "--",
+            BIN,
+            "demo-server",
+            "--faults",
+        ],
+        1,
+    );
+    let by_file = json_document(&["call", "fail", fail, "--json", "-c", file.str()], 1);
+    assert_eq!(by_command["isError"], true, "{by_command}");
+    assert_eq!(by_command, by_file);
+}
+
+#[test]
+fn a_command_fails_as_a_file_of_that_one_server_does() {
+    // A server that never answers, bounded by the same startup timeout written the same way.
+    let sleeper = one_server_config(
+        "sleep",
+        "sleep",
+        &["30"],
+        r#", "startupTimeout": "0.5s", "restart": false"#,
+    );
+    let demo = demo_as_a_file();
+    let missing = one_server_config(
+        "mcp-server",
+        "/nonexistent/mcp-server",
+        &[],
+        r#", "restart": false"#,
+    );
+    let cases = [
+        (
+            vec!["tools", "--startup-timeout", "0.5s", "--", "sleep", "30"],
+            vec!["tools", "-c", sleeper.str()],
+            "no complete handshake within the startup timeout of 500 ms",
+        ),
+        (
+            vec!["tools", "--json", "--", "/nonexistent/mcp-server"],
+            vec!["tools", "--json", "-c", missing.str()],
+            "server `mcp-server` could not be started",
+        ),
+        (
+            vec!["call", "add", "--", "/nonexistent/mcp-server"],
+            vec!["call", "add", "-c", missing.str()],
+            "server `mcp-server` could not be started",
+        ),
+        (
+            vec!["call", "nosuch", "--", BIN, "demo-server"],
+            vec!["call", "nosuch", "-c", demo.str()],
+            "server `switchboard` has no tool `nosuch`",
+        ),
+    ];
+    for (by_command, by_file, expected) in cases {
+        let by_command = assert_failed(&switchboard(&by_command), 3);
+        assert!(by_command.contains(expected), "{by_command}");
+        let by_file = assert_failed(&switchboard(&by_file), 3);
+        assert_eq!(by_command, by_file);
     }
 }
