@@ -286,17 +286,23 @@ impl Message {
         Ok(Message::Response(Response { id, outcome }))
     }
 
-    /// Serializes the message as compact JSON (no trailing newline).
+    /// Serializes the message as one line of JSON (no trailing newline).
+    ///
+    /// Raw params, results and error data are written as they came, except that their raw line
+    /// breaks (whitespace, in valid JSON) become spaces: the text is always a single line.
     pub fn to_vec(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(128);
         self.write_to(&mut out);
         out
     }
 
-    /// Appends the message as compact JSON to `out` (no trailing newline).
+    /// Appends the message as one line of JSON to `out` (no trailing newline), as
+    /// [`to_vec`](Message::to_vec) does.
     pub fn write_to(&self, out: &mut Vec<u8>) {
+        let start = out.len();
         // Serializing owned, already-valid JSON into a Vec cannot fail.
-        let _ = serde_json::to_writer(out, self);
+        let _ = serde_json::to_writer(&mut *out, self);
+        unbreak(&mut out[start..]);
     }
 
     /// The method, for requests and notifications.
@@ -314,6 +320,23 @@ impl Message {
             Message::Request(r) => Some(&r.id),
             Message::Notification(_) => None,
             Message::Response(r) => r.id.as_ref(),
+        }
+    }
+}
+
+/// Turns the raw line breaks of JSON text into spaces, in place, so that it is one line.
+///
+/// In valid JSON a raw `\n` or `\r` can only be whitespace between tokens (strings must escape
+/// control characters), so the value is unchanged. Pretty-printed raw params keep their breaks
+/// through serialization; a peer reading lines would see them as broken frames.
+pub(crate) fn unbreak(json: &mut [u8]) {
+    // Compact JSON has no break: one vectorized scan and nothing else.
+    let Some(first) = memchr::memchr2(b'\n', b'\r', json) else {
+        return;
+    };
+    for b in &mut json[first..] {
+        if matches!(*b, b'\n' | b'\r') {
+            *b = b' ';
         }
     }
 }
