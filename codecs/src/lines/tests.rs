@@ -341,3 +341,13 @@ fn raw_bytes_are_written_as_one_line() {
     assert_eq!(frames.len(), 1);
     assert_eq!(message(&frames[0]).method(), Some("x"));
 }
+
+#[test]
+fn batch_of_arrays_is_not_a_batch_of_messages() {
+    let mut codec = LinesCodec::new();
+    let mut buf = BytesMut::from(format!("[[\"2.0\",7,\"tools/call\",{{}}],{PING}]\n").as_str());
+    let frames = decode_all(&mut codec, &mut buf);
+    assert_eq!(frames.len(), 2);
+    assert_eq!(skipped(&frames[0]).kind, SkipKind::NotJsonRpc);
+    message(&frames[1]);
+}
