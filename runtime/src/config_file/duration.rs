@@ -2,7 +2,7 @@
 //!
 //! Config files also accept integer milliseconds (see [`super::extras`]); a string always
 //! needs its unit, so `"30"` cannot mean thirty milliseconds to one reader and thirty seconds
-//! to another. Fractions are kept exact to the nanosecond.
+//! to another. Fractions are exact to the nanosecond: what is finer is truncated.
 
 use std::time::Duration;
 
@@ -12,6 +12,13 @@ const NANOS_PER_SEC: u128 = 1_000 * NANOS_PER_MILLI;
 /// Parses `500ms`, `30s`, `2m`, `1h` or a fraction such as `1.5s` (surrounding whitespace
 /// and a space before the unit are allowed); `None` for anything else, including a bare
 /// number, a sign, an exponent or a duration too long for [`Duration`]. Zero is a duration.
+///
+/// The result is the exact value truncated to whole nanoseconds, whatever the unit and the
+/// number of digits: `0.1m` is 6 s, `1.0000000001h` is 1 h and 360 ns, and
+/// `0.000000000001h` is 3 ns (3.6 exactly: the 0.6 ns are dropped). Nothing else is rounded.
+///
+/// Any duration that parses is usable: deadlines built from one saturate (see
+/// [`crate::deadline`]), however large it is.
 pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
@@ -32,14 +39,12 @@ pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     } else {
         whole.parse().ok()?
     };
-    // Digits past the nanosecond cannot matter; dropping them keeps the arithmetic in range.
-    let fraction = &fraction[..fraction.len().min(9)];
-    let fraction_nanos = if fraction.is_empty() {
-        0
-    } else {
-        let digits: u128 = fraction.parse().ok()?;
-        digits * unit_nanos / 10u128.pow(fraction.len() as u32)
-    };
+    // floor(0.fraction × unit) by long division from the last digit: exact for any number of
+    // digits (a minute's or an hour's fraction needs more than nine), and every step stays
+    // below `unit_nanos`. The digits are ASCII digits: `split` stopped at anything else.
+    let fraction_nanos = fraction.bytes().rev().fold(0u128, |carry, digit| {
+        (u128::from(digit - b'0') * unit_nanos + carry) / 10
+    });
     let nanos = whole.checked_mul(unit_nanos)?.checked_add(fraction_nanos)?;
     let secs = u64::try_from(nanos / NANOS_PER_SEC).ok()?;
     // The remainder is below one second, so it fits.
@@ -69,6 +74,46 @@ mod tests {
         assert_eq!(
             parse_duration("0.0000000019s"),
             Some(Duration::from_nanos(1))
+        );
+    }
+
+    #[test]
+    fn fractions_of_minutes_and_hours_are_exact() {
+        assert_eq!(parse_duration("0.1m"), Some(Duration::from_secs(6)));
+        assert_eq!(parse_duration("0.1h"), Some(Duration::from_secs(360)));
+        assert_eq!(
+            parse_duration("1.0000000001h"),
+            Some(Duration::new(3600, 360))
+        );
+        assert_eq!(
+            parse_duration("0.00000000001h"),
+            Some(Duration::from_nanos(36))
+        );
+        assert_eq!(
+            parse_duration("0.000000000001h"),
+            Some(Duration::from_nanos(3))
+        );
+        assert_eq!(
+            parse_duration("0.0000000001m"),
+            Some(Duration::from_nanos(6))
+        );
+        // 3.6e12 ns × 0.123456789012 = 444444440443.2 ns.
+        assert_eq!(
+            parse_duration("0.123456789012h"),
+            Some(Duration::from_nanos(444_444_440_443))
+        );
+        // Just over one nanosecond, but only from the 21st digit on.
+        assert_eq!(
+            parse_duration("0.0000000000002777777777777777777778h"),
+            Some(Duration::from_nanos(1))
+        );
+        assert_eq!(
+            parse_duration("0.0000000000002777777777777777777777h"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            parse_duration("1.99999999999999999999999999999999999999999999s"),
+            Some(Duration::new(1, 999_999_999))
         );
     }
 
