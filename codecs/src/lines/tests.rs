@@ -303,7 +303,11 @@ fn params_value(msg: &Message) -> serde_json::Value {
 
 #[test]
 fn pretty_printed_params_are_written_as_one_line() {
-    let pretty = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\n  \"name\": \"x\",\r\n  \"arguments\": {\"text\": \"a\\nb\", \"n\": [1,\n    2]}\n}}";
+    let pretty = concat!(
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\n",
+        "  \"name\": \"x\",\r\n",
+        "  \"arguments\": {\"text\": \"a\\nb\", \"n\": [1,\n    2]}\n}}"
+    );
     let msg = Message::from_slice(pretty.as_bytes()).unwrap();
     let built = Message::Response(crate::jsonrpc::Response {
         id: Some(Id::Number(2)),
