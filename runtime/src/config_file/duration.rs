@@ -137,4 +137,73 @@ mod tests {
             assert_eq!(parse_duration(bad), None, "{bad:?} was accepted");
         }
     }
+
+    mod properties {
+        use std::time::Instant;
+
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::deadline::{DeadlinePolicy, ToolPolicy};
+        use crate::restart::{Backoff, Decision, RestartPolicy};
+
+        /// Text that is often nearly a duration.
+        fn duration_like() -> impl Strategy<Value = String> {
+            prop_oneof![
+                any::<String>(),
+                "[ ]?[0-9]{0,25}[.]?[0-9]{0,25}[ ]?(ms|s|m|h|d|)[ ]?",
+            ]
+        }
+
+        proptest! {
+            /// Parsing never panics, and whatever parses is usable as a timeout, a progress
+            /// cap and a restart delay.
+            #[test]
+            fn prop_durations_parse_to_usable_deadlines(text in duration_like()) {
+                let Some(d) = parse_duration(&text) else {
+                    return Ok(());
+                };
+                let now = Instant::now();
+                let policy = DeadlinePolicy::resolve(
+                    &ToolPolicy::timeout(d).with_reset_on_progress(true).with_max_total(d),
+                    None,
+                    Some(d),
+                    d,
+                );
+                let first = policy.first(now);
+                prop_assert!(first >= now);
+                let next = policy.on_progress(now, now + Duration::from_secs(1));
+                prop_assert!(next.is_some_and(|at| at >= now));
+                let mut backoff = Backoff::new(
+                    RestartPolicy::default()
+                        .with_initial_delay(d)
+                        .with_max_delay(d),
+                );
+                if let Decision::RetryAfter(delay) = backoff.on_failure(now, 0.9) {
+                    let _ = now + delay;
+                }
+            }
+
+            /// Fractions are the exact value truncated to the nanosecond.
+            #[test]
+            fn prop_durations_are_exact(
+                whole in 0..1_000_000u64,
+                fraction in "[0-9]{0,20}",
+                unit in prop::sample::select(vec!["ms", "s", "m", "h"]),
+            ) {
+                let unit_nanos: u128 = match unit {
+                    "ms" => NANOS_PER_MILLI,
+                    "s" => NANOS_PER_SEC,
+                    "m" => 60 * NANOS_PER_SEC,
+                    _ => 3600 * NANOS_PER_SEC,
+                };
+                // Twenty digits times an hour's nanoseconds fit a u128.
+                let digits: u128 = if fraction.is_empty() { 0 } else { fraction.parse().unwrap() };
+                let exact = u128::from(whole) * unit_nanos
+                    + digits * unit_nanos / 10u128.pow(fraction.len() as u32);
+                let parsed = parse_duration(&format!("{whole}.{fraction}{unit}"));
+                prop_assert_eq!(parsed.map(|d| d.as_nanos()), Some(exact));
+            }
+        }
+    }
 }
