@@ -13,14 +13,19 @@
 //! ```
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-use serde::de::Error as _;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Error as _, MapAccess, Visitor};
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 /// A request id: a number or a string. A request id is never null.
+///
+/// `-0` is read as `0`, so that an answer matches its request however the peer spells the
+/// zero; other numbers must be integers written without a fraction or an exponent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Id {
     /// An integer id (Switchboard numbers its own requests).
@@ -104,8 +109,9 @@ pub struct Notification {
     pub params: Option<Box<RawValue>>,
 }
 
-/// The error object of an error response.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The error object of an error response. It is read only from a JSON object (unknown fields
+/// ignored), never from an array.
+#[derive(Debug, Clone, Serialize)]
 pub struct ErrorObject {
     /// The error code (`-32601` method not found, …).
     pub code: i64,
@@ -138,6 +144,55 @@ impl ErrorObject {
     }
 }
 
+/// The fields of [`ErrorObject`] as serde derives them, read through [`ObjectOnly`].
+#[derive(Deserialize)]
+struct ErrorFields {
+    code: i64,
+    message: String,
+    #[serde(default)]
+    data: Option<Box<RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for ErrorObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let ObjectOnly(ErrorFields {
+            code,
+            message,
+            data,
+        }) = ObjectOnly::deserialize(d)?;
+        Ok(ErrorObject {
+            code,
+            message,
+            data,
+        })
+    }
+}
+
+/// Reads `T` from a JSON object only. serde's derived impls also read a struct from an array
+/// of its fields in order, so `["2.0",7,"tools/call",{}]` would pass for a request; no peer
+/// means that, and JSON-RPC says objects.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+            type Value = T;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+
+        d.deserialize_map(Fields(PhantomData)).map(ObjectOnly)
+    }
+}
+
 impl fmt::Display for ErrorObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (code {})", self.message, self.code)
@@ -157,7 +212,7 @@ pub struct Response {
 /// What a response carries.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    /// A successful result, raw.
+    /// A successful result, raw (`null` is a result).
     Result(Box<RawValue>),
     /// An error.
     Error(ErrorObject),
@@ -204,21 +259,26 @@ struct Envelope<'a> {
     method: Option<String>,
     #[serde(default)]
     params: Option<Box<RawValue>>,
-    #[serde(default)]
+    // `null` is a valid result.
+    #[serde(default, deserialize_with = "present")]
     result: Option<Box<RawValue>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "present")]
     error: Option<&'a RawValue>,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+fn is_null(raw: &RawValue) -> bool {
+    raw.get() == "null"
 }
 
 impl Message {
     /// Parses one message from JSON bytes (one object; batches are the codec's business).
     pub fn from_slice(bytes: &[u8]) -> Result<Message, ParseError> {
         let env: Envelope<'_> = match serde_json::from_slice(bytes) {
-            Ok(env) => env,
+            Ok(ObjectOnly(env)) => env,
             Err(e) if e.is_data() => {
                 // Valid JSON that is not an object with the expected field types.
                 return Err(ParseError::NotJsonRpc {
@@ -247,8 +307,11 @@ impl Message {
         if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
             return Err(bad("missing or wrong \"jsonrpc\" (must be \"2.0\")", id));
         }
+        // JSON-RPC 1.0 peers write the member they do not use as `null`: beside a method or
+        // the other outcome, a null `result` or `error` is a placeholder, not an outcome.
+        let error = env.error.filter(|e| !is_null(e));
         if let Some(method) = env.method {
-            if env.result.is_some() || env.error.is_some() {
+            if env.result.as_deref().is_some_and(|r| !is_null(r)) || error.is_some() {
                 return Err(bad(
                     "a message with \"method\" has \"result\" or \"error\"",
                     id,
@@ -269,7 +332,11 @@ impl Message {
                 }),
             });
         }
-        let outcome = match (env.result, env.error) {
+        let result = match env.result {
+            Some(r) if is_null(&r) && error.is_some() => None,
+            result => result,
+        };
+        let outcome = match (result, error) {
             (Some(result), None) => {
                 if id.is_none() {
                     return Err(bad("a result without an id", None));
@@ -286,17 +353,23 @@ impl Message {
         Ok(Message::Response(Response { id, outcome }))
     }
 
-    /// Serializes the message as compact JSON (no trailing newline).
+    /// Serializes the message as one line of JSON (no trailing newline).
+    ///
+    /// Raw params, results and error data are written as they came, except that their raw line
+    /// breaks (whitespace, in valid JSON) become spaces: the text is always a single line.
     pub fn to_vec(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(128);
         self.write_to(&mut out);
         out
     }
 
-    /// Appends the message as compact JSON to `out` (no trailing newline).
+    /// Appends the message as one line of JSON to `out` (no trailing newline), as
+    /// [`to_vec`](Message::to_vec) does.
     pub fn write_to(&self, out: &mut Vec<u8>) {
+        let start = out.len();
         // Serializing owned, already-valid JSON into a Vec cannot fail.
-        let _ = serde_json::to_writer(out, self);
+        let _ = serde_json::to_writer(&mut *out, self);
+        unbreak(&mut out[start..]);
     }
 
     /// The method, for requests and notifications.
@@ -314,6 +387,23 @@ impl Message {
             Message::Request(r) => Some(&r.id),
             Message::Notification(_) => None,
             Message::Response(r) => r.id.as_ref(),
+        }
+    }
+}
+
+/// Turns the raw line breaks of JSON text into spaces, in place, so that it is one line.
+///
+/// In valid JSON a raw `\n` or `\r` can only be whitespace between tokens (strings must escape
+/// control characters), so the value is unchanged. Pretty-printed raw params keep their breaks
+/// through serialization; a peer reading lines would see them as broken frames.
+pub(crate) fn unbreak(json: &mut [u8]) {
+    // Compact JSON has no break: one vectorized scan and nothing else.
+    let Some(first) = memchr::memchr2(b'\n', b'\r', json) else {
+        return;
+    };
+    for b in &mut json[first..] {
+        if matches!(*b, b'\n' | b'\r') {
+            *b = b' ';
         }
     }
 }
@@ -350,7 +440,7 @@ impl Serialize for Message {
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let env = Envelope::deserialize(d)?;
+        let ObjectOnly(env) = ObjectOnly::<Envelope<'de>>::deserialize(d)?;
         Message::from_envelope(env).map_err(D::Error::custom)
     }
 }
@@ -454,6 +544,106 @@ mod tests {
         ] {
             let msg = parse(line).unwrap();
             assert_eq!(String::from_utf8(msg.to_vec()).unwrap(), line);
+        }
+    }
+
+    #[test]
+    fn arrays_are_not_messages_nor_error_objects() {
+        // serde's derived impls read an array of the fields in order; JSON-RPC means objects.
+        for line in [
+            r#"["2.0",7,"tools/call",{}]"#,
+            r#"["2.0",7,null,null,null,null]"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":[-32601,"x"]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":[-32601,"x",null]}"#,
+        ] {
+            assert!(
+                matches!(parse(line), Err(ParseError::NotJsonRpc { .. })),
+                "{line} was accepted"
+            );
+        }
+        assert!(serde_json::from_str::<ErrorObject>(r#"[-32601,"x"]"#).is_err());
+        assert!(serde_json::from_str::<Message>(r#"["2.0",7,"tools/call",{}]"#).is_err());
+        let Err(ParseError::NotJsonRpc { id, .. }) =
+            parse(r#"{"jsonrpc":"2.0","id":1,"error":[-32601,"x"]}"#)
+        else {
+            panic!("refused")
+        };
+        assert_eq!(id, Some(Id::Number(1)));
+        // Objects still work, unknown fields still ignored.
+        let e: ErrorObject = serde_json::from_str(r#"{"code":1,"message":"m","x":2}"#).unwrap();
+        assert_eq!((e.code, e.message.as_str()), (1, "m"));
+    }
+
+    #[test]
+    fn null_result_is_a_result() {
+        let line = r#"{"jsonrpc":"2.0","id":1,"result":null}"#;
+        let Ok(Message::Response(r)) = parse(line) else {
+            panic!("a response")
+        };
+        assert_eq!(r.id, Some(Id::Number(1)));
+        let Outcome::Result(raw) = &r.outcome else {
+            panic!("a result")
+        };
+        assert_eq!(raw.get(), "null");
+        assert_eq!(Message::Response(r).to_vec(), line.as_bytes());
+        // A null beside the other member is a placeholder (JSON-RPC 1.0 peers write both).
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"result":null,"error":{"code":1,"message":"m"}}"#),
+            Ok(Message::Response(Response {
+                outcome: Outcome::Error(_),
+                ..
+            }))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"result":2,"error":null}"#),
+            Ok(Message::Response(Response {
+                outcome: Outcome::Result(_),
+                ..
+            }))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"method":"x","result":null}"#),
+            Ok(Message::Request(_))
+        ));
+        // Still an answer needs one of them, and a result needs an id.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"error":null}"#,
+            r#"{"jsonrpc":"2.0","result":null}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":null}"#,
+        ] {
+            assert!(parse(line).is_err(), "{line} was accepted");
+        }
+    }
+
+    #[test]
+    fn negative_zero_id_is_zero_everywhere() {
+        let request = parse(r#"{"jsonrpc":"2.0","id":-0,"method":"ping"}"#).unwrap();
+        assert_eq!(request.id(), Some(&Id::Number(0)));
+        // The answer to request 0 matches it, whichever way the peer spelled the zero.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":-0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
+        ] {
+            assert_eq!(parse(line).unwrap().id(), Some(&Id::from(0)), "{line}");
+        }
+        let Err(ParseError::NotJsonRpc { id, .. }) = parse(r#"{"jsonrpc":"2.0","id":-0}"#) else {
+            panic!("refused")
+        };
+        assert_eq!(id, Some(Id::Number(0)));
+        assert_eq!(serde_json::from_str::<Id>("-0").unwrap(), Id::Number(0));
+        let cancelled: crate::mcp::CancelledNotificationParams =
+            serde_json::from_str(r#"{"requestId":-0}"#).unwrap();
+        assert_eq!(cancelled.request_id, Id::Number(0));
+        let progress: crate::mcp::ProgressNotificationParams =
+            serde_json::from_str(r#"{"progressToken":-0,"progress":1}"#).unwrap();
+        assert_eq!(
+            progress.progress_token,
+            crate::mcp::ProgressToken::Number(0)
+        );
+        // Other spellings of a number that is not plainly an integer stay refused.
+        for id in ["0.0", "1e2", "-1.0"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":1}}"#);
+            assert!(parse(&line).is_err(), "{line} was accepted");
         }
     }
 }

@@ -28,7 +28,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use serde_json::value::RawValue;
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::jsonrpc::{Id, Message, ParseError};
+use crate::jsonrpc::{unbreak, Id, Message, ParseError};
 
 /// The default longest line, in bytes: 16 MiB.
 pub const DEFAULT_MAX_LENGTH: usize = 16 * 1024 * 1024;
@@ -366,12 +366,15 @@ impl Decoder for LinesCodec {
     }
 }
 
-/// Encodes a message as one line of compact JSON.
+/// Encodes a message as one line of JSON, as [`Message::to_vec`] writes it: raw line breaks in
+/// raw params or results become spaces.
 impl Encoder<&Message> for LinesCodec {
     type Error = io::Error;
 
     fn encode(&mut self, item: &Message, dst: &mut BytesMut) -> Result<(), io::Error> {
+        let start = dst.len();
         serde_json::to_writer((&mut *dst).writer(), item)?;
+        unbreak(&mut dst[start..]);
         dst.put_u8(b'\n');
         Ok(())
     }
@@ -379,19 +382,17 @@ impl Encoder<&Message> for LinesCodec {
 
 /// Encodes an already serialized JSON text as one line.
 ///
-/// A raw `\n` in a JSON text can only be whitespace between tokens (strings escape it), so
-/// pretty-printed input is made a single line by turning each `\n` into a space; the text is
-/// otherwise written as given, unchecked.
+/// A raw `\n` or `\r` in a JSON text can only be whitespace between tokens (strings escape
+/// them), so pretty-printed input is made a single line by turning each into a space; the text
+/// is otherwise written as given, unchecked. Whatever the bytes, exactly one line is written.
 impl Encoder<Bytes> for LinesCodec {
     type Error = io::Error;
 
     fn encode(&mut self, item: Bytes, dst: &mut BytesMut) -> Result<(), io::Error> {
         dst.reserve(item.len() + 1);
-        if find_newline(&item).is_some() {
-            dst.extend(item.iter().map(|&b| if b == b'\n' { b' ' } else { b }));
-        } else {
-            dst.extend_from_slice(&item);
-        }
+        let start = dst.len();
+        dst.extend_from_slice(&item);
+        unbreak(&mut dst[start..]);
         dst.put_u8(b'\n');
         Ok(())
     }

@@ -389,14 +389,29 @@ pub struct ProgressNotificationParams {
     pub extra: Map<String, Value>,
 }
 
-/// A progress token: a number or a string chosen by the requester.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A progress token: a number or a string chosen by the requester. A number must be an
+/// integer; `-0` is read as `0`, as in [`Id`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum ProgressToken {
     /// An integer token.
     Number(i64),
     /// A string token.
     String(String),
+}
+
+impl<'de> Deserialize<'de> for ProgressToken {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) => Ok(ProgressToken::String(s)),
+            Value::Number(n) => integer(&n)
+                .map(ProgressToken::Number)
+                .ok_or_else(|| D::Error::custom("progress token is not an integer")),
+            _ => Err(D::Error::custom(
+                "progress token is neither a number nor a string",
+            )),
+        }
+    }
 }
 
 /// The params of `notifications/cancelled`.
@@ -419,12 +434,22 @@ pub struct CancelledNotificationParams {
 fn deserialize_id<'de, D: Deserializer<'de>>(d: D) -> Result<Id, D::Error> {
     match Value::deserialize(d)? {
         Value::String(s) => Ok(Id::String(s.into())),
-        Value::Number(n) => n
-            .as_i64()
+        Value::Number(n) => integer(&n)
             .map(Id::Number)
             .ok_or_else(|| D::Error::custom("id is not an integer")),
         _ => Err(D::Error::custom("id is neither a number nor a string")),
     }
+}
+
+/// The integer a JSON number holds, reading `-0` as `0` as [`Id`] does. serde_json reads `-0`
+/// as the float negative zero, which the text `-0.0` also gives; without the text the two
+/// cannot be told apart, so here (unlike in the envelope) both are read as `0`.
+fn integer(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| *f == 0.0 && f.is_sign_negative())
+            .map(|_| 0)
+    })
 }
 
 /// The params of `notifications/message`: a log message from the server.

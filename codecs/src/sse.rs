@@ -66,10 +66,13 @@ impl SseEvent {
 pub enum SseFrame {
     /// An event, possibly with empty data (see the [module docs](self)).
     Event(SseEvent),
-    /// An event larger than the limit. It is reported once, when the limit is crossed, and
-    /// the rest of it is dropped unread up to its blank line; its fields are lost.
+    /// An event larger than the limit. It is reported once, at the end of the line that
+    /// crossed the limit (or at the end of the input, if that line never ends), and the rest
+    /// of it is dropped unread up to its blank line; its fields are lost. The bytes of that
+    /// line are counted as they arrive, not kept.
     Skipped {
-        /// The bytes of the event seen when the limit was crossed.
+        /// The size of the event up to the end of the line that crossed the limit, counted as
+        /// the limit is (comments excluded, one byte per line ending).
         len: usize,
         /// Why it was skipped.
         reason: String,
@@ -88,8 +91,8 @@ pub struct SseCodec {
     next_index: usize,
     /// Dropping the rest of an oversized event, up to its blank line.
     discarding_event: bool,
-    /// The current line was partly dropped (it is not blank, whatever is left of it).
-    discarding_line: bool,
+    /// What becomes of the unfinished line at the front of the buffer.
+    line: Line,
     /// The bytes of the current event so far (the lines that make it up).
     size: usize,
     event: Option<String>,
@@ -98,6 +101,20 @@ pub struct SseCodec {
     id: Option<String>,
     retry: Option<Duration>,
     has_field: bool,
+}
+
+/// The fate of the line being read. Only [`Line::Kept`] lines are buffered; the others are
+/// dropped as their bytes arrive, which keeps memory bounded and makes the outcome the same
+/// wherever reads split the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// Buffered until its ending, then interpreted.
+    Kept,
+    /// A comment, or a line of an event already reported as too large: it does not count.
+    Dropped,
+    /// The line that took its event over the limit; its bytes are counted in `size` so that
+    /// the report says how large the event got.
+    Oversized,
 }
 
 impl Default for SseCodec {
@@ -127,7 +144,7 @@ impl SseCodec {
             skip_lf: false,
             next_index: 0,
             discarding_event: false,
-            discarding_line: false,
+            line: Line::Kept,
             size: 0,
             event: None,
             data: String::new(),
@@ -153,7 +170,8 @@ impl SseCodec {
         self.has_field = false;
     }
 
-    fn too_big(&mut self, len: usize) -> SseFrame {
+    fn too_big(&mut self) -> SseFrame {
+        let len = self.size;
         self.reset_event();
         self.discarding_event = true;
         SseFrame::Skipped {
@@ -190,8 +208,7 @@ impl SseCodec {
         }
         self.size = self.size.saturating_add(line.len() + 1);
         if self.size > self.max_event_size {
-            let len = self.size;
-            return Some(self.too_big(len));
+            return Some(self.too_big());
         }
         let (name, value) = match line.iter().position(|&b| b == b':') {
             Some(i) => {
@@ -259,51 +276,24 @@ impl Decoder for SseCodec {
                     return Ok(None);
                 }
             }
-            let found = buf[self.next_index..]
-                .iter()
-                .position(|&b| b == b'\n' || b == b'\r');
-            match found {
-                Some(offset) => {
-                    let end = self.next_index + offset;
-                    self.next_index = 0;
-                    let line = buf.split_to(end + 1);
-                    self.skip_lf = line[end] == b'\r';
-                    if std::mem::take(&mut self.discarding_line) {
-                        // The tail of a line whose start was dropped with its event.
-                        continue;
-                    }
+            let Some(offset) = memchr::memchr2(b'\n', b'\r', &buf[self.next_index..]) else {
+                self.hold_partial_line(buf);
+                return Ok(None);
+            };
+            let end = self.next_index + offset;
+            self.next_index = 0;
+            let line = buf.split_to(end + 1);
+            self.skip_lf = line[end] == b'\r';
+            match std::mem::replace(&mut self.line, Line::Kept) {
+                Line::Kept => {
                     if let Some(frame) = self.push_line(&line[..end]) {
                         return Ok(Some(frame));
                     }
                 }
-                None => {
-                    if !self.discarding_event
-                        && buf.first() == Some(&b':')
-                        && buf.len() > self.max_event_size
-                    {
-                        // An endless comment: dropped like any comment, without a report.
-                        buf.clear();
-                        self.next_index = 0;
-                        self.discarding_line = true;
-                        return Ok(None);
-                    }
-                    if !self.discarding_event
-                        && self.size.saturating_add(buf.len()) > self.max_event_size
-                    {
-                        let len = self.size.saturating_add(buf.len());
-                        buf.clear();
-                        self.next_index = 0;
-                        self.discarding_line = true;
-                        return Ok(Some(self.too_big(len)));
-                    }
-                    if self.discarding_event && !buf.is_empty() {
-                        buf.clear();
-                        self.discarding_line = true;
-                        self.next_index = 0;
-                    } else {
-                        self.next_index = buf.len();
-                    }
-                    return Ok(None);
+                Line::Dropped => {}
+                Line::Oversized => {
+                    self.size = self.size.saturating_add(end + 1);
+                    return Ok(Some(self.too_big()));
                 }
             }
         }
@@ -313,13 +303,45 @@ impl Decoder for SseCodec {
         if let Some(frame) = self.decode(buf)? {
             return Ok(Some(frame));
         }
-        // An unfinished event (or line) at the end is discarded, as in a browser.
+        // An unfinished event (or line) at the end is discarded, as in a browser; one that
+        // had already grown past the limit is still reported, as it would be had its line
+        // ended.
+        let oversized = std::mem::replace(&mut self.line, Line::Kept) == Line::Oversized;
+        let frame = oversized.then(|| self.too_big());
         buf.clear();
         self.next_index = 0;
         self.discarding_event = false;
-        self.discarding_line = false;
         self.reset_event();
-        Ok(None)
+        Ok(frame)
+    }
+}
+
+impl SseCodec {
+    /// Deals with a buffer holding the start of a line but not its end: keeps it while it may
+    /// still fit, else drops it, counting its bytes when they count toward the limit.
+    ///
+    /// Whether a line counts depends only on its first byte and on the event so far, never on
+    /// how much of it has arrived, so every chunking of a stream decodes alike.
+    fn hold_partial_line(&mut self, buf: &mut BytesMut) {
+        if buf.is_empty() {
+            return;
+        }
+        if self.line == Line::Kept {
+            if self.discarding_event || buf[0] == b':' {
+                // Neither counts, and neither is interpreted: no need to keep its bytes.
+                self.line = Line::Dropped;
+            } else if self.size.saturating_add(buf.len()) > self.max_event_size {
+                self.line = Line::Oversized;
+            } else {
+                self.next_index = buf.len();
+                return;
+            }
+        }
+        if self.line == Line::Oversized {
+            self.size = self.size.saturating_add(buf.len());
+        }
+        buf.clear();
+        self.next_index = 0;
     }
 }
 
@@ -502,5 +524,96 @@ mod tests {
     fn invalid_utf8_is_replaced() {
         let frames = decode_all(&mut SseCodec::new(), b"data: \xff\n\n");
         assert_eq!(event(&frames[0]).data, "\u{fffd}");
+    }
+
+    /// Feeds `input` in the given chunks, decoding after each.
+    fn decode_chunks<'a>(max: usize, chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<SseFrame> {
+        let mut codec = SseCodec::with_max_event_size(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(frame) = codec.decode(&mut buf).unwrap() {
+                out.push(frame);
+            }
+        }
+        while let Some(frame) = codec.decode_eof(&mut buf).unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    /// Streams whose decoding once depended on where reads split them.
+    const SPLIT_SENSITIVE: &[&[u8]] = &[
+        // A comment longer than what is left of the limit: comments do not count.
+        b"data: 0123\n: a comment of thirty bytes or so\ndata: x\n\ndata: next\n\n",
+        // A comment longer than the whole limit, then an event.
+        b": 0123456789012345678901234567890123456789\ndata: ok\n\n",
+        // A field line that crosses the limit, with CRLF and CR endings.
+        b"data: 0123456789\r\ndata: 0123456789\r\rdata: ok\r\n\r\n",
+        // One endless line at the end of the input, after an event.
+        b"id: 1\ndata: a\n\ndata: 0123456789012345678901234567890123",
+        b"\xEF\xBB\xBFdata: 01234567890\n:c\r\ndata: 1\n\nretry: 10\n\n",
+        b"data: 0123456789\n\n: 01234567890123456789\n\ndata: 0123456789ab\n\n",
+    ];
+
+    #[test]
+    fn decoding_does_not_depend_on_read_boundaries() {
+        const MAX: usize = 24;
+        for input in SPLIT_SENSITIVE {
+            let whole = decode_chunks(MAX, [*input]);
+            for at in 0..=input.len() {
+                let (a, b) = input.split_at(at);
+                assert_eq!(
+                    decode_chunks(MAX, [a, b]),
+                    whole,
+                    "{:?} split at {at}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+            assert_eq!(
+                decode_chunks(MAX, input.chunks(1)),
+                whole,
+                "{:?} byte by byte",
+                String::from_utf8_lossy(input)
+            );
+            // A few random chunkings, from a fixed seed.
+            let mut state = 0x9E37_79B9_7F4A_7C15_u64 ^ input.len() as u64;
+            for _ in 0..20 {
+                let mut chunks = Vec::new();
+                let mut rest = *input;
+                while !rest.is_empty() {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    let (chunk, tail) =
+                        rest.split_at((state % 7 + 1).min(rest.len() as u64) as usize);
+                    chunks.push(chunk);
+                    rest = tail;
+                }
+                assert_eq!(decode_chunks(MAX, chunks), whole);
+            }
+        }
+    }
+
+    #[test]
+    fn comments_never_count_toward_the_limit() {
+        // The event's lines make 19 bytes; the comment alone is longer than the limit.
+        let frames = decode_chunks(
+            20,
+            [&b"data: 0123\n: a comment longer than twenty bytes\ndata: x\n\n"[..]],
+        );
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        assert_eq!(event(&frames[0]).data, "0123\nx");
+        // The same with the comment still incomplete when the decoder first looks.
+        let frames = decode_chunks(
+            20,
+            [
+                &b"data: 0123\n: a comment longer"[..],
+                b" than twenty bytes\ndata: x\n\n",
+            ],
+        );
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        assert_eq!(event(&frames[0]).data, "0123\nx");
     }
 }

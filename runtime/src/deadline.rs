@@ -2,6 +2,9 @@
 //!
 //! Pure arithmetic over injected instants, so it is tested without clocks; the server actor
 //! stores the resulting instants in one `DelayQueue`.
+//!
+//! Deadlines saturate: any timeout, however large (a config file may say
+//! `"9223372036854775807s"`), gives a deadline at most [`HORIZON`] away.
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +13,25 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How `max_total` defaults: this many times the timeout.
 const MAX_TOTAL_FACTOR: u32 = 10;
+
+/// The furthest ahead a deadline (or a restart) is set: 365 days. A longer timeout is no
+/// practical limit, and a bound is needed: `Instant + Duration` panics on overflow, and
+/// tokio-util's `DelayQueue`, which holds the actor's deadlines, panics on instants more than
+/// 2^36 ms (about 2.2 years) past its clock.
+pub(crate) const HORIZON: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// `at + after`, saturating at [`HORIZON`] past `at`; never panics.
+pub(crate) fn saturating_after(at: Instant, after: Duration) -> Instant {
+    let mut after = after.min(HORIZON);
+    loop {
+        // A year fits in every platform's `Instant` unless `at` is itself near the end of its
+        // range; then take what does fit.
+        if let Some(later) = at.checked_add(after) {
+            return later;
+        }
+        after /= 2;
+    }
+}
 
 /// Timeout settings for one tool of one server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -82,18 +104,20 @@ impl DeadlinePolicy {
         }
     }
 
-    /// The first deadline of a request started at `started`.
+    /// The first deadline of a request started at `started`: `started + timeout`, at most
+    /// [`HORIZON`] away.
     pub(crate) fn first(&self, started: Instant) -> Instant {
-        started + self.timeout
+        saturating_after(started, self.timeout)
     }
 
     /// The new deadline after a progress notification at `now`, or `None` when progress
-    /// does not move it. Never later than `started + max_total`.
+    /// does not move it. Never later than `started + max_total`, nor [`HORIZON`] past
+    /// `started`.
     pub(crate) fn on_progress(&self, started: Instant, now: Instant) -> Option<Instant> {
         if !self.reset_on_progress {
             return None;
         }
-        Some((now + self.timeout).min(started + self.max_total))
+        Some(saturating_after(now, self.timeout).min(saturating_after(started, self.max_total)))
     }
 }
 
@@ -164,5 +188,55 @@ mod tests {
         // Near the cap the deadline stops at started + max_total.
         assert_eq!(resetting.on_progress(t0, t0 + 5 * S / 2), Some(t0 + 3 * S));
         assert_eq!(resetting.on_progress(t0, t0 + 10 * S), Some(t0 + 3 * S));
+    }
+
+    #[test]
+    fn huge_timeouts_saturate() {
+        let t0 = Instant::now();
+        for huge in [
+            Duration::MAX,
+            Duration::from_secs(i64::MAX as u64),
+            Duration::from_secs(u64::MAX / 10),
+            HORIZON + S,
+        ] {
+            let p = DeadlinePolicy::resolve(
+                &ToolPolicy::timeout(huge).with_reset_on_progress(true),
+                None,
+                None,
+                S,
+            );
+            assert_eq!(p.max_total, huge.saturating_mul(MAX_TOTAL_FACTOR));
+            assert_eq!(p.first(t0), t0 + HORIZON);
+            assert_eq!(p.on_progress(t0, t0 + S), Some(t0 + HORIZON));
+            let capped = DeadlinePolicy {
+                max_total: huge,
+                ..DeadlinePolicy::resolve(&ToolPolicy::timeout(S), None, None, S)
+            };
+            assert_eq!(capped.first(t0), t0 + S);
+        }
+        // Below the horizon nothing changes.
+        let p = DeadlinePolicy::resolve(&ToolPolicy::timeout(HORIZON), None, None, S);
+        assert_eq!(p.first(t0), t0 + HORIZON);
+    }
+
+    #[test]
+    fn saturated_deadlines_fit_the_actors_delay_queue() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut queue = tokio_util::time::DelayQueue::new();
+            let p = DeadlinePolicy::resolve(
+                &ToolPolicy::timeout(Duration::MAX).with_reset_on_progress(true),
+                None,
+                None,
+                S,
+            );
+            let now = Instant::now();
+            let key = queue.insert_at((), tokio::time::Instant::from_std(p.first(now)));
+            let next = p.on_progress(now, now + S).unwrap();
+            queue.reset_at(&key, tokio::time::Instant::from_std(next));
+        });
     }
 }

@@ -7,11 +7,15 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use crate::deadline::HORIZON;
+
 /// How a server is restarted after it goes down.
 ///
 /// The defaults: first retry after 500 ms, doubling up to 30 s, ±20 % jitter; 5 failures
 /// within 60 s mean a crash loop (the server is marked failed and no longer retried); 60 s of
 /// uptime resets the backoff.
+///
+/// Any delay is usable, however large: a restart is never scheduled more than 365 days ahead.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct RestartPolicy {
@@ -151,7 +155,7 @@ impl Liveness {
 /// What to do after a failure.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Decision {
-    /// Try again after this delay.
+    /// Try again after this delay; at most [`HORIZON`], so `now + delay` cannot overflow.
     RetryAfter(Duration),
     /// Stop: restarts are off, or the server is crash-looping.
     GiveUp,
@@ -225,12 +229,22 @@ impl Backoff {
             .saturating_mul(1u32.checked_shl(self.attempt.min(31)).unwrap_or(u32::MAX))
             .min(self.policy.max_delay);
         self.attempt = self.attempt.saturating_add(1);
-        let factor = 1.0 + self.policy.jitter * (2.0 * random.clamp(0.0, 1.0) - 1.0);
-        Decision::RetryAfter(
-            base.mul_f64(factor.max(0.0))
-                .min(self.policy.max_delay.mul_f64(1.0 + self.policy.jitter)),
-        )
+        // The field is public: whatever was stored, keep the factors in 0.0 ..= 2.0.
+        let jitter = if self.policy.jitter.is_finite() {
+            self.policy.jitter.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let factor = 1.0 + jitter * (2.0 * random.clamp(0.0, 1.0) - 1.0);
+        let ceiling = scale(self.policy.max_delay, 1.0 + jitter);
+        Decision::RetryAfter(scale(base, factor).min(ceiling).min(HORIZON))
     }
+}
+
+/// `delay × factor` (`factor` finite, not negative), saturating at [`Duration::MAX`] where
+/// `Duration::mul_f64` would panic: a configured delay may be near the largest duration.
+fn scale(delay: Duration, factor: f64) -> Duration {
+    Duration::try_from_secs_f64(delay.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]
@@ -316,5 +330,39 @@ mod tests {
     fn never_gives_up_at_once() {
         let mut b = Backoff::new(RestartPolicy::never());
         assert_eq!(b.on_failure(Instant::now(), 0.5), Decision::GiveUp);
+    }
+
+    #[test]
+    fn huge_delays_saturate() {
+        let t = Instant::now();
+        for huge in [
+            Duration::MAX,
+            Duration::from_secs(u64::MAX / 2),
+            HORIZON * 2,
+        ] {
+            for jitter in [0.0, 0.2, 1.0] {
+                let policy = RestartPolicy::default()
+                    .with_initial_delay(huge)
+                    .with_max_delay(huge)
+                    .with_jitter(jitter)
+                    .with_crash_loop(100, Duration::from_secs(1));
+                let mut b = Backoff::new(policy);
+                for random in [0.0, 0.5, 1.0] {
+                    let Decision::RetryAfter(delay) = b.on_failure(t, random) else {
+                        panic!("gave up")
+                    };
+                    assert!(delay <= HORIZON, "{delay:?}");
+                    // What the server actor does with it.
+                    let _ = t + delay;
+                }
+            }
+        }
+        // A wild jitter stored in the public field does not panic either.
+        let mut policy = RestartPolicy::default().with_max_delay(Duration::MAX);
+        policy.jitter = f64::NAN;
+        assert_eq!(
+            Backoff::new(policy).on_failure(t, 0.5),
+            Decision::RetryAfter(500 * MS)
+        );
     }
 }

@@ -284,3 +284,74 @@ async fn framed_read_over_a_reader() {
     assert_eq!(skipped(&got[1]).kind, SkipKind::NotJson);
     assert_eq!(message(&got[2]).method(), Some("x"));
 }
+
+/// The params (or result) of a message as a value, to compare messages whose raw JSON differs
+/// only in whitespace.
+fn params_value(msg: &Message) -> serde_json::Value {
+    let raw = match msg {
+        Message::Request(r) => r.params.as_deref(),
+        Message::Notification(n) => n.params.as_deref(),
+        Message::Response(r) => match &r.outcome {
+            Outcome::Result(raw) => Some(&**raw),
+            Outcome::Error(e) => e.data.as_deref(),
+        },
+    };
+    raw.map_or(serde_json::Value::Null, |raw| {
+        serde_json::from_str(raw.get()).unwrap()
+    })
+}
+
+#[test]
+fn pretty_printed_params_are_written_as_one_line() {
+    let pretty = concat!(
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\n",
+        "  \"name\": \"x\",\r\n",
+        "  \"arguments\": {\"text\": \"a\\nb\", \"n\": [1,\n    2]}\n}}"
+    );
+    let msg = Message::from_slice(pretty.as_bytes()).unwrap();
+    let built = Message::Response(crate::jsonrpc::Response {
+        id: Some(Id::Number(2)),
+        outcome: Outcome::Result(RawValue::from_string("{\r\n\"ok\":\ntrue}".into()).unwrap()),
+    });
+    for msg in [msg, built] {
+        let mut codec = LinesCodec::new();
+        let mut dst = BytesMut::new();
+        codec.encode(&msg, &mut dst).unwrap();
+        assert_eq!(memchr::memchr2_iter(b'\n', b'\r', &dst).count(), 1);
+        assert!(dst.ends_with(b"\n"));
+        let frames = decode_all(&mut codec, &mut dst);
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        let back = message(&frames[0]);
+        assert_eq!(back.id(), msg.id());
+        assert_eq!(back.method(), msg.method());
+        assert_eq!(params_value(back), params_value(&msg));
+        // The serialized form an `Outbound` carries is one line too.
+        assert!(memchr::memchr2(b'\n', b'\r', &msg.to_vec()).is_none());
+    }
+}
+
+#[test]
+fn raw_bytes_are_written_as_one_line() {
+    let mut codec = LinesCodec::new();
+    let mut dst = BytesMut::new();
+    codec
+        .encode(
+            Bytes::from_static(b"{\"jsonrpc\":\"2.0\",\r\n\"method\":\"x\"\r}"),
+            &mut dst,
+        )
+        .unwrap();
+    assert_eq!(&dst[..], b"{\"jsonrpc\":\"2.0\",  \"method\":\"x\" }\n");
+    let frames = decode_all(&mut codec, &mut dst);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(message(&frames[0]).method(), Some("x"));
+}
+
+#[test]
+fn batch_of_arrays_is_not_a_batch_of_messages() {
+    let mut codec = LinesCodec::new();
+    let mut buf = BytesMut::from(format!("[[\"2.0\",7,\"tools/call\",{{}}],{PING}]\n").as_str());
+    let frames = decode_all(&mut codec, &mut buf);
+    assert_eq!(frames.len(), 2);
+    assert_eq!(skipped(&frames[0]).kind, SkipKind::NotJsonRpc);
+    message(&frames[1]);
+}
