@@ -27,7 +27,7 @@ pub fn request(id: i64, method: &str, params: &(impl Serialize + ?Sized)) -> Byt
     out.extend_from_slice(br#","params":"#);
     push_json(&mut out, params);
     out.push(b'}');
-    Bytes::from(out)
+    one_line(out)
 }
 
 /// `{"jsonrpc":"2.0","method":METHOD,"params":PARAMS}`.
@@ -38,7 +38,7 @@ pub fn notification(method: &str, params: &(impl Serialize + ?Sized)) -> Bytes {
     out.extend_from_slice(br#","params":"#);
     push_json(&mut out, params);
     out.push(b'}');
-    Bytes::from(out)
+    one_line(out)
 }
 
 /// `notifications/cancelled` for request `id`, with a reason for the server's logs.
@@ -56,6 +56,14 @@ pub fn cancelled(id: i64, reason: &str) -> Bytes {
             reason,
         },
     )
+}
+
+/// Raw JSON inside the params (a `RawValue` parsed from pretty-printed text) may carry line
+/// breaks, which would split the frame on a line-framed transport; in valid JSON they can
+/// only be insignificant whitespace.
+fn one_line(mut out: Vec<u8>) -> Bytes {
+    crate::jsonrpc::unbreak(&mut out);
+    Bytes::from(out)
 }
 
 fn push_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
@@ -85,6 +93,18 @@ mod tests {
             serde_json::from_str(r.params.expect("params").get()).expect("json");
         assert_eq!(got, params);
         assert!(!bytes.contains(&b'\n'), "one line");
+    }
+
+    #[test]
+    fn raw_params_with_line_breaks_make_one_line() {
+        let pretty =
+            serde_json::value::RawValue::from_string("{\n  \"a\": 1\r\n}".into()).expect("json");
+        let bytes = request(1, "tools/call", &pretty);
+        assert!(!bytes.contains(&b'\n') && !bytes.contains(&b'\r'));
+        assert!(matches!(
+            Message::from_slice(&bytes),
+            Ok(Message::Request(_))
+        ));
     }
 
     #[test]
