@@ -9,7 +9,6 @@
 
 mod support;
 
-use std::future::IntoFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -62,7 +61,7 @@ async fn deadlines(server: &ServerHandle, other: &AtomicUsize) -> (Duration, Dur
     let first = Instant::now();
     let mut calls = JoinSet::new();
     for _ in 0..DEADLINE_CALLS {
-        let call = hang(server, Some(DEADLINE_TIMEOUT)).into_future();
+        let call = hang(server, Some(DEADLINE_TIMEOUT));
         calls.spawn(async move {
             // The call starts (and its deadline is set) when it is first polled.
             let started = Instant::now();
@@ -102,15 +101,11 @@ async fn crash() -> Duration {
     let (runtime, server) = start(CRASH_PENDING + 1).await;
     let mut calls = JoinSet::new();
     for _ in 0..CRASH_PENDING {
-        calls.spawn(hang(&server, None).into_future());
+        calls.spawn(hang(&server, None));
     }
     until_in_flight(&server, CRASH_PENDING).await;
     let started = Instant::now();
-    calls.spawn(
-        server
-            .call_tool("crash", serde_json::json!({}))
-            .into_future(),
-    );
+    calls.spawn(server.call_tool("crash", serde_json::json!({})));
     while let Some(result) = calls.join_next().await {
         let result = result.expect("call task");
         assert!(result.is_err(), "expected a failure: {result:?}");

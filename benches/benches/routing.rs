@@ -43,7 +43,7 @@ const IN_FLIGHT_PER_ROUND: u64 = 25_000;
 /// Servers in the catalogue routing benches.
 const SERVER_COUNTS: [usize; 3] = [1, 10, 100];
 
-fn memory_server() -> ServerConfig {
+fn memory_server() -> ServerConfig<switchboard::transport::Memory> {
     ServerConfig::memory(|io| async move {
         let (reader, writer) = tokio::io::split(io);
         let _ = serve(reader, writer, Options::default()).await;

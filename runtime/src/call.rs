@@ -14,9 +14,10 @@
 //! ```
 
 use std::fmt;
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -38,10 +39,15 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// A progress callback; runs on the runtime's actor thread, so it must be quick.
+/// A progress callback; runs on the task that reads the server's connection, so it must be
+/// quick.
 pub(crate) type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// A `tools/call` request being built; `.await` it to send it.
+///
+/// `Call` is a [`Future`]: it can be awaited, spawned (`tokio::spawn(call)`), or bounded with
+/// `tokio::time::timeout(d, call)` as it is. Its setters configure it before it is first
+/// polled; the request is sent on the first poll.
 ///
 /// # Cancel safety
 ///
@@ -49,6 +55,13 @@ pub(crate) type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 /// and the server is sent `notifications/cancelled`.
 #[must_use = "a call does nothing until awaited"]
 pub struct Call {
+    /// What to send, until the first poll.
+    spec: Option<CallSpec>,
+    running: Option<Pin<Box<dyn Future<Output = Result<CallToolResult>> + Send>>>,
+}
+
+/// A call's settings, before it is sent.
+pub(crate) struct CallSpec {
     /// The server, or why the call cannot be routed (reported when awaited).
     pub(crate) handle: Result<ServerHandle, Error>,
     pub(crate) tool: Arc<str>,
@@ -59,52 +72,81 @@ pub struct Call {
 
 impl fmt::Debug for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Call")
-            .field("server", &self.handle.as_ref().map(|h| h.name()).ok())
-            .field("tool", &self.tool)
-            .field("options", &self.options)
+        let mut d = f.debug_struct("Call");
+        if let Some(spec) = &self.spec {
+            d.field("server", &spec.handle.as_ref().map(|h| h.name()).ok())
+                .field("tool", &spec.tool)
+                .field("options", &spec.options);
+        }
+        d.field("sent", &self.running.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Call {
-    /// This call's timeout (beats the tool's, the server's and the runtime's).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.options.timeout = Some(timeout);
+    /// A call of `tool` on `handle` (or one that fails with the routing error).
+    pub(crate) fn new(
+        handle: Result<ServerHandle, Error>,
+        tool: Arc<str>,
+        arguments: serde_json::Value,
+    ) -> Call {
+        Call {
+            spec: Some(CallSpec {
+                handle,
+                tool,
+                arguments,
+                options: ToolPolicy::default(),
+                progress: None,
+            }),
+            running: None,
+        }
+    }
+
+    fn configure(mut self, f: impl FnOnce(&mut CallSpec)) -> Self {
+        // After the first poll the settings are spent; changing them then has no effect.
+        if let Some(spec) = &mut self.spec {
+            f(spec);
+        }
         self
     }
 
+    /// This call's timeout (beats the tool's, the server's and the runtime's).
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.configure(|s| s.options.timeout = Some(timeout))
+    }
+
     /// Restart the timeout on each progress notification, up to [`max_total`](Self::max_total).
-    pub fn reset_on_progress(mut self, reset: bool) -> Self {
-        self.options.reset_on_progress = Some(reset);
-        self
+    pub fn reset_on_progress(self, reset: bool) -> Self {
+        self.configure(|s| s.options.reset_on_progress = Some(reset))
     }
 
     /// The hard cap on the call's total time when progress restarts its timeout
     /// (default 10 × the timeout).
-    pub fn max_total(mut self, max_total: Duration) -> Self {
-        self.options.max_total = Some(max_total);
-        self
+    pub fn max_total(self, max_total: Duration) -> Self {
+        self.configure(|s| s.options.max_total = Some(max_total))
     }
 
-    /// Receives the call's progress notifications. The callback runs on the runtime's actor
-    /// thread: keep it short (send to a channel for real work).
-    pub fn on_progress(mut self, callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
-        self.progress = Some(Arc::new(callback));
-        self
+    /// Receives the call's progress notifications. The callback runs on the task that reads
+    /// the server's connection: keep it short and never block in it (send to a channel for
+    /// real work).
+    pub fn on_progress(self, callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.configure(|s| s.progress = Some(Arc::new(callback)))
     }
 
     /// Sends the call and returns the result as raw JSON, untouched.
-    pub async fn raw(self) -> Result<Box<RawValue>> {
-        let answer = self.send().await?;
+    pub async fn raw(mut self) -> Result<Box<RawValue>> {
+        let spec = self.spec.take().ok_or_else(already_sent)?;
+        let answer = spec.send().await?;
         // Measured without parsing: see the `metrics` module.
         let tool_error = crate::metrics::says_is_error(answer.raw.get());
         answer.recording.finish(tool_error);
         Ok(answer.raw)
     }
+}
 
+impl CallSpec {
     async fn send(self) -> Result<Answer> {
-        let Call {
+        let CallSpec {
             handle,
             tool,
             arguments,
@@ -121,33 +163,51 @@ impl Call {
         }
         handle.call_raw(tool, &arguments, &options, progress).await
     }
+
+    async fn send_typed(self) -> Result<CallToolResult> {
+        let server = match &self.handle {
+            Ok(handle) => handle.shared.name.clone(),
+            Err(e) => return Err(e.clone()),
+        };
+        let tool = self.tool.clone();
+        let answer = self.send().await?;
+        match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
+            Ok(result) => {
+                answer.recording.finish(result.is_error());
+                Ok(result)
+            }
+            Err(e) => Err(answer.recording.fail(Error::Protocol {
+                server,
+                method: "tools/call".into(),
+                tool: Some(tool),
+                detail: format!("the result is not a CallToolResult: {e}"),
+            })),
+        }
+    }
 }
 
-impl IntoFuture for Call {
+impl Future for Call {
     type Output = Result<CallToolResult>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
 
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            let server = match &self.handle {
-                Ok(handle) => handle.shared.name.clone(),
-                Err(e) => return Err(e.clone()),
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if this.running.is_none() {
+            let Some(spec) = this.spec.take() else {
+                return Poll::Ready(Err(already_sent()));
             };
-            let tool = self.tool.clone();
-            let answer = self.send().await?;
-            match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
-                Ok(result) => {
-                    answer.recording.finish(result.is_error());
-                    Ok(result)
-                }
-                Err(e) => Err(answer.recording.fail(Error::Protocol {
-                    server,
-                    method: "tools/call".into(),
-                    tool: Some(tool),
-                    detail: format!("the result is not a CallToolResult: {e}"),
-                })),
-            }
-        })
+            this.running = Some(Box::pin(spec.send_typed()));
+        }
+        match &mut this.running {
+            Some(running) => running.as_mut().poll(cx),
+            None => Poll::Ready(Err(already_sent())),
+        }
+    }
+}
+
+/// A finished call polled again: a caller's mistake, answered rather than panicked on.
+fn already_sent() -> Error {
+    Error::Runtime {
+        detail: "this call was already sent".into(),
     }
 }
 

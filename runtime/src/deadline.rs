@@ -46,22 +46,27 @@ pub struct ToolPolicy {
 }
 
 impl ToolPolicy {
-    /// A policy with just a timeout.
-    pub fn timeout(timeout: Duration) -> Self {
-        ToolPolicy {
-            timeout: Some(timeout),
-            ..ToolPolicy::default()
-        }
+    /// A policy that sets nothing (everything comes from the server and the runtime).
+    pub fn new() -> Self {
+        ToolPolicy::default()
     }
 
-    /// Restart the timeout on each progress notification.
-    pub fn with_reset_on_progress(mut self, reset: bool) -> Self {
+    /// The tool's timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Restart the timeout on each progress notification, up to
+    /// [`max_total`](Self::max_total).
+    pub fn reset_on_progress(mut self, reset: bool) -> Self {
         self.reset_on_progress = Some(reset);
         self
     }
 
-    /// Cap the total time when progress restarts the timeout.
-    pub fn with_max_total(mut self, max_total: Duration) -> Self {
+    /// The hard cap on a call's total time when progress restarts its timeout (default
+    /// 10 × the timeout).
+    pub fn max_total(mut self, max_total: Duration) -> Self {
         self.max_total = Some(max_total);
         self
     }
@@ -129,8 +134,8 @@ mod tests {
 
     #[test]
     fn precedence_is_call_then_tool_then_server_then_default() {
-        let tool = ToolPolicy::timeout(2 * S);
-        let call = ToolPolicy::timeout(S);
+        let tool = ToolPolicy::new().timeout(2 * S);
+        let call = ToolPolicy::new().timeout(S);
         let none = ToolPolicy::default();
         let d = DEFAULT_TIMEOUT;
         assert_eq!(
@@ -147,7 +152,7 @@ mod tests {
         );
         assert_eq!(DeadlinePolicy::resolve(&none, None, None, d).timeout, d);
         // A tool policy without a timeout does not hide the server's.
-        let reset_only = ToolPolicy::default().with_reset_on_progress(true);
+        let reset_only = ToolPolicy::default().reset_on_progress(true);
         let p = DeadlinePolicy::resolve(&none, Some(&reset_only), Some(3 * S), d);
         assert_eq!(p.timeout, 3 * S);
         assert!(p.reset_on_progress);
@@ -156,9 +161,9 @@ mod tests {
     #[test]
     fn max_total_defaults_to_ten_timeouts_and_is_never_below_the_timeout() {
         let none = ToolPolicy::default();
-        let p = DeadlinePolicy::resolve(&ToolPolicy::timeout(2 * S), None, None, S);
+        let p = DeadlinePolicy::resolve(&ToolPolicy::new().timeout(2 * S), None, None, S);
         assert_eq!(p.max_total, 20 * S);
-        let tiny = ToolPolicy::timeout(5 * S).with_max_total(S);
+        let tiny = ToolPolicy::new().timeout(5 * S).max_total(S);
         assert_eq!(
             DeadlinePolicy::resolve(&tiny, None, None, S).max_total,
             5 * S
@@ -172,14 +177,15 @@ mod tests {
     #[test]
     fn progress_moves_the_deadline_only_when_opted_in() {
         let t0 = Instant::now();
-        let plain = DeadlinePolicy::resolve(&ToolPolicy::timeout(S), None, None, S);
+        let plain = DeadlinePolicy::resolve(&ToolPolicy::new().timeout(S), None, None, S);
         assert_eq!(plain.first(t0), t0 + S);
         assert_eq!(plain.on_progress(t0, t0 + S / 2), None);
 
         let resetting = DeadlinePolicy::resolve(
-            &ToolPolicy::timeout(S)
-                .with_reset_on_progress(true)
-                .with_max_total(3 * S),
+            &ToolPolicy::new()
+                .timeout(S)
+                .reset_on_progress(true)
+                .max_total(3 * S),
             None,
             None,
             S,
@@ -200,7 +206,7 @@ mod tests {
             HORIZON + S,
         ] {
             let p = DeadlinePolicy::resolve(
-                &ToolPolicy::timeout(huge).with_reset_on_progress(true),
+                &ToolPolicy::new().timeout(huge).reset_on_progress(true),
                 None,
                 None,
                 S,
@@ -210,12 +216,12 @@ mod tests {
             assert_eq!(p.on_progress(t0, t0 + S), Some(t0 + HORIZON));
             let capped = DeadlinePolicy {
                 max_total: huge,
-                ..DeadlinePolicy::resolve(&ToolPolicy::timeout(S), None, None, S)
+                ..DeadlinePolicy::resolve(&ToolPolicy::new().timeout(S), None, None, S)
             };
             assert_eq!(capped.first(t0), t0 + S);
         }
         // Below the horizon nothing changes.
-        let p = DeadlinePolicy::resolve(&ToolPolicy::timeout(HORIZON), None, None, S);
+        let p = DeadlinePolicy::resolve(&ToolPolicy::new().timeout(HORIZON), None, None, S);
         assert_eq!(p.first(t0), t0 + HORIZON);
     }
 
@@ -228,7 +234,9 @@ mod tests {
         rt.block_on(async {
             let mut queue = tokio_util::time::DelayQueue::new();
             let p = DeadlinePolicy::resolve(
-                &ToolPolicy::timeout(Duration::MAX).with_reset_on_progress(true),
+                &ToolPolicy::new()
+                    .timeout(Duration::MAX)
+                    .reset_on_progress(true),
                 None,
                 None,
                 S,

@@ -130,11 +130,12 @@ pub enum Error {
         /// The cause.
         detail: Arc<str>,
     },
-    /// The server's catalogue has no such tool.
-    #[error("server `{server}` has no tool `{tool}`")]
+    /// No such tool: the server did not list it, or (with no server) no catalogue entry has
+    /// that name.
+    #[error("{}", match server { Some(server) => format!("server `{server}` has no tool `{tool}`"), None => format!("no tool named `{tool}` in the catalogue") })]
     UnknownTool {
-        /// The server.
-        server: Arc<str>,
+        /// The server asked, or `None` for a catalogue lookup.
+        server: Option<Arc<str>>,
         /// The tool asked for.
         tool: Arc<str>,
     },
@@ -145,12 +146,6 @@ pub enum Error {
         server: Arc<str>,
         /// The tool.
         tool: Arc<str>,
-    },
-    /// No tool of the catalogue has that name.
-    #[error("no tool named `{name}` in the catalogue")]
-    NoSuchTool {
-        /// The name asked for.
-        name: Arc<str>,
     },
     /// Several servers offer a tool of that name and the naming mode keeps names unprefixed.
     #[error("tool `{name}` is offered by several servers ({}); call it by a prefixed name", servers.join(", "))]
@@ -228,16 +223,13 @@ impl Error {
             | Error::UnsupportedVersion { server, .. }
             | Error::Handshake { server, .. }
             | Error::Spawn { server, .. }
-            | Error::UnknownTool { server, .. }
             | Error::ToolDenied { server, .. }
             | Error::CrashLoop { server, .. }
             | Error::Unauthorized { server, .. }
             | Error::InvalidArguments { server, .. } => Some(server),
             Error::UnknownServer { name } | Error::DuplicateServer { name } => Some(name),
-            Error::Shutdown
-            | Error::Runtime { .. }
-            | Error::NoSuchTool { .. }
-            | Error::AmbiguousTool { .. } => None,
+            Error::UnknownTool { server, .. } => server.as_deref(),
+            Error::Shutdown | Error::Runtime { .. } | Error::AmbiguousTool { .. } => None,
         }
     }
 

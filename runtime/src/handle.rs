@@ -107,13 +107,7 @@ impl ServerHandle {
 
     /// Starts a `tools/call`; configure it, then `.await` it.
     pub fn call_tool(&self, tool: impl Into<Arc<str>>, arguments: serde_json::Value) -> Call {
-        Call {
-            handle: Ok(self.clone()),
-            tool: tool.into(),
-            arguments,
-            options: ToolPolicy::default(),
-            progress: None,
-        }
+        Call::new(Ok(self.clone()), tool.into(), arguments)
     }
 
     /// Sends any request and returns its raw result, under the server's timeout.

@@ -22,10 +22,11 @@ pub mod metrics;
 mod restart;
 mod runtime;
 mod status;
+pub mod transport;
 
 pub use call::{Call, Progress};
 pub use catalogue::{Catalogue, CatalogueEntry, Collision, Naming, NamingMode, Unresolved};
-pub use config::{Defaults, HttpKind, ServerConfig};
+pub use config::ServerConfig;
 pub use config_file::{ConfigError, ConfigFile, FileDefaults};
 pub use deadline::ToolPolicy;
 pub use error::{Error, Result};

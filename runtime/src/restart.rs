@@ -49,8 +49,8 @@ impl Default for RestartPolicy {
 }
 
 impl RestartPolicy {
-    /// Never restart: a server that goes down stays down.
-    pub fn never() -> Self {
+    /// Restarts off: a server that goes down stays down.
+    pub fn off() -> Self {
         RestartPolicy {
             enabled: false,
             ..RestartPolicy::default()
@@ -327,8 +327,8 @@ mod tests {
     }
 
     #[test]
-    fn never_gives_up_at_once() {
-        let mut b = Backoff::new(RestartPolicy::never());
+    fn off_gives_up_at_once() {
+        let mut b = Backoff::new(RestartPolicy::off());
         assert_eq!(b.on_failure(Instant::now(), 0.5), Decision::GiveUp);
     }
 

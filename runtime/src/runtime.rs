@@ -23,7 +23,6 @@ use crate::catalogue::{Catalogue, Naming, Unresolved};
 use crate::client::ClientHandlers;
 use crate::config::{Defaults, ServerConfig};
 use crate::config_file::ConfigFile;
-use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::handle::ServerHandle;
 use crate::metrics::{RuntimeMetrics, Sink};
@@ -46,8 +45,9 @@ pub struct RuntimeBuilder {
 
 impl RuntimeBuilder {
     /// Adds a server under a unique name (a later server with the same name replaces it).
-    pub fn server(mut self, name: impl Into<String>, config: ServerConfig) -> Self {
+    pub fn server(mut self, name: impl Into<String>, config: impl Into<ServerConfig>) -> Self {
         let name = name.into();
+        let config = config.into();
         self.servers.retain(|(n, _)| *n != name);
         self.servers.push((name, config));
         self
@@ -311,8 +311,12 @@ impl Runtime {
     }
 
     /// Adds a server to the running runtime and waits until it is ready or has failed.
-    pub async fn add_server(&self, name: &str, config: ServerConfig) -> Result<ServerHandle> {
-        let handle = self.start_server(name.into(), config).await?;
+    pub async fn add_server(
+        &self,
+        name: &str,
+        config: impl Into<ServerConfig>,
+    ) -> Result<ServerHandle> {
+        let handle = self.start_server(name.into(), config.into()).await?;
         handle.wait_started().await;
         self.settle().await;
         Ok(handle)
@@ -381,7 +385,10 @@ impl Runtime {
             Ok(entry) => self
                 .server(&entry.server)
                 .map(|handle| (handle, Arc::<str>::from(entry.tool.name.as_str()))),
-            Err(Unresolved::Unknown) => Err(Error::NoSuchTool { name: name.into() }),
+            Err(Unresolved::Unknown) => Err(Error::UnknownTool {
+                server: None,
+                tool: name.into(),
+            }),
             Err(Unresolved::Ambiguous(collision)) => Err(Error::AmbiguousTool {
                 name: name.into(),
                 servers: collision.servers.clone(),
@@ -389,13 +396,7 @@ impl Runtime {
         };
         match routed {
             Ok((handle, tool)) => handle.call_tool(tool, arguments),
-            Err(error) => Call {
-                handle: Err(error),
-                tool: name.into(),
-                arguments,
-                options: ToolPolicy::default(),
-                progress: None,
-            },
+            Err(error) => Call::new(Err(error), name.into(), arguments),
         }
     }
 

@@ -7,6 +7,7 @@ use switchboard_transports::CloseReason;
 
 use crate::error::Error;
 use crate::model::{Implementation, Tool};
+use crate::transport::TransportKind;
 
 /// A snapshot of one server's state, published by its actor.
 #[derive(Debug, Clone)]
@@ -24,8 +25,8 @@ pub struct ServerStatus {
     pub tools: Arc<[Tool]>,
     /// The server's process id, for process transports.
     pub pid: Option<u32>,
-    /// The transport: `stdio`, `memory`, `http` (Streamable HTTP) or `sse`.
-    pub transport: &'static str,
+    /// The transport in use (as configured until the first connection).
+    pub transport: TransportKind,
     /// How many times the server was restarted.
     pub restarts: u32,
     /// Since when the server has been ready (its uptime), if it is.
@@ -37,7 +38,7 @@ pub struct ServerStatus {
 }
 
 impl ServerStatus {
-    pub(crate) fn starting() -> Self {
+    pub(crate) fn starting(transport: TransportKind) -> Self {
         ServerStatus {
             state: ServerState::Starting,
             protocol_version: None,
@@ -45,7 +46,7 @@ impl ServerStatus {
             instructions: None,
             tools: Arc::from(Vec::new()),
             pid: None,
-            transport: "",
+            transport,
             restarts: 0,
             ready_since: None,
             handshake: None,

@@ -3,7 +3,6 @@
 //! other request that was in flight on the old session, and ends the new session with DELETE.
 
 use std::convert::Infallible;
-use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +12,8 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use switchboard::{Error, HttpKind, Liveness, RestartPolicy, Runtime, ServerConfig};
+use switchboard::transport::HttpKind;
+use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig};
 use tokio::sync::Notify;
 
 /// One HTTP request as the server saw it.
@@ -197,7 +197,7 @@ async fn session_loss_reinitializes_once_and_resends_only_the_rejected_call() {
         .server(
             "remote",
             ServerConfig::http(url, HttpKind::StreamableHttp)
-                .restart(RestartPolicy::never())
+                .restart(RestartPolicy::off())
                 .liveness(Liveness::off())
                 .timeout(Duration::from_secs(20)),
         )
@@ -206,15 +206,15 @@ async fn session_loss_reinitializes_once_and_resends_only_the_rejected_call() {
         .unwrap();
     let server = rt.server("remote").unwrap();
     assert!(server.status().is_ready(), "{:?}", server.status().state);
-    assert_eq!(server.status().transport, "http");
+    assert_eq!(server.status().transport.as_str(), "http");
 
     // The first call reaches the server before the second one is sent.
     let arrived = script.first_call_arrived.notified();
-    let first = tokio::spawn(server.call_tool("first", json!({})).into_future());
+    let first = tokio::spawn(server.call_tool("first", json!({})));
     tokio::time::timeout(STEP, arrived)
         .await
         .expect("the first call never reached the server");
-    let second = tokio::spawn(server.call_tool("second", json!({})).into_future());
+    let second = tokio::spawn(server.call_tool("second", json!({})));
 
     let first = first.await.unwrap();
     let second = second.await.unwrap();
@@ -313,7 +313,7 @@ async fn a_401_without_an_auth_hook_is_a_typed_error_with_the_resource_metadata(
             "locked",
             ServerConfig::http(&url, HttpKind::StreamableHttp)
                 .bearer_token("wrong-secret-token")
-                .restart(RestartPolicy::never()),
+                .restart(RestartPolicy::off()),
         )
         .build()
         .await

@@ -13,7 +13,8 @@ use serde_json::json;
 use switchboard::client::{
     BoxFuture, ClientHandlers, ElicitationHandler, ElicitationRequest, ElicitationResponse,
 };
-use switchboard::{HttpKind, Liveness, RestartPolicy, Runtime, ServerConfig};
+use switchboard::transport::HttpKind;
+use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig};
 
 fn enabled() -> bool {
     std::env::var("SWITCHBOARD_INTEROP").is_ok_and(|v| v == "1")
@@ -212,9 +213,10 @@ impl Drop for HttpPeer {
 }
 
 /// A one-server runtime for an HTTP peer: not restarted, no pings.
-async fn http_runtime(config: ServerConfig) -> Runtime {
+async fn http_runtime(config: impl Into<ServerConfig>) -> Runtime {
     let config = config
-        .restart(RestartPolicy::never())
+        .into()
+        .restart(RestartPolicy::off())
         .liveness(Liveness::off())
         .startup_timeout(Duration::from_secs(20))
         .timeout(Duration::from_secs(20));
@@ -247,7 +249,7 @@ async fn lists_and_echoes(rt: &Runtime, words: &str) -> &'static str {
         .await
         .unwrap();
     assert_eq!(r.text(), "Echo: routed");
-    status.transport
+    status.transport.as_str()
 }
 
 #[tokio::test]

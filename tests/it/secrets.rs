@@ -5,7 +5,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use switchboard::{HttpKind, Liveness, RestartPolicy, Runtime, ServerConfig};
+use switchboard::transport::HttpKind;
+use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig};
 
 /// A log sink the test can read back.
 #[derive(Clone, Default)]
@@ -48,7 +49,7 @@ async fn secrets_are_absent_from_logs_at_every_level() {
             ServerConfig::http(&refused, HttpKind::Auto)
                 .bearer_token(TOKEN)
                 .header("X-Api-Key", HEADER)
-                .restart(RestartPolicy::never())
+                .restart(RestartPolicy::off())
                 .liveness(Liveness::off()),
         )
         .server(
@@ -57,7 +58,7 @@ async fn secrets_are_absent_from_logs_at_every_level() {
             ServerConfig::stdio("/bin/sh")
                 .args(["-c", "echo starting >&2; exit 3"])
                 .env("DEMO_SECRET", ENV)
-                .restart(RestartPolicy::never()),
+                .restart(RestartPolicy::off()),
         )
         .build()
         .await

@@ -1,6 +1,5 @@
 //! What Switchboard writes on the wire, checked line by line against a scripted peer.
 
-use std::future::IntoFuture;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -9,7 +8,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 /// A peer that records every line it receives and answers the handshake, then `hang` never.
-fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig {
+fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig<switchboard::transport::Memory> {
     ServerConfig::memory(move |io| {
         let seen = seen.clone();
         async move {
@@ -120,7 +119,7 @@ async fn shutdown_fails_a_pending_call_and_cancels_it_on_the_wire_first() {
     for _ in 0..3 {
         next(&mut rx).await; // initialize, initialized, tools/list
     }
-    let pending = tokio::spawn(server.call_tool("hang", json!({})).into_future());
+    let pending = tokio::spawn(server.call_tool("hang", json!({})));
     let call = next(&mut rx).await;
     assert_eq!(call["method"], "tools/call");
 

@@ -24,7 +24,7 @@ pub(crate) fn demo_exe() -> PathBuf {
 
 /// The demo server as a Switchboard stdio server; `args` are the demo server's options
 /// (`""`, or `"--faults"`).
-pub(crate) fn demo_stdio(args: &str) -> switchboard::ServerConfig {
+pub(crate) fn demo_stdio(args: &str) -> switchboard::ServerConfig<switchboard::transport::Stdio> {
     switchboard::ServerConfig::stdio(demo_exe()).env(switchboard::demo::ENV_VAR, args)
 }
 

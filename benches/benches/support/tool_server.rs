@@ -65,6 +65,7 @@ impl ToolServer {
         let server = Arc::clone(self);
         switchboard::ServerConfig::memory(move |io| serve(io, Arc::clone(&server)))
             .max_in_flight(1024)
+            .into()
     }
 
     /// The answer to one line, appended to `out` with its newline; nothing for a

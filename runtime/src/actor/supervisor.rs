@@ -109,7 +109,8 @@ impl Supervisor {
             return Err(Error::DuplicateServer { name });
         }
         let config = config.resolve(&self.defaults);
-        let (status_tx, status_rx) = watch::channel(ServerStatus::starting());
+        let (status_tx, status_rx) =
+            watch::channel(ServerStatus::starting(config.transport.kind()));
         let status_tx = Arc::new(status_tx);
         // Ids start at 1 and are never reused during the server's life, across restarts.
         let ids = Arc::new(AtomicI64::new(1));

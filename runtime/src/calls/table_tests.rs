@@ -151,9 +151,10 @@ fn progress_runs_the_callback_and_moves_a_resetting_deadline_within_max_total() 
         counter.fetch_add(1, Ordering::Relaxed);
     });
     let policy = DeadlinePolicy::resolve(
-        &ToolPolicy::timeout(Duration::from_secs(1))
-            .with_reset_on_progress(true)
-            .with_max_total(Duration::from_secs(3)),
+        &ToolPolicy::new()
+            .timeout(Duration::from_secs(1))
+            .reset_on_progress(true)
+            .max_total(Duration::from_secs(3)),
         None,
         None,
         Duration::from_secs(1),

@@ -136,13 +136,16 @@ fn no_such_tool(runtime: &Runtime, tool: &str, file: &ConfigFile) -> Failure {
     if let [only] = &reports[..] {
         return only.unready().unwrap_or_else(|| {
             switchboard::Error::UnknownTool {
-                server: only.name.as_str().into(),
+                server: Some(only.name.as_str().into()),
                 tool: tool.into(),
             }
             .into()
         });
     }
-    let missing = switchboard::Error::NoSuchTool { name: tool.into() };
+    let missing = switchboard::Error::UnknownTool {
+        server: None,
+        tool: tool.into(),
+    };
     let not_ready: Vec<String> = reports
         .into_iter()
         .filter(Report::failed)
@@ -206,7 +209,7 @@ async fn invoke(
             == Some(true);
         (format!("{}\n", raw.get()), is_error)
     } else {
-        let result = interrupt.guard(async { call.await }).await;
+        let result = interrupt.guard(call).await;
         bar.finish().await;
         let result = result.map_err(interrupted)??;
         (print::result(&result), result.is_error())

@@ -103,7 +103,7 @@ impl ServerArgs {
         let program = program.map(OsString::as_os_str).unwrap_or_default();
         let mut config = ServerConfig::stdio(program)
             .args(args.unwrap_or_default())
-            .restart(RestartPolicy::never());
+            .restart(RestartPolicy::off());
         if let Some(timeout) = self.startup_timeout {
             config = config.startup_timeout(timeout);
         }
@@ -246,14 +246,14 @@ pub(crate) fn reports(runtime: &Runtime, file: &ConfigFile, disabled: bool) -> V
         .servers
         .iter()
         .map(|(name, config)| match runtime.server(name) {
-            Ok(server) => report(&server, config.transport_kind()),
+            Ok(server) => report(&server),
             // Every server of the file was added; this would be a runtime bug.
             Err(e) => Report {
                 name: name.clone(),
                 state: "failed",
                 error: Some(e.to_string()),
                 status: None,
-                transport: Some(config.transport_kind()),
+                transport: Some(config.transport_kind().as_str()),
             },
         })
         .collect();
@@ -269,7 +269,7 @@ pub(crate) fn reports(runtime: &Runtime, file: &ConfigFile, disabled: bool) -> V
     reports
 }
 
-fn report(server: &ServerHandle, configured_transport: &'static str) -> Report {
+fn report(server: &ServerHandle) -> Report {
     let status = server.status();
     let error = match &status.state {
         ServerState::Ready => None,
@@ -278,11 +278,8 @@ fn report(server: &ServerHandle, configured_transport: &'static str) -> Report {
         ServerState::Down { reason } => Some(reason.to_string()),
         other => Some(format!("the server is {}", other.as_str())),
     };
-    let transport = if status.transport.is_empty() {
-        configured_transport
-    } else {
-        status.transport
-    };
+    // As configured until the first connection says which one is in use.
+    let transport = status.transport.as_str();
     Report {
         name: server.name().to_owned(),
         state: status.state.as_str(),
@@ -373,12 +370,12 @@ mod tests {
         assert_eq!(file.path, Path::new("/usr/bin/srv"));
         assert!(file.disabled.is_empty());
         let (_, config) = &file.servers[0];
-        assert_eq!(config.transport_kind(), "stdio");
+        assert_eq!(config.transport_kind().as_str(), "stdio");
         // The settings are the crate's own; its `Debug` shows them.
         let debug = format!("{config:?}");
         assert!(debug.contains(r#""--flag", "x""#), "{debug}");
         assert!(debug.contains("startup_timeout: Some(1.5s)"), "{debug}");
-        let never = format!("restart: Some({:?})", RestartPolicy::never());
+        let never = format!("restart: Some({:?})", RestartPolicy::off());
         assert!(debug.contains(&never), "{debug}");
     }
 

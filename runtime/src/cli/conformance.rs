@@ -22,7 +22,8 @@ use switchboard::client::{
     BoxFuture, ClientHandlers, ElicitationHandler, ElicitationRequest, ElicitationResponse,
 };
 use switchboard::model::Tool;
-use switchboard::{HttpKind, Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
+use switchboard::transport::HttpKind;
+use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
 
 use super::{ready, start, Failure, Interrupt};
 
@@ -88,7 +89,7 @@ pub(crate) async fn run(url: String, interrupt: &mut Interrupt) -> Result<ExitCo
         })?;
     let plan = Plan::for_scenario(&scenario);
     let config = ServerConfig::http(url, HttpKind::StreamableHttp)
-        .restart(RestartPolicy::never())
+        .restart(RestartPolicy::off())
         .startup_timeout(STARTUP_TIMEOUT)
         .client_handlers(ClientHandlers::new().elicitation(AcceptDefaults));
     let builder = Runtime::builder()
@@ -122,7 +123,7 @@ async fn follow(runtime: &Runtime, plan: &Plan) -> Result<(), Failure> {
         Plan::Call(tool, arguments, expected) => {
             if !server.tools().iter().any(|t| t.name == *tool) {
                 return Err(switchboard::Error::UnknownTool {
-                    server: SERVER.into(),
+                    server: Some(SERVER.into()),
                     tool: (*tool).into(),
                 }
                 .into());

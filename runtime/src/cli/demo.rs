@@ -49,7 +49,7 @@ pub(crate) async fn run(interrupt: &mut Interrupt) -> Result<ExitCode, Failure> 
     let config = ServerConfig::stdio(program)
         .args(["demo-server", "--faults"])
         .tool_timeout("hang", HANG_TIMEOUT)
-        .restart(switchboard::RestartPolicy::never());
+        .restart(switchboard::RestartPolicy::off());
     // The tour is the same everywhere: MCP_TIMEOUT and MCP_TOOL_TIMEOUT are not read.
     let builder = Runtime::builder().server(SERVER, config);
     let runtime = start(

@@ -165,7 +165,7 @@ mod tests {
                 };
                 let now = Instant::now();
                 let policy = DeadlinePolicy::resolve(
-                    &ToolPolicy::timeout(d).with_reset_on_progress(true).with_max_total(d),
+                    &ToolPolicy::new().timeout(d).reset_on_progress(true).max_total(d),
                     None,
                     Some(d),
                     d,

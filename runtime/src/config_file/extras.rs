@@ -183,7 +183,7 @@ fn globs(ctx: &Ctx<'_>, value: &Value, at: &JsonPath) -> Result<Vec<String>, Con
 fn restart(ctx: &Ctx<'_>, value: &Value, at: &JsonPath) -> Result<RestartPolicy, ConfigError> {
     match value {
         Value::Bool(true) => return Ok(RestartPolicy::default()),
-        Value::Bool(false) => return Ok(RestartPolicy::never()),
+        Value::Bool(false) => return Ok(RestartPolicy::off()),
         Value::Object(_) => {}
         _ => return Err(ctx.error(at, "expected true, false or an object")),
     }
@@ -253,8 +253,8 @@ fn tool_policy(ctx: &Ctx<'_>, value: &Value, at: &JsonPath) -> Result<ToolPolicy
         let at = at.key(key);
         match key {
             "timeout" => policy.timeout = Some(timeout(ctx, value, &at)?),
-            "resetOnProgress" => policy = policy.with_reset_on_progress(ctx.bool(value, &at)?),
-            _ => policy = policy.with_max_total(timeout(ctx, value, &at)?),
+            "resetOnProgress" => policy = policy.reset_on_progress(ctx.bool(value, &at)?),
+            _ => policy = policy.max_total(timeout(ctx, value, &at)?),
         }
     }
     Ok(policy)

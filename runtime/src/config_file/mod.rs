@@ -137,21 +137,22 @@ impl ConfigFile {
     /// replaces the earlier one, as in [`RuntimeBuilder::server`](crate::RuntimeBuilder::server).
     ///
     /// ```
-    /// use switchboard::{ConfigFile, HttpKind, ServerConfig};
+    /// use switchboard::transport::HttpKind;
+    /// use switchboard::{ConfigFile, ServerConfig};
     ///
     /// let docs = ServerConfig::http("https://docs.example.com/mcp", HttpKind::Auto);
     /// let file = ConfigFile::new("docs", [("docs".to_owned(), docs)]);
     /// assert_eq!(file.servers[0].0, "docs");
     /// // Runtime::builder().config(file).build().await?
     /// ```
-    pub fn new(
+    pub fn new<C: Into<ServerConfig>>(
         path: impl Into<PathBuf>,
-        servers: impl IntoIterator<Item = (String, ServerConfig)>,
+        servers: impl IntoIterator<Item = (String, C)>,
     ) -> ConfigFile {
         let mut listed: Vec<(String, ServerConfig)> = Vec::new();
         for (name, config) in servers {
             listed.retain(|(n, _)| *n != name);
-            listed.push((name, config));
+            listed.push((name, config.into()));
         }
         ConfigFile {
             path: path.into(),

@@ -12,7 +12,8 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::{dotenv, extras, field, ConfigError, Ctx, FileDefaults, JsonPath};
-use crate::config::{HttpKind, ServerConfig};
+use crate::config::ServerConfig;
+use crate::transport::HttpKind;
 
 /// A parsed file, before it becomes a [`super::ConfigFile`].
 pub(super) struct Document {
@@ -256,10 +257,13 @@ fn config(ctx: &Ctx<'_>, launch: &Launch, at: &JsonPath) -> Result<ServerConfig,
                 "stdio servers need the `stdio` feature (on Unix), which is off",
             )
         }),
-        Launch::Http { url, kind, headers } => Ok(headers.iter().fold(
-            ServerConfig::http(url.clone(), *kind),
-            |config, (name, value)| config.header(name.clone(), value.clone()),
-        )),
+        Launch::Http { url, kind, headers } => Ok(headers
+            .iter()
+            .fold(
+                ServerConfig::http(url.clone(), *kind),
+                |config, (name, value)| config.header(name.clone(), value.clone()),
+            )
+            .into()),
     }
 }
 
@@ -275,10 +279,13 @@ fn stdio_config(
         .fold(ServerConfig::stdio(command).args(args), |config, (k, v)| {
             config.env(k, v)
         });
-    Some(match cwd {
-        Some(dir) => config.cwd(dir),
-        None => config,
-    })
+    Some(
+        match cwd {
+            Some(dir) => config.cwd(dir),
+            None => config,
+        }
+        .into(),
+    )
 }
 
 #[cfg(not(all(unix, feature = "stdio")))]
@@ -382,6 +389,6 @@ mod tests {
         assert!(e.message.contains("`stdio` feature"), "{e}");
         let text = r#"{"mcpServers": {"s": {"url": "https://x.example/mcp"}}}"#;
         let file = ConfigFile::parse_with_env(text, Path::new("/p/mcp.json"), &|_| None).unwrap();
-        assert_eq!(file.servers[0].1.transport_kind(), "auto");
+        assert_eq!(file.servers[0].1.transport_kind().as_str(), "auto");
     }
 }

@@ -8,9 +8,10 @@ use std::time::Duration;
 use super::shapes::{self, Document, Launch};
 use super::{ConfigError, ConfigFile, Ctx, FileDefaults};
 use crate::catalogue::{Naming, NamingMode};
-use crate::config::{HttpKind, ServerConfig};
+use crate::config::ServerConfig;
 use crate::deadline::ToolPolicy;
 use crate::restart::RestartPolicy;
+use crate::transport::HttpKind;
 
 const MS: Duration = Duration::from_millis(1);
 const S: Duration = Duration::from_secs(1);
@@ -130,7 +131,7 @@ fn claude_desktop_file() {
         &pairs(&[("GITHUB_PERSONAL_ACCESS_TOKEN", "ghp_literal")])
     );
     let config = &doc.servers[1].config;
-    assert_eq!(config.transport_kind(), "stdio");
+    assert_eq!(config.transport_kind().as_str(), "stdio");
     let debug = format!("{config:?}");
     assert!(debug.contains("GITHUB_PERSONAL_ACCESS_TOKEN"), "{debug}");
     assert!(!debug.contains("ghp_literal"), "{debug}");
@@ -183,7 +184,7 @@ fn claude_code_file() {
     let kinds: Vec<&str> = doc
         .servers
         .iter()
-        .map(|s| s.config.transport_kind())
+        .map(|s| s.config.transport_kind().as_str())
         .collect();
     assert_eq!(kinds, ["stdio", "auto", "sse", "http"]);
     let debug = format!("{:?}", doc.servers[1].config);
@@ -220,7 +221,7 @@ fn cursor_file() {
             headers: pairs(&[("API_KEY", "ek")]),
         }
     );
-    assert_eq!(doc.servers[0].config.transport_kind(), "auto");
+    assert_eq!(doc.servers[0].config.transport_kind().as_str(), "auto");
     assert_eq!(
         doc.servers[1].launch,
         Launch::Stdio {
@@ -276,7 +277,7 @@ fn vscode_file() {
         }
     );
     // VS Code's `http` falls back to HTTP+SSE, and so does ours.
-    assert_eq!(doc.servers[1].config.transport_kind(), "auto");
+    assert_eq!(doc.servers[1].config.transport_kind().as_str(), "auto");
     let names: Vec<&str> = doc.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["search", "api"]);
 }
@@ -314,7 +315,7 @@ fn http_types_map_to_their_transports() {
             "{declared}"
         );
         assert_eq!(
-            doc.servers[0].config.transport_kind(),
+            doc.servers[0].config.transport_kind().as_str(),
             transport,
             "{declared}"
         );
@@ -735,7 +736,7 @@ fn restart_false_true_and_object() {
     assert_eq!(
         restart,
         [
-            Some(RestartPolicy::never()),
+            Some(RestartPolicy::off()),
             Some(RestartPolicy::default()),
             Some(RestartPolicy::default().with_crash_loop(10, 60 * S)),
             None,
@@ -778,14 +779,15 @@ fn per_tool_policies() {
     let tools = &parse(text, &[]).servers[0].config.tools;
     assert_eq!(
         tools["slow"],
-        ToolPolicy::timeout(300 * S)
-            .with_reset_on_progress(true)
-            .with_max_total(3600 * S)
+        ToolPolicy::new()
+            .timeout(300 * S)
+            .reset_on_progress(true)
+            .max_total(3600 * S)
     );
-    assert_eq!(tools["quick"], ToolPolicy::timeout(2 * S));
+    assert_eq!(tools["quick"], ToolPolicy::new().timeout(2 * S));
     assert_eq!(
         tools["chatty"],
-        ToolPolicy::default().with_reset_on_progress(true)
+        ToolPolicy::default().reset_on_progress(true)
     );
 }
 
@@ -806,5 +808,5 @@ fn unknown_server_fields_and_nulls_are_ignored() {
         "description": 5, "env": null, "cwd": null, "timeout": null}}}"#;
     let config = &parse(text, &[]).servers[0].config;
     assert_eq!(config.timeout, None);
-    assert_eq!(config.transport_kind(), "stdio");
+    assert_eq!(config.transport_kind().as_str(), "stdio");
 }

@@ -10,7 +10,7 @@ use crate::support::*;
 async fn a_dropped_call_is_cancelled_and_frees_its_slot() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"]).max_in_flight(1)).await;
     let call = server.call_tool("hang", json!({}));
-    let task = tokio::spawn(async move { call.await });
+    let task = tokio::spawn(call);
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
     task.abort();
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 0).await);
@@ -32,8 +32,8 @@ async fn a_dropped_call_is_cancelled_and_frees_its_slot() {
 #[tokio::test]
 async fn a_call_waits_for_a_slot_then_fails_overloaded() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"]).max_in_flight(2)).await;
-    let a = tokio::spawn(server.call_tool("sleep", json!({"ms": 600})).into_future());
-    let b = tokio::spawn(server.call_tool("sleep", json!({"ms": 600})).into_future());
+    let a = tokio::spawn(server.call_tool("sleep", json!({"ms": 600})));
+    let b = tokio::spawn(server.call_tool("sleep", json!({"ms": 600})));
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 2).await);
     let err = server
         .call_tool("echo", json!({"text": "x"}))
@@ -61,5 +61,3 @@ async fn a_call_waits_for_a_slot_then_fails_overloaded() {
     b.await.unwrap().unwrap();
     rt.shutdown().await;
 }
-
-use std::future::IntoFuture;

@@ -7,7 +7,7 @@ use switchboard::{Error, Naming, NamingMode, Runtime, ServerConfig};
 
 use crate::support::*;
 
-async fn two_demos(naming: Naming, second: ServerConfig) -> Runtime {
+async fn two_demos(naming: Naming, second: impl Into<ServerConfig>) -> Runtime {
     Runtime::builder()
         .naming(naming)
         .server("alpha", demo_memory(&["--name", "alpha"]))
@@ -62,7 +62,10 @@ async fn conditional_naming_prefixes_only_colliding_tools_and_routes_by_name() {
         .unwrap_err();
     assert!(matches!(err, Error::AmbiguousTool { .. }), "{err:?}");
     let err = rt.call_tool("nope", json!({})).await.unwrap_err();
-    assert!(matches!(err, Error::NoSuchTool { .. }), "{err:?}");
+    assert!(
+        matches!(err, Error::UnknownTool { server: None, .. }),
+        "{err:?}"
+    );
     rt.shutdown().await;
 }
 
@@ -128,7 +131,10 @@ async fn allow_and_deny_filter_the_catalogue_and_calls() {
     let names = names(&rt);
     assert_eq!(names, ["echo", "greet"]);
     let err = rt.call_tool("crash", json!({})).await.unwrap_err();
-    assert!(matches!(err, Error::NoSuchTool { .. }), "{err:?}");
+    assert!(
+        matches!(err, Error::UnknownTool { server: None, .. }),
+        "{err:?}"
+    );
     // Not by its server handle either.
     let server = rt.server("demo").unwrap();
     let err = server.call_tool("crash", json!({})).await.unwrap_err();

@@ -164,7 +164,9 @@ async fn progress_extends_the_deadline_but_not_past_max_total() {
 async fn per_tool_policy_can_reset_on_progress() {
     let config = demo_memory(&["--faults"]).tool(
         "sleep",
-        ToolPolicy::timeout(Duration::from_millis(700)).with_reset_on_progress(true),
+        ToolPolicy::new()
+            .timeout(Duration::from_millis(700))
+            .reset_on_progress(true),
     );
     let (rt, server) = runtime_with(config).await;
     let r = server

@@ -9,7 +9,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn a_crash_fails_every_pending_call_at_once_with_status_and_stderr() {
-    let config = demo_stdio(&["--faults"]).restart(RestartPolicy::never());
+    let config = demo_stdio(&["--faults"]).restart(RestartPolicy::off());
     let (rt, server) = runtime_with(config).await;
     let pending = pending_sleeps(&server, 3).await;
     let started = Instant::now();
@@ -71,7 +71,7 @@ async fn a_crash_fails_every_pending_call_at_once_with_status_and_stderr() {
 #[tokio::test]
 async fn an_in_memory_server_that_goes_away_fails_pending_calls() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
-    let pending = tokio::spawn(server.call_tool("hang", json!({})).into_future());
+    let pending = tokio::spawn(server.call_tool("hang", json!({})));
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
     rt.shutdown().await;
     let err = pending.await.unwrap().unwrap_err();
@@ -82,5 +82,3 @@ async fn an_in_memory_server_that_goes_away_fails_pending_calls() {
         .unwrap_err();
     assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
 }
-
-use std::future::IntoFuture;

@@ -44,7 +44,7 @@ async fn unsupported_version_is_refused_naming_both_versions() {
     let rt = Runtime::builder()
         .server(
             "old",
-            demo_stdio(&["--protocol-version", "2023-01-01"]).restart(RestartPolicy::never()),
+            demo_stdio(&["--protocol-version", "2023-01-01"]).restart(RestartPolicy::off()),
         )
         .build()
         .await
@@ -87,7 +87,7 @@ async fn a_server_that_cannot_start_fails_alone() {
         .server(
             "bad",
             switchboard::ServerConfig::stdio("/nonexistent/mcp-server")
-                .restart(RestartPolicy::never()),
+                .restart(RestartPolicy::off()),
         )
         .build()
         .await

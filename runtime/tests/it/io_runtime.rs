@@ -2,7 +2,6 @@
 //! on the actor thread (answers in any order, deadlines, cancels, crashes, restarts), and an
 //! I/O runtime that shuts down fails calls and kills the server instead of hanging them.
 
-use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -10,7 +9,7 @@ use switchboard::{Error, RestartPolicy, Runtime, ServerConfig, ServerHandle};
 
 use crate::support::*;
 
-async fn on_this_runtime(config: ServerConfig) -> (Runtime, ServerHandle) {
+async fn on_this_runtime(config: impl Into<ServerConfig>) -> (Runtime, ServerHandle) {
     let rt = Runtime::builder()
         .io_runtime(tokio::runtime::Handle::current())
         .server("demo", config)
@@ -39,7 +38,7 @@ async fn one_thread_runs_the_calls_and_the_servers_io() {
         assert_echoes(&server, &format!("call {i}")).await;
     }
     // Answers out of order: the slow call is answered last, the others in between.
-    let slow = tokio::spawn(server.call_tool("sleep", json!({"ms": 300})).into_future());
+    let slow = tokio::spawn(server.call_tool("sleep", json!({"ms": 300})));
     let many: Vec<_> = (0..64)
         .map(|i| {
             let server = server.clone();
@@ -74,7 +73,7 @@ async fn a_timeout_and_a_dropped_call_are_cancelled_on_the_wire() {
     };
     let dropped = tokio::time::timeout(
         Duration::from_millis(100),
-        server.call_tool("hang", json!({})).into_future(),
+        server.call_tool("hang", json!({})),
     )
     .await;
     assert!(dropped.is_err(), "the hang call cannot finish");
@@ -143,7 +142,7 @@ fn when_the_io_runtime_shuts_down_calls_fail_and_the_server_is_killed() {
             .io_runtime(handle)
             .server(
                 "demo",
-                demo_stdio(&["--faults"]).restart(RestartPolicy::never()),
+                demo_stdio(&["--faults"]).restart(RestartPolicy::off()),
             )
             .build()
             .await

@@ -4,17 +4,16 @@
 
 use std::time::Duration;
 
-use std::future::IntoFuture;
-
 use futures_util::future::join_all;
 use serde_json::json;
+use switchboard::transport::Memory;
 use switchboard::{Error, Liveness, RestartPolicy, ServerConfig, ServerHandle};
 
 use crate::support::*;
 
 /// The demo server in memory with fault tools, default liveness unless told otherwise,
 /// restarted quickly.
-fn faulty() -> ServerConfig {
+fn faulty() -> ServerConfig<Memory> {
     demo_memory(&["--faults"]).restart(
         RestartPolicy::default()
             .with_initial_delay(Duration::from_millis(100))
@@ -61,7 +60,7 @@ async fn three_concurrent_timeouts_while_another_call_is_answered_every_10ms_do_
         })
     };
     for _ in 0..3 {
-        let calls = (0..3).map(|_| hang(&server, Duration::from_millis(200)).into_future());
+        let calls = (0..3).map(|_| hang(&server, Duration::from_millis(200)));
         for result in join_all(calls).await {
             let err = result.unwrap_err();
             assert!(err.is_timeout(), "{err:?}");
@@ -75,7 +74,7 @@ async fn three_concurrent_timeouts_while_another_call_is_answered_every_10ms_do_
 #[tokio::test]
 async fn a_thousand_calls_timing_out_together_are_a_thousand_timeouts_and_no_restart() {
     let (rt, server) = runtime_with(faulty()).await;
-    let calls = (0..1000).map(|_| hang(&server, Duration::from_millis(300)).into_future());
+    let calls = (0..1000).map(|_| hang(&server, Duration::from_millis(300)));
     let results = join_all(calls).await;
     let timeouts = results
         .iter()
@@ -138,7 +137,7 @@ async fn ten_thousand_mixed_calls_never_restart_the_server_and_leave_nothing_in_
                         2
                     }
                     _ => {
-                        let call = hang(&server, Duration::from_secs(30)).into_future();
+                        let call = hang(&server, Duration::from_secs(30));
                         let gave_up = tokio::time::timeout(Duration::from_millis(20), call).await;
                         assert!(gave_up.is_err(), "a hang call answered");
                         3
@@ -178,7 +177,7 @@ async fn a_silent_server_is_restarted_after_three_silences_and_late_callers_stil
     // Each round is written after the previous strike, so each is a new silence; the third
     // restarts the server in the very instant twenty callers' deadlines pass.
     for round in 0..3 {
-        let calls = (0..20).map(|_| hang(&server, Duration::from_millis(150)).into_future());
+        let calls = (0..20).map(|_| hang(&server, Duration::from_millis(150)));
         for result in join_all(calls).await {
             let err = result.unwrap_err();
             assert!(err.is_timeout(), "round {round}: {err:?}");

@@ -63,8 +63,7 @@ async fn a_stderr_flood_does_not_stall_calls() {
                 "stderr_burst",
                 json!({"lines": 200_000, "bytes_per_line": 200}),
             )
-            .timeout(Duration::from_secs(60))
-            .into_future(),
+            .timeout(Duration::from_secs(60)),
     );
     let started = Instant::now();
     for i in 0..50 {
@@ -79,5 +78,3 @@ async fn a_stderr_flood_does_not_stall_calls() {
     assert!(r.text().contains("200000"), "{}", r.text());
     rt.shutdown().await;
 }
-
-use std::future::IntoFuture;

@@ -1,6 +1,5 @@
 //! Metrics, scraped over HTTP from each runtime's own `/metrics` endpoint after known traffic.
 
-use std::future::IntoFuture;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -41,7 +40,7 @@ fn requests(tool: &str, outcome: &str) -> String {
     )
 }
 
-async fn runtime_exporting(name: &str, config: ServerConfig) -> (Runtime, SocketAddr) {
+async fn runtime_exporting(name: &str, config: impl Into<ServerConfig>) -> (Runtime, SocketAddr) {
     let rt = Runtime::builder()
         .server(name, config)
         .metrics_listener(([127, 0, 0, 1], 0).into())
@@ -77,7 +76,7 @@ async fn known_traffic_is_counted_exactly() {
     // A call its caller stops waiting for.
     let abandoned = tokio::time::timeout(
         Duration::from_millis(100),
-        server.call_tool("hang", json!({})).into_future(),
+        server.call_tool("hang", json!({})),
     )
     .await;
     assert!(abandoned.is_err());

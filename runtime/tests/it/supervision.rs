@@ -1,7 +1,6 @@
 //! Supervised restarts: backoff, re-initialize, crash loops, calls during a restart,
 //! liveness, panicking actors, and adding and removing servers at run time.
 
-use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -17,7 +16,7 @@ fn fast_restarts() -> RestartPolicy {
 
 /// The demo server in memory, pinged every `ping` when idle, dead after 3 strikes, restarted
 /// quickly.
-fn watched(ping: Duration, timeout: Duration) -> ServerConfig {
+fn watched(ping: Duration, timeout: Duration) -> ServerConfig<switchboard::transport::Memory> {
     let liveness = Liveness::default()
         .with_ping(ping, timeout)
         .with_max_failures(3);
@@ -149,8 +148,7 @@ async fn a_call_during_a_restart_waits_then_succeeds_or_fails_unavailable() {
     let patient = tokio::spawn(
         server
             .call_tool("echo", json!({"text": "waited"}))
-            .timeout(Duration::from_secs(10))
-            .into_future(),
+            .timeout(Duration::from_secs(10)),
     );
     let hasty = server
         .call_tool("echo", json!({"text": "hasty"}))
@@ -220,7 +218,7 @@ async fn a_burst_of_list_changed_causes_one_relist() {
 async fn a_panicking_actor_counts_as_a_crash() {
     let (rt, server) = runtime_with(demo_stdio(&["--faults"]).restart(fast_restarts())).await;
     let pid = server.status().pid.unwrap();
-    let pending = tokio::spawn(server.call_tool("hang", json!({})).into_future());
+    let pending = tokio::spawn(server.call_tool("hang", json!({})));
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
     rt.inject_actor_panic("demo");
     let err = pending.await.unwrap().unwrap_err();

@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use switchboard::demo::{self, Options};
+use switchboard::transport::{Memory, Stdio};
 use switchboard::{Runtime, ServerConfig, ServerHandle};
 
 /// The bundled demo server as a real child process.
-pub(crate) fn demo_stdio(args: &[&str]) -> ServerConfig {
+pub(crate) fn demo_stdio(args: &[&str]) -> ServerConfig<Stdio> {
     ServerConfig::stdio(env!("CARGO_BIN_EXE_switchboard"))
         .arg("demo-server")
         .args(args.iter().copied())
@@ -14,7 +15,7 @@ pub(crate) fn demo_stdio(args: &[&str]) -> ServerConfig {
 }
 
 /// The demo server in this process, over the in-memory transport.
-pub(crate) fn demo_memory(args: &[&str]) -> ServerConfig {
+pub(crate) fn demo_memory(args: &[&str]) -> ServerConfig<Memory> {
     let options = Options::from_args(args.iter().map(|s| s.to_string())).expect("demo options");
     ServerConfig::memory(move |io| {
         let options = options.clone();
@@ -26,7 +27,7 @@ pub(crate) fn demo_memory(args: &[&str]) -> ServerConfig {
 }
 
 /// A runtime with one server named `demo`.
-pub(crate) async fn runtime_with(config: ServerConfig) -> (Runtime, ServerHandle) {
+pub(crate) async fn runtime_with(config: impl Into<ServerConfig>) -> (Runtime, ServerHandle) {
     let rt = Runtime::builder()
         .server("demo", config)
         .build()
@@ -85,11 +86,7 @@ pub(crate) async fn pending_sleeps(
     n: usize,
 ) -> Vec<tokio::task::JoinHandle<switchboard::Result<switchboard::model::CallToolResult>>> {
     let calls: Vec<_> = (0..n)
-        .map(|_| {
-            tokio::spawn(std::future::IntoFuture::into_future(
-                server.call_tool("sleep", serde_json::json!({"ms": 30000})),
-            ))
-        })
+        .map(|_| tokio::spawn(server.call_tool("sleep", serde_json::json!({"ms": 30000}))))
         .collect();
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == n).await);
     calls

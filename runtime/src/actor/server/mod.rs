@@ -39,12 +39,13 @@ use tokio::sync::{mpsc, watch};
 use crate::calls::request::{self, Spec};
 use crate::calls::table::{Silence, Table};
 use crate::calls::Gate;
-use crate::config::{ServerConfig, Transport};
+use crate::config::ServerConfig;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::error::Error;
 use crate::metrics::CancelReason;
 use crate::restart::{Backoff, Liveness};
 use crate::status::{ServerState, ServerStatus};
+use crate::transport::{Transport, TransportKind};
 
 /// Most `tools/list` pages followed in one listing.
 const MAX_TOOL_PAGES: u32 = 100;
@@ -231,8 +232,8 @@ impl ServerActor {
         let transport = self
             .link
             .as_ref()
-            .map(|l| l.control.transport())
-            .unwrap_or_else(|| self.config.transport_kind());
+            .map(|l| TransportKind::of_connection(l.control.transport()))
+            .unwrap_or_else(|| self.config.transport.kind());
         let init = self.init.as_ref();
         self.ties.status.send_replace(ServerStatus {
             state,
@@ -270,7 +271,7 @@ impl ServerActor {
             tool: None,
             started: Instant::now(),
             policy: timeout
-                .map(|t| DeadlinePolicy::resolve(&ToolPolicy::timeout(t), None, None, t)),
+                .map(|t| DeadlinePolicy::resolve(&ToolPolicy::new().timeout(t), None, None, t)),
             progress: None,
             // `initialize` is never cancelled: the startup timeout closes the connection.
             cancellable: method != mcp::methods::INITIALIZE,
@@ -458,22 +459,23 @@ impl Handler<InjectPanic> for ServerActor {
 async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, Arc<str>> {
     match transport {
         #[cfg(all(unix, feature = "stdio"))]
-        Transport::Stdio(config) => switchboard_transports::stdio::connect(&name, &config)
+        Transport::Stdio(stdio) => switchboard_transports::stdio::connect(&name, &stdio.config)
             .await
             .map_err(|e| Arc::from(e.to_string())),
-        Transport::Memory(serve) => {
+        Transport::Memory(memory) => {
             let (conn, io) = switchboard_transports::memory::connect(&name);
             // Where the connection's I/O runs, so an in-process server shares its thread.
-            tokio::spawn(serve(io));
+            tokio::spawn((memory.serve)(io));
             Ok(conn)
         }
         #[cfg(feature = "http")]
         Transport::Http(target) => {
+            use crate::transport::HttpKind;
             use switchboard_transports::http;
             let kind = match target.kind {
-                crate::config::HttpKind::Sse => http::Kind::Sse,
-                crate::config::HttpKind::StreamableHttp => http::Kind::StreamableHttp,
-                crate::config::HttpKind::Auto => http::Kind::Auto,
+                HttpKind::Sse => http::Kind::Sse,
+                HttpKind::StreamableHttp => http::Kind::StreamableHttp,
+                HttpKind::Auto => http::Kind::Auto,
             };
             let config = http::Config::new(target.url)
                 .headers(target.headers)
