@@ -86,8 +86,8 @@ fn stdio(c: &mut Criterion) -> Vec<Profile> {
 /// each round) so that a noisy shared machine weighs on all of them alike. Returns the
 /// profiles in the order of [`CLIENTS`]; sequential first, then 64 in flight.
 fn compare(rt: &tokio::runtime::Runtime, servers: &[Arc<ServerHandle>; 2]) -> Vec<Profile> {
-    let mut raw = RawClient::spawn("");
-    let rmcp = rt.block_on(sdk::connect(""));
+    let mut raw = RawClient::spawn(support::demo_command(""));
+    let rmcp = rt.block_on(sdk::connect(support::demo_command("")));
     let peer = rmcp.peer().clone();
     let mut sequential: Vec<Option<Profile>> = vec![None; CLIENTS.len()];
     let mut in_flight: Vec<Option<Profile>> = vec![None; CLIENTS.len()];
