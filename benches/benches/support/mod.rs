@@ -71,6 +71,12 @@ pub(crate) fn tokio_runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// The runtime `#[tokio::main]` builds: multi-thread, one worker per core, I/O and time
+/// drivers. The set-up an application embedding Switchboard has without tuning.
+pub(crate) fn main_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().expect("tokio runtime")
+}
+
 /// Criterion settings that keep the whole `cargo bench` within a few minutes; command-line
 /// flags (`--measurement-time`, ...) still win.
 pub(crate) fn criterion(warm_up: Duration, measurement: Duration, samples: usize) -> Criterion {
