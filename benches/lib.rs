@@ -6,6 +6,8 @@
 //! - `stdio`: a blocking std-I/O echo server and the demo server as child processes,
 //!   sequential and 64 in flight, then Switchboard, the raw client and rmcp measured in
 //!   turns against both, with the ratios that matter.
+//! - `http`: Streamable HTTP to a local one-thread hyper server: Switchboard, rmcp (as
+//!   shipped and with a pooled client) and bare keep-alive POSTs, measured in turns.
 //! - `baseline`: MCP clients with no framework, the floor.
 //! - `peers`: the official Rust SDK (`rmcp`).
 //! - `codec`: `LinesCodec` and `jsonrpc::Message`, bytes/s.

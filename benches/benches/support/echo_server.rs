@@ -6,7 +6,8 @@
 //!
 //! It is this bench binary re-executed with [`ENV_VAR`] set (as the demo server is with
 //! `SWITCHBOARD_DEMO_SERVER`): a bench's `main` calls [`main_from_env`] before anything
-//! else.
+//! else. The JSON-RPC handling ([`answer`]) is shared with the Streamable HTTP server of
+//! the `http` bench.
 //!
 //! It speaks just enough MCP for a client's handshake and `echo` calls: `initialize`,
 //! `tools/list` (one tool, `echo`), `tools/call` of `echo`, `ping`; notifications and

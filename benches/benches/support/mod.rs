@@ -1,12 +1,13 @@
 //! What the bench binaries share: the demo server and a blocking echo server as children,
-//! clients with no framework and the official SDK's, an in-process server with 50 tools for
-//! catalogue routing, and the custom measuring loop that criterion lacks (per-call latency
-//! percentiles and client CPU per call).
+//! a local Streamable HTTP server, clients with no framework and the official SDK's, an
+//! in-process server with 50 tools for catalogue routing, and the custom measuring loop that
+//! criterion lacks (per-call latency percentiles and client CPU per call).
 //!
 //! Each bench binary includes this module with `mod support;` and uses a part of it.
 #![allow(dead_code)]
 
 pub(crate) mod echo_server;
+pub(crate) mod http_server;
 pub(crate) mod measure;
 pub(crate) mod raw;
 pub(crate) mod sdk;
