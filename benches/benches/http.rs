@@ -12,6 +12,11 @@
 //! The server runs in this process, so the process's CPU time includes it: every profile's
 //! client CPU is the process's minus the server thread's own (its CPU clock, read before and
 //! after), and the server's CPU per call is printed beside it.
+//!
+//! Which wake-up regime the machine is in moves every sequential number (see
+//! `BENCHMARKS.md`), and an HTTP round trip has no floor to compare with `stdio`'s; so each
+//! round also makes sequential calls with the raw stdio client of `baseline` against the
+//! blocking echo server, the same regime indicator `stdio` prints.
 
 mod support;
 
@@ -27,6 +32,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use support::http_server::HttpServer;
 use support::measure::{self, Profile};
+use support::raw::RawClient;
 use support::sdk;
 use switchboard::{HttpKind, Runtime, ServerConfig, ServerHandle};
 
@@ -36,6 +42,10 @@ const ROUNDS: u64 = 10;
 const SEQUENTIAL_PER_ROUND: u64 = 500;
 const IN_FLIGHT_PER_ROUND: u64 = 5_000;
 const IN_FLIGHT: u64 = 64;
+
+/// The name of the regime probe's profile: the raw stdio client, sequential, against the
+/// blocking echo server.
+const PROBE: &str = "regime_probe/stdio_raw_blocking_echo/sequential";
 
 /// The protocol version the bare client asks for and then names on every POST.
 const VERSION: &str = "2025-06-18";
@@ -258,16 +268,23 @@ fn criterion_benches(c: &mut Criterion, rt: &tokio::runtime::Runtime, clients: &
 
 /// The custom loop: every client in turns (the order rotating each round). Returns the
 /// profiles in the order of [`CLIENTS`], sequential first, then 64 in flight, with the
-/// server thread's CPU taken out of each; and the server's CPU per call for each.
+/// server thread's CPU taken out of each, and last the regime probe (`probe`'s sequential
+/// calls, made at the start of each round); and the server's CPU per call for each client.
 fn compare(
     rt: &tokio::runtime::Runtime,
     server: &HttpServer,
     clients: &Clients,
+    probe: &mut RawClient,
 ) -> (Vec<Profile>, Vec<Duration>) {
     let slots = 2 * CLIENTS.len();
-    let mut profiles: Vec<Option<Profile>> = vec![None; slots];
+    let mut profiles: Vec<Option<Profile>> = vec![None; slots + 1];
     let mut server_cpu = vec![Duration::ZERO; slots];
     for round in 0..ROUNDS {
+        let p = probe.profile_sequential(PROBE, SEQUENTIAL_PER_ROUND);
+        match &mut profiles[slots] {
+            Some(all) => all.absorb(p),
+            slot => *slot = Some(p),
+        }
         for (mode, n, window, base) in [
             ("sequential", SEQUENTIAL_PER_ROUND, 1, 0),
             (
@@ -316,14 +333,15 @@ fn print_server_cpu(profiles: &[Profile], server_cpu: &[Duration]) {
 }
 
 fn print_targets(p: &[Profile]) {
-    let [sb_seq, io_seq, rmcp_seq, pooled_seq, bare_seq, sb_64, io_64, rmcp_64, pooled_64, bare_64] =
+    let [sb_seq, io_seq, rmcp_seq, pooled_seq, bare_seq, sb_64, io_64, rmcp_64, pooled_64, bare_64, probe] =
         p
     else {
         return;
     };
     let p50 = |p: &Profile| p.quantile(0.5).as_secs_f64();
     println!(
-        "\n== http: regime indicator, bare sequential p50 {:.1} µs ==",
+        "\n== http: regime indicator, raw stdio client sequential p50 {:.1} µs (bare HTTP sequential p50 {:.1} µs) ==",
+        p50(probe) * 1e6,
         p50(bare_seq) * 1e6
     );
     for (who, seq, in_64) in [
@@ -376,7 +394,8 @@ fn main() -> std::process::ExitCode {
     let clients = Clients::start(&rt, &server.url());
     criterion_benches(&mut c, &rt, &clients);
     let (profiles, server_cpu) = if support::custom_loop() {
-        compare(&rt, &server, &clients)
+        let mut probe = RawClient::spawn(support::echo_command());
+        compare(&rt, &server, &clients, &mut probe)
     } else {
         (Vec::new(), Vec::new())
     };
