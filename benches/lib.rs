@@ -3,8 +3,11 @@
 //! - `routing`: the runtime's own cost over the memory transport, 1 to 256 in flight, next
 //!   to a bare cross-thread round trip; the same with a Prometheus exporter; catalogue
 //!   routing across 1, 10 and 100 servers of 50 tools.
-//! - `stdio`: the demo server as a child process, sequential and 64 in flight, then
-//!   Switchboard, the raw client and rmcp measured in turns, with the ratios that matter.
+//! - `stdio`: a blocking std-I/O echo server and the demo server as child processes,
+//!   sequential and 64 in flight, then Switchboard, the raw client and rmcp measured in
+//!   turns against both, with the ratios that matter.
+//! - `http`: Streamable HTTP to a local one-thread hyper server: Switchboard, rmcp (as
+//!   shipped and with a pooled client) and bare keep-alive POSTs, measured in turns.
 //! - `baseline`: MCP clients with no framework, the floor.
 //! - `peers`: the official Rust SDK (`rmcp`).
 //! - `codec`: `LinesCodec` and `jsonrpc::Message`, bytes/s.

@@ -18,7 +18,7 @@ const PROFILE_IN_FLIGHT: u64 = 50_000;
 const WINDOW: usize = 64;
 
 fn baseline(c: &mut Criterion) -> Vec<Profile> {
-    let mut client = RawClient::spawn("");
+    let mut client = RawClient::spawn(support::demo_command(""));
     let mut group = c.benchmark_group("baseline");
     group.throughput(Throughput::Elements(1));
     group.bench_function("raw/sequential", |b| b.iter(|| client.call()));

@@ -15,7 +15,7 @@ const PROFILE_IN_FLIGHT: u64 = 50_000;
 
 fn peers(c: &mut Criterion) -> Vec<Profile> {
     let rt = support::tokio_runtime();
-    let client = rt.block_on(sdk::connect(""));
+    let client = rt.block_on(sdk::connect(support::demo_command("")));
     let peer = client.peer().clone();
 
     let mut group = c.benchmark_group("peers");

@@ -128,13 +128,13 @@ pub(crate) fn print_summary(title: &str, profiles: &[Profile]) {
     );
     let _ = writeln!(
         out,
-        "summary {:<42} {:>7} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10}",
+        "summary {:<48} {:>7} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10}",
         "name", "calls", "p50 µs", "p90 µs", "p99 µs", "calls/s", "cpu µs/call", "csw/call"
     );
     for p in profiles {
         let _ = writeln!(
             out,
-            "summary {:<42} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>11.0} {:>11.2} {:>10.2}",
+            "summary {:<48} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>11.0} {:>11.2} {:>10.2}",
             p.name,
             p.calls,
             us(p.quantile(0.50)),

@@ -1,17 +1,20 @@
-//! What the bench binaries share: the demo server as a child, clients with no framework and
-//! the official SDK's, an in-process server with 50 tools for catalogue routing, and the
-//! custom measuring loop that criterion lacks (per-call latency percentiles and client CPU
-//! per call).
+//! What the bench binaries share: the demo server and a blocking echo server as children,
+//! a local Streamable HTTP server, clients with no framework and the official SDK's, an
+//! in-process server with 50 tools for catalogue routing, and the custom measuring loop that
+//! criterion lacks (per-call latency percentiles and client CPU per call).
 //!
 //! Each bench binary includes this module with `mod support;` and uses a part of it.
 #![allow(dead_code)]
 
+pub(crate) mod echo_server;
+pub(crate) mod http_server;
 pub(crate) mod measure;
 pub(crate) mod raw;
 pub(crate) mod sdk;
 pub(crate) mod tool_server;
 
 use std::path::PathBuf;
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use criterion::Criterion;
@@ -28,6 +31,32 @@ pub(crate) fn demo_stdio(args: &str) -> switchboard::ServerConfig<switchboard::t
     switchboard::ServerConfig::stdio(demo_exe()).env(switchboard::demo::ENV_VAR, args)
 }
 
+/// The demo server (with `args`, e.g. `""`) as a command for a client that spawns it.
+pub(crate) fn demo_command(args: &str) -> Command {
+    let mut command = Command::new(demo_exe());
+    command.env(switchboard::demo::ENV_VAR, args);
+    command
+}
+
+/// The blocking echo server ([`echo_server`]) as a command for a client that spawns it.
+pub(crate) fn echo_command() -> Command {
+    let mut command = Command::new(demo_exe());
+    command.env(echo_server::ENV_VAR, "1");
+    command
+}
+
+/// The blocking echo server as a Switchboard stdio server.
+pub(crate) fn echo_stdio() -> switchboard::ServerConfig {
+    switchboard::ServerConfig::stdio(demo_exe()).env(echo_server::ENV_VAR, "1")
+}
+
+/// Runs this bench binary as one of the child servers if its environment asks for one (the
+/// echo server first, then the demo server), and returns that server's exit code; `None`
+/// when the binary is to run the benches.
+pub(crate) fn child_main_from_env() -> Option<ExitCode> {
+    echo_server::main_from_env().or_else(switchboard::demo::main_from_env)
+}
+
 /// The arguments every call sends: `echo` with a short text.
 pub(crate) fn echo_args() -> serde_json::Value {
     serde_json::json!({"text": "ping"})
@@ -41,6 +70,12 @@ pub(crate) fn tokio_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
+}
+
+/// The runtime `#[tokio::main]` builds: multi-thread, one worker per core, I/O and time
+/// drivers. The set-up an application embedding Switchboard has without tuning.
+pub(crate) fn main_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().expect("tokio runtime")
 }
 
 /// Criterion settings that keep the whole `cargo bench` within a few minutes; command-line

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::measure::{usage, Profile};
 
-/// A demo server child and the raw pipes to it.
+/// A server child (the demo server, or the blocking echo server) and the raw pipes to it.
 #[derive(Debug)]
 pub(crate) struct RawClient {
     child: Child,
@@ -23,15 +23,15 @@ pub(crate) struct RawClient {
 }
 
 impl RawClient {
-    /// Starts the demo server (with `args`, e.g. `""`) and does the MCP handshake.
-    pub(crate) fn spawn(args: &str) -> Self {
-        let mut child = Command::new(super::demo_exe())
-            .env(switchboard::demo::ENV_VAR, args)
+    /// Starts the server `command` names (`support::demo_command`, `support::echo_command`)
+    /// and does the MCP handshake.
+    pub(crate) fn spawn(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("spawn the demo server");
+            .expect("spawn the server");
         let stdin = BufWriter::new(child.stdin.take().expect("stdin"));
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut client = RawClient {
@@ -176,7 +176,7 @@ impl RawClient {
 
 impl Drop for RawClient {
     fn drop(&mut self) {
-        // Closing stdin is the demo server's cue to exit.
+        // Closing stdin is the server's cue to exit.
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(2);
         while Instant::now() < deadline {

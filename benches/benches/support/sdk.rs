@@ -1,16 +1,16 @@
-//! The official Rust SDK (`rmcp`) as a client of the same demo server child process.
+//! The official Rust SDK (`rmcp`) as a client of the same server child processes (the demo
+//! server, the blocking echo server).
 
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{Peer, RoleClient, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 
-/// An rmcp client connected (handshake done) to a demo server child started with `args`.
-pub(crate) async fn connect(args: &str) -> RunningService<RoleClient, ()> {
-    let command = tokio::process::Command::new(super::demo_exe()).configure(|c| {
-        c.env(switchboard::demo::ENV_VAR, args);
-    });
-    let transport = TokioChildProcess::new(command).expect("spawn the demo server");
+/// An rmcp client connected (handshake done) to the server child `command` starts
+/// (`support::demo_command`, `support::echo_command`).
+pub(crate) async fn connect(command: std::process::Command) -> RunningService<RoleClient, ()> {
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::from(command)).expect("spawn the server");
     ().serve(transport).await.expect("rmcp handshake")
 }
 
