@@ -34,7 +34,8 @@ use support::http_server::HttpServer;
 use support::measure::{self, Profile};
 use support::raw::RawClient;
 use support::sdk;
-use switchboard::{HttpKind, Runtime, ServerConfig, ServerHandle};
+use switchboard::transport::HttpKind;
+use switchboard::{Runtime, ServerConfig, ServerHandle};
 
 /// Rounds of the interleaved comparison; in each, every client makes
 /// [`SEQUENTIAL_PER_ROUND`] sequential calls, then [`IN_FLIGHT_PER_ROUND`] calls 64 in flight.

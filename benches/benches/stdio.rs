@@ -96,7 +96,7 @@ async fn echo_reset(server: Arc<ServerHandle>) {
     assert!(r.is_ok(), "{r:?}");
 }
 
-async fn runtime(server: ServerConfig, io: Option<tokio::runtime::Handle>) -> Runtime {
+async fn runtime(server: impl Into<ServerConfig>, io: Option<tokio::runtime::Handle>) -> Runtime {
     let mut builder = Runtime::builder().server("s", server);
     if let Some(io) = io {
         builder = builder.io_runtime(io);

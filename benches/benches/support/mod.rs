@@ -46,7 +46,7 @@ pub(crate) fn echo_command() -> Command {
 }
 
 /// The blocking echo server as a Switchboard stdio server.
-pub(crate) fn echo_stdio() -> switchboard::ServerConfig {
+pub(crate) fn echo_stdio() -> switchboard::ServerConfig<switchboard::transport::Stdio> {
     switchboard::ServerConfig::stdio(demo_exe()).env(echo_server::ENV_VAR, "1")
 }
 
