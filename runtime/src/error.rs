@@ -57,6 +57,9 @@ pub enum Error {
         tool: Option<Arc<str>>,
         /// Why.
         reason: Arc<str>,
+        /// The error that made it so, when there is one (a failed start, a crash loop).
+        #[source]
+        cause: Option<Arc<Error>>,
     },
     /// `max_in_flight` requests were pending for the whole of the call's deadline.
     #[error(
@@ -121,14 +124,19 @@ pub enum Error {
         server: Arc<str>,
         /// What happened.
         detail: Arc<str>,
+        /// The error behind it, when there is one (the server's answer to `initialize`).
+        #[source]
+        cause: Option<Arc<Error>>,
     },
-    /// The server could not be started.
-    #[error("server `{server}` could not be started: {detail}")]
+    /// The server could not be started (the program could not be spawned, the URL not
+    /// reached).
+    #[error("server `{server}` could not be started: {source}")]
     Spawn {
         /// The server.
         server: Arc<str>,
-        /// The cause.
-        detail: Arc<str>,
+        /// The transport's error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// No such tool: the server did not list it, or (with no server) no catalogue entry has
     /// that name.

@@ -291,6 +291,7 @@ impl ServerHandle {
                         server: self.shared.name.clone(),
                         tool: tool.clone(),
                         reason: format!("not ready within the call's deadline: {why}").into(),
+                        cause: None,
                     });
                 }
             }
@@ -302,10 +303,11 @@ impl ServerHandle {
         match &**self.shared.gate.load() {
             Gate::Ready(table) if !table.is_closed() => Ok(Some(table.clone())),
             Gate::Ready(_) | Gate::Starting => Ok(None),
-            Gate::Unavailable(reason) => Err(Error::Unavailable {
+            Gate::Unavailable { reason, cause } => Err(Error::Unavailable {
                 server: self.shared.name.clone(),
                 tool: tool.clone(),
                 reason: reason.clone(),
+                cause: cause.clone(),
             }),
         }
     }
@@ -315,6 +317,7 @@ impl ServerHandle {
             server: self.shared.name.clone(),
             tool: tool.clone(),
             reason: "its actor is not running (the runtime stopped it)".into(),
+            cause: None,
         }
     }
 }

@@ -32,6 +32,9 @@ pub(crate) enum Gate {
     /// Ready: calls go through this connection's table.
     Ready(Arc<table::Table>),
     /// Not starting, or failing to start (a spawn failure, a refused handshake, a crash
-    /// loop, a shutdown): calls fail at once with this reason.
-    Unavailable(Arc<str>),
+    /// loop, a shutdown): calls fail at once with this reason, and the error behind it.
+    Unavailable {
+        reason: Arc<str>,
+        cause: Option<Arc<crate::error::Error>>,
+    },
 }

@@ -99,6 +99,7 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
                     server: table.server().clone(),
                     tool: waiter.tool.clone(),
                     reason: reason.clone(),
+                    cause: None,
                 }),
                 Id::String(_) => false,
             };

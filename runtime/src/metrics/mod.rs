@@ -562,6 +562,7 @@ mod tests {
             server: server.clone(),
             tool: None,
             reason: "down".into(),
+            cause: None,
         };
         assert_eq!(Outcome::of(&unavailable), Outcome::Unavailable);
         let rpc = Error::Rpc {

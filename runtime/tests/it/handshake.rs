@@ -98,6 +98,23 @@ async fn a_server_that_cannot_start_fails_alone() {
     };
     assert!(matches!(error, Error::Spawn { .. }), "{error:?}");
     assert!(error.to_string().contains("bad"), "{error}");
+    // The spawn error stays reachable as a source, down to the OS error.
+    let mut chain = std::iter::successors(std::error::Error::source(&error), |e| e.source());
+    let io = chain.find_map(|e| e.downcast_ref::<std::sync::Arc<std::io::Error>>());
+    assert_eq!(
+        io.map(|e| e.kind()),
+        Some(std::io::ErrorKind::NotFound),
+        "{error:?}"
+    );
+    // A call fails at once with the start error as its cause.
+    let err = bad.call_tool("echo", json!({})).await.unwrap_err();
+    let Error::Unavailable {
+        cause: Some(cause), ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(matches!(**cause, Error::Spawn { .. }), "{cause:?}");
     let good = rt.server("good").unwrap();
     assert_eq!(
         good.call_tool("echo", json!({"text": "hi"}))

@@ -52,7 +52,9 @@ impl ServerActor {
         let opening = match self.ties.io.clone() {
             Some(io) => Either::Left(async move {
                 io.spawn(opening).await.unwrap_or_else(|e| {
-                    Err(format!("the I/O runtime could not open the connection: {e}").into())
+                    Err(Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(
+                        format!("the I/O runtime could not open the connection: {e}"),
+                    )))
                 })
             }),
             None => Either::Right(opening),
@@ -94,7 +96,7 @@ impl ServerActor {
     fn on_connected(
         &mut self,
         generation: u64,
-        result: Result<Connection, Arc<str>>,
+        result: Result<Connection, super::OpenError>,
         ctx: &mut Context<Self>,
     ) {
         if self.phase != Phase::Connecting || generation != self.generation {
@@ -103,10 +105,10 @@ impl ServerActor {
         }
         let conn = match result {
             Ok(conn) => conn,
-            Err(detail) => {
+            Err(source) => {
                 let error = Error::Spawn {
                     server: self.name.clone(),
-                    detail,
+                    source,
                 };
                 self.fail_start(error, ctx);
                 return;
@@ -209,6 +211,7 @@ impl ServerActor {
         Error::Handshake {
             server: self.name.clone(),
             detail: detail.into(),
+            cause: None,
         }
     }
 
@@ -381,7 +384,10 @@ impl ServerActor {
         self.stop_startup_timer(ctx);
         self.start_failed = true;
         let reason: Arc<str> = error.to_string().into();
-        self.set_gate(Gate::Unavailable(reason.clone()));
+        self.set_gate(Gate::Unavailable {
+            reason: reason.clone(),
+            cause: Some(Arc::new(error.clone())),
+        });
         let link = self.link.take();
         if link.is_some() {
             self.unregister_kill();
@@ -498,11 +504,13 @@ impl ServerActor {
                 } else {
                     final_state
                 };
-                let why: Arc<str> = match &state {
-                    ServerState::Failed { error } => error.to_string().into(),
-                    _ => reason,
+                let (why, cause): (Arc<str>, _) = match &state {
+                    ServerState::Failed { error } => {
+                        (error.to_string().into(), Some(Arc::new(error.clone())))
+                    }
+                    _ => (reason, None),
                 };
-                self.set_gate(Gate::Unavailable(why));
+                self.set_gate(Gate::Unavailable { reason: why, cause });
                 self.publish(state);
             }
         }

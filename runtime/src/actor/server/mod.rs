@@ -381,7 +381,10 @@ impl Handler<Shutdown> for ServerActor {
             ctx.cancel_future(timer);
         }
         let reason: Arc<str> = "the runtime is shutting down".into();
-        self.set_gate(Gate::Unavailable(reason.clone()));
+        self.set_gate(Gate::Unavailable {
+            reason: reason.clone(),
+            cause: None,
+        });
         let link = self.link.take();
         if let Some(link) = &link {
             // Requests the server is working on are abandoned: say so before closing.
@@ -398,6 +401,7 @@ impl Handler<Shutdown> for ServerActor {
                     server: table.server().clone(),
                     tool: waiter.tool.clone(),
                     reason: reason.clone(),
+                    cause: None,
                 }
             });
         }
@@ -455,13 +459,16 @@ impl Handler<InjectPanic> for ServerActor {
     }
 }
 
+/// Why a transport could not be opened.
+pub(super) type OpenError = Arc<dyn std::error::Error + Send + Sync>;
+
 /// Opens the configured transport.
-async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, Arc<str>> {
+async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, OpenError> {
     match transport {
         #[cfg(all(unix, feature = "stdio"))]
         Transport::Stdio(stdio) => switchboard_transports::stdio::connect(&name, &stdio.config)
             .await
-            .map_err(|e| Arc::from(e.to_string())),
+            .map_err(|e| Arc::new(e) as OpenError),
         Transport::Memory(memory) => {
             let (conn, io) = switchboard_transports::memory::connect(&name);
             // Where the connection's I/O runs, so an in-process server shares its thread.
@@ -483,13 +490,15 @@ async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, Arc<st
                 .auth(target.auth);
             http::connect(&name, &config, kind)
                 .await
-                .map_err(|e| Arc::from(e.to_string()))
+                .map_err(|e| Arc::new(e) as OpenError)
         }
         #[cfg(not(feature = "http"))]
-        Transport::Http(target) => Err(Arc::from(format!(
-            "HTTP transports are not compiled in (feature `http`); cannot reach {}",
-            target.url
-        ))),
+        Transport::Http(target) => Err(Arc::from(
+            Box::<dyn std::error::Error + Send + Sync>::from(format!(
+                "HTTP transports are not compiled in (feature `http`); cannot reach {}",
+                target.url
+            )),
+        )),
     }
 }
 
