@@ -22,26 +22,11 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
+use crate::calls::{Progress, ProgressFn};
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::handle::{Answer, ServerHandle};
 use crate::model::CallToolResult;
-
-/// A progress notification for one call.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Progress {
-    /// Progress so far (increases with each notification).
-    pub progress: f64,
-    /// The total, if the server knows it.
-    pub total: Option<f64>,
-    /// A human-readable message, if any.
-    pub message: Option<String>,
-}
-
-/// A progress callback; runs on the task that reads the server's connection, so it must be
-/// quick.
-pub(crate) type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// A `tools/call` request being built; `.await` it to send it.
 ///
@@ -80,6 +65,13 @@ impl fmt::Debug for Call {
         }
         d.field("sent", &self.running.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+impl ServerHandle {
+    /// Starts a `tools/call`; configure it, then `.await` it.
+    pub fn call_tool(&self, tool: impl Into<Arc<str>>, arguments: serde_json::Value) -> Call {
+        Call::new(Ok(self.clone()), tool.into(), arguments)
     }
 }
 

@@ -18,10 +18,9 @@ use switchboard_codecs::frame::request as request_frame;
 use tokio::sync::{watch, Semaphore, TryAcquireError};
 use tracing::Instrument as _;
 
-use crate::call::{Call, ProgressFn};
 use crate::calls::request::{self, Spec};
 use crate::calls::table::Table;
-use crate::calls::Gate;
+use crate::calls::{Gate, ProgressFn};
 use crate::catalogue::tool_allowed;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::error::{Error, Result};
@@ -103,11 +102,6 @@ impl ServerHandle {
             // The actor is gone: its last word is the status.
             Err(_) => self.status(),
         }
-    }
-
-    /// Starts a `tools/call`; configure it, then `.await` it.
-    pub fn call_tool(&self, tool: impl Into<Arc<str>>, arguments: serde_json::Value) -> Call {
-        Call::new(Ok(self.clone()), tool.into(), arguments)
     }
 
     /// Sends any request and returns its raw result, under the server's timeout.

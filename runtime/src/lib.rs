@@ -24,7 +24,8 @@ mod runtime;
 mod status;
 pub mod transport;
 
-pub use call::{Call, Progress};
+pub use call::Call;
+pub use calls::Progress;
 pub use catalogue::{Catalogue, CatalogueEntry, Collision, Naming, NamingMode, Unresolved};
 pub use config::ServerConfig;
 pub use config_file::{ConfigError, ConfigFile, FileDefaults};

@@ -24,6 +24,22 @@ pub(crate) mod table;
 
 use std::sync::Arc;
 
+/// A progress notification for one call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Progress so far (increases with each notification).
+    pub progress: f64,
+    /// The total, if the server knows it.
+    pub total: Option<f64>,
+    /// A human-readable message, if any.
+    pub message: Option<String>,
+}
+
+/// A progress callback; runs on the task that reads the server's connection, so it must be
+/// quick.
+pub(crate) type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+
 /// Whether a server takes calls now, as the server actor publishes it for handles.
 pub(crate) enum Gate {
     /// Connecting or running the handshake (first start, or a restart after the server was

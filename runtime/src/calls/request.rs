@@ -12,7 +12,7 @@ use bytes::Bytes;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use super::table::{Answer, Registration, Silence, Table, Track};
-use crate::call::ProgressFn;
+use super::ProgressFn;
 use crate::deadline::DeadlinePolicy;
 use crate::metrics::CancelReason;
 use switchboard_transports::CloseReason;

@@ -25,7 +25,7 @@ use switchboard_transports::connection::{Outbound, Sender};
 use switchboard_transports::CloseReason;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
-use crate::call::{Progress, ProgressFn};
+use super::{Progress, ProgressFn};
 use crate::deadline::DeadlinePolicy;
 use crate::error::Error;
 use crate::metrics::{CancelReason, ServerMetrics};
