@@ -14,6 +14,7 @@ pub mod client;
 mod config;
 mod config_file;
 mod deadline;
+#[cfg(feature = "demo")]
 #[doc(hidden)]
 pub mod demo;
 mod error;
