@@ -39,6 +39,8 @@ pub(crate) mod duration;
 mod dotenv;
 mod expand;
 mod extras;
+#[cfg(test)]
+mod prop_tests;
 mod shapes;
 // The file shapes under test are mostly stdio servers.
 #[cfg(all(test, unix, feature = "stdio"))]
