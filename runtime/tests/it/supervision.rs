@@ -197,22 +197,30 @@ async fn a_hung_server_is_detected_by_liveness_and_restarted() {
 async fn a_burst_of_list_changed_causes_one_relist() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
     let mut watch = rt.watch();
+    let published = server.status().since;
     server
         .call_tool("list_changed", json!({"count": 4}))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The re-list publishes the server's status again: that is the moment to count.
+    assert!(
+        eventually(Duration::from_secs(10), || server.status().since
+            != published)
+        .await,
+        "no re-list after list_changed"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), watch.changed())
+            .await
+            .is_ok_and(|alive| alive),
+        "the runtime's watch did not see the re-list"
+    );
     let stats = server.call_tool("stats", json!({})).await.unwrap();
     let lists = stats.structured_content.unwrap()["methods"]["tools/list"]
         .as_u64()
         .unwrap();
     // One during the handshake, one for the burst.
     assert_eq!(lists, 2);
-    assert!(
-        tokio::time::timeout(Duration::from_secs(1), watch.changed())
-            .await
-            .is_ok()
-    );
     rt.shutdown().await;
 }
 
