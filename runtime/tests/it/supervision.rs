@@ -169,6 +169,26 @@ async fn a_call_during_a_restart_waits_then_succeeds_or_fails_unavailable() {
 }
 
 #[tokio::test]
+async fn a_call_made_right_after_a_crash_waits_for_the_restart_and_succeeds() {
+    // The default restart policy: the restart comes after a backoff of about half a second.
+    let (rt, server) = runtime_with(demo_stdio(&["--faults"])).await;
+    let first_pid = server.status().pid;
+    let err = server.call_tool("crash", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::Disconnected { .. }), "{err:?}");
+    // At once, while the server is down: the call waits for readiness within its deadline.
+    let result = server
+        .call_tool("echo", json!({"text": "after the restart"}))
+        .timeout(Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|e| panic!("the call did not wait for the restart: {e}"));
+    assert_eq!(result.text(), "after the restart");
+    let status = server.status();
+    assert_eq!(status.restarts, 1);
+    assert_ne!(status.pid, first_pid);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_hung_server_is_detected_by_liveness_and_restarted() {
     let (rt, server) = runtime_with(watched(
         Duration::from_millis(100),
