@@ -6,7 +6,7 @@
 //! aborts that task. One writer task owns the output and takes whole lines from a channel, so
 //! lines from concurrent handlers never interleave.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -33,6 +33,9 @@ const EOF_YIELDS: usize = 4;
 
 /// How long [`serve`] waits, after its input closed, for already-queued lines to be written.
 const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How many of the latest `tools/call` requests the `calls` fault tool remembers.
+const MAX_RECORDED_CALLS: usize = 1000;
 
 /// Serves MCP over newline-delimited JSON until `reader` reaches EOF.
 ///
@@ -179,6 +182,9 @@ pub(super) struct Session {
     next_generation: AtomicU64,
     /// The params of every `notifications/cancelled` received, for the `cancellations` tool.
     cancellations: Mutex<Vec<Value>>,
+    /// The id and tool name of the latest `tools/call` requests received (with `--faults`
+    /// only), for the `calls` tool.
+    calls: Mutex<VecDeque<Value>>,
     /// Our own requests to the client, waiting for its response.
     client_requests: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
     next_client_id: AtomicU64,
@@ -197,6 +203,7 @@ impl Session {
             in_flight: Mutex::default(),
             next_generation: AtomicU64::new(0),
             cancellations: Mutex::default(),
+            calls: Mutex::default(),
             client_requests: Mutex::default(),
             next_client_id: AtomicU64::new(1),
             initialized: AtomicBool::new(false),
@@ -250,6 +257,24 @@ impl Session {
         lock(&self.cancellations).clone()
     }
 
+    /// The latest `tools/call` requests received, oldest first: `{"id", "name"}` each.
+    pub(super) fn calls(&self) -> Vec<Value> {
+        lock(&self.calls).iter().cloned().collect()
+    }
+
+    /// Remembers a `tools/call` as it is read (so in the order of the input), with `--faults`.
+    fn record_call(&self, request: &Request) {
+        if !self.options.faults || request.method != "tools/call" {
+            return;
+        }
+        let params = parse_params(request.params.as_deref()).unwrap_or(Value::Null);
+        let mut calls = lock(&self.calls);
+        if calls.len() == MAX_RECORDED_CALLS {
+            calls.pop_front();
+        }
+        calls.push_back(json!({"id": request.id, "name": params["name"]}));
+    }
+
     /// Requests and notifications received so far, by method.
     pub(super) fn method_counts(&self) -> HashMap<String, u64> {
         lock(&self.methods).clone()
@@ -289,7 +314,10 @@ impl Session {
             *lock(&self.methods).entry(method.to_owned()).or_default() += 1;
         }
         match message {
-            Ok(Message::Request(request)) => self.spawn_request(request),
+            Ok(Message::Request(request)) => {
+                self.record_call(&request);
+                self.spawn_request(request)
+            }
             Ok(Message::Notification(notification)) => self.on_notification(notification),
             Ok(Message::Response(response)) => {
                 let waiter = response

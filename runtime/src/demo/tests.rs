@@ -256,6 +256,23 @@ async fn cancel_aborts_hang_and_is_recorded() {
 }
 
 #[tokio::test]
+async fn calls_lists_the_tool_calls_received_in_order() {
+    let mut client = Client::faults();
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "hang"}}),
+        )
+        .await;
+    client.send(json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "calls"}})).await;
+    let response = client.recv().await;
+    assert_eq!(response["id"], "c");
+    assert_eq!(
+        response["result"]["structuredContent"],
+        json!({"calls": [{"id": 7, "name": "hang"}, {"id": "c", "name": "calls"}]})
+    );
+}
+
+#[tokio::test]
 async fn answers_come_back_out_of_order() {
     let mut client = Client::faults();
     client.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sleep", "arguments": {"ms": 300}}})).await;

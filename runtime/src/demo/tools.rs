@@ -103,6 +103,12 @@ fn fault_tools() -> Vec<Value> {
         none(),
     );
     cancellations["outputSchema"] = object(json!({"cancelled": {"type": "array"}}), &["cancelled"]);
+    let mut calls = tool(
+        "calls",
+        "Returns the id and tool name of the latest tools/call requests received (up to 1000, oldest first, this one included).",
+        none(),
+    );
+    calls["outputSchema"] = object(json!({"calls": {"type": "array"}}), &["calls"]);
     vec![
         tool(
             "sleep",
@@ -152,6 +158,7 @@ fn fault_tools() -> Vec<Value> {
         ),
         spawn_grandchild,
         cancellations,
+        calls,
         tool(
             "ping_client",
             "Sends a ping (or `method`) request to the client and answers \"pong\" once the client answers {}.",
@@ -258,6 +265,10 @@ async fn run(
         "cancellations" => {
             let cancelled = json!({"cancelled": session.cancellations()});
             Ok(structured(cancelled.to_string(), cancelled))
+        }
+        "calls" => {
+            let calls = json!({"calls": session.calls()});
+            Ok(structured(calls.to_string(), calls))
         }
         "ping_client" => ping_client(session, args).await,
         "stats" => {

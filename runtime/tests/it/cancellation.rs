@@ -1,4 +1,5 @@
-//! A caller that drops its call cancels it: the slot is freed and the server told.
+//! A caller that drops its call cancels it: the slot is freed and the server told, with the
+//! id of the request it received.
 
 use std::time::Duration;
 
@@ -14,18 +15,47 @@ async fn a_dropped_call_is_cancelled_and_frees_its_slot() {
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
     task.abort();
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 0).await);
-    // The only slot is free again.
-    let seen = server
-        .call_tool("cancellations", json!({}))
-        .timeout(Duration::from_secs(5))
-        .await
-        .unwrap();
-    let cancelled = &seen.structured_content.unwrap()["cancelled"];
-    assert_eq!(cancelled.as_array().unwrap().len(), 1, "{cancelled}");
+    // The only slot is free again: the next calls get it.
+    let hung = call_ids(&server, "hang").await;
+    assert_eq!(hung.len(), 1, "{hung:?}");
+    let cancelled = until_cancelled(&server, hung[0]).await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["requestId"], hung[0]);
     assert!(cancelled[0]["reason"]
         .as_str()
         .unwrap()
         .contains("cancelled"));
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dropped_progress_reset_call_sends_cancelled_with_its_id() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let call = server
+        .call_tool("hang", json!({}))
+        .timeout(Duration::from_secs(30))
+        .reset_on_progress(true)
+        .max_total(Duration::from_secs(60));
+    let task = tokio::spawn(call);
+    // Dropped once the server is working on it.
+    let on_the_wire = || async { call_ids(&server, "hang").await.len() == 1 };
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !on_the_wire().await {
+        assert!(tokio::time::Instant::now() < end, "the call never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    let hung = call_ids(&server, "hang").await;
+    let cancelled = until_cancelled(&server, hung[0]).await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert!(
+        cancelled[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("cancelled")),
+        "{cancelled:?}"
+    );
+    assert!(eventually(Duration::from_secs(5), || server.in_flight() == 0).await);
     rt.shutdown().await;
 }
 

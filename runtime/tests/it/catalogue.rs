@@ -77,6 +77,8 @@ async fn always_and_never_modes() {
     )
     .await;
     let names = names(&rt);
+    assert!(names.contains(&"alpha_greet".to_string()), "{names:?}");
+    assert!(names.contains(&"b_greet".to_string()), "{names:?}");
     assert!(
         names
             .iter()

@@ -233,24 +233,76 @@ fn demo_shows_the_timeout_and_the_crash() {
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
+/// The child processes of `pid`, which Linux lists per thread (the thread that spawned a
+/// child is its parent); elsewhere none, and the servers' exit is not checked.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    threads
+        .flatten()
+        .filter_map(|thread| std::fs::read_to_string(thread.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// The messages in a file of JSON lines (a last, partial line is left out).
+fn json_lines(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
+    complete
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
 #[test]
 fn sigint_cancels_the_call_and_exits_130() {
+    // The server's input is copied to a file on its way in: the wire, as the server reads it.
+    let wire = Temp::path("sigint-wire.jsonl");
+    let server = r#"tee "$0" | exec "$1" demo-server --faults"#;
     let mut child = Command::new(BIN)
-        .args(["call", "hang", "--", BIN, "demo-server", "--faults"])
+        .args([
+            "call",
+            "hang",
+            "--",
+            "/bin/sh",
+            "-c",
+            server,
+            wire.str(),
+            BIN,
+        ])
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn switchboard");
-    std::thread::sleep(Duration::from_secs(1));
+    // Interrupt once the call is on the wire.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let call_id = loop {
+        let call = json_lines(&wire.0)
+            .into_iter()
+            .find(|m| m["method"] == "tools/call");
+        if let Some(call) = call {
+            break call["id"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(call_id.is_i64(), "{call_id}");
     let pid = child.id();
-    // Linux lists a process's children; elsewhere the server's exit is not checked.
-    let servers: Vec<u32> = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
+    let servers = children(pid);
+    if cfg!(target_os = "linux") {
+        assert!(!servers.is_empty(), "no server process under switchboard");
+    }
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
     let deadline = Instant::now() + Duration::from_secs(15);
     while child.try_wait().expect("wait").is_none() {
@@ -273,6 +325,14 @@ fn sigint_cancels_the_call_and_exits_130() {
     for server in servers {
         assert!(process_is_gone(server), "server {server} survived");
     }
+    // The server was told, under the call's own id.
+    let wire = json_lines(&wire.0);
+    let cancels: Vec<_> = wire
+        .iter()
+        .filter(|m| m["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancels.len(), 1, "{wire:#?}");
+    assert_eq!(cancels[0]["params"]["requestId"], call_id, "{wire:#?}");
 }
 
 // ---- The servers of a config file ----

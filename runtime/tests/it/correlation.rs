@@ -16,7 +16,15 @@ async fn answers_out_of_order_reach_their_callers() {
         let r = slow.await;
         (r, Instant::now())
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The slow call is on the wire first.
+    let end = Instant::now() + Duration::from_secs(10);
+    while call_ids(&server, "sleep").await.is_empty() {
+        assert!(
+            Instant::now() < end,
+            "the slow call never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let fast_result = fast.await.unwrap();
     let fast_done = Instant::now();
     let (slow_result, slow_done) = slow.await.unwrap();

@@ -99,6 +99,7 @@ async fn a_timeout_names_everything_and_sends_cancelled() {
         text.contains("hang") && text.contains("demo") && text.contains(&request_id.to_string()),
         "{text}"
     );
+    assert_eq!(call_ids(&server, "hang").await, [*request_id]);
     let seen = server.call_tool("cancellations", json!({})).await.unwrap();
     let cancelled = seen.structured_content.unwrap()["cancelled"].clone();
     let ids: Vec<i64> = cancelled
@@ -174,5 +175,72 @@ async fn per_tool_policy_can_reset_on_progress() {
         .await
         .unwrap();
     assert_eq!(r.text(), "slept 1500 ms");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_progress_reset_call_that_times_out_sends_cancelled_with_its_id() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let err = server
+        .call_tool("hang", json!({}))
+        .timeout(Duration::from_millis(200))
+        .reset_on_progress(true)
+        .max_total(Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    let Error::Timeout { request_id, .. } = err else {
+        panic!("{err:?}")
+    };
+    // The id in the error is the one the server received, and the one it was told to drop.
+    assert_eq!(call_ids(&server, "hang").await, [request_id]);
+    let cancelled = until_cancelled(&server, request_id).await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert!(
+        cancelled[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("timed out")),
+        "{cancelled:?}"
+    );
+    assert_eq!(server.in_flight(), 0);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_keeps_a_call_alive_past_its_timeout_until_max_total() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let progress = Arc::new(Mutex::new(0u32));
+    let sink = progress.clone();
+    let timeout = Duration::from_millis(600);
+    let max_total = Duration::from_secs(2);
+    // Progress every 100 ms for 30 s: only `max_total` can end it early.
+    let call = server
+        .call_tool("sleep", json!({"ms": 30000, "steps": 300}))
+        .timeout(timeout)
+        .reset_on_progress(true)
+        .max_total(max_total)
+        .on_progress(move |_| *sink.lock().unwrap() += 1);
+    let err = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("max_total ends the call long before the tool does")
+        .unwrap_err();
+    let Error::Timeout {
+        request_id,
+        elapsed,
+        ..
+    } = err
+    else {
+        panic!("{err:?}")
+    };
+    // Alive well past its own timeout, thanks to progress, and stopped at the cap.
+    assert!(elapsed >= max_total, "{elapsed:?}");
+    assert!(*progress.lock().unwrap() > 6, "{progress:?}");
+    let cancelled = until_cancelled(&server, request_id).await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert!(
+        cancelled[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("timed out")),
+        "{cancelled:?}"
+    );
     rt.shutdown().await;
 }

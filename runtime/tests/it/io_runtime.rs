@@ -21,16 +21,6 @@ async fn on_this_runtime(config: impl Into<ServerConfig>) -> (Runtime, ServerHan
     (rt, server)
 }
 
-async fn cancelled_ids(server: &ServerHandle) -> Vec<i64> {
-    let seen = server.call_tool("cancellations", json!({})).await.unwrap();
-    seen.structured_content.unwrap()["cancelled"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["requestId"].as_i64().unwrap())
-        .collect()
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn one_thread_runs_the_calls_and_the_servers_io() {
     let (rt, server) = on_this_runtime(demo_stdio(&["--faults"])).await;
@@ -78,10 +68,12 @@ async fn a_timeout_and_a_dropped_call_are_cancelled_on_the_wire() {
     .await;
     assert!(dropped.is_err(), "the hang call cannot finish");
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 0).await);
-    let ids = cancelled_ids(&server).await;
-    assert_eq!(ids.len(), 2, "{ids:?}");
-    assert_eq!(ids[0], request_id);
-    assert!(ids[1] > request_id);
+    // Both hang calls the server received were cancelled, each under its own id.
+    let hung = call_ids(&server, "hang").await;
+    assert_eq!(hung.len(), 2, "{hung:?}");
+    assert_eq!(hung[0], request_id);
+    until_cancelled(&server, hung[1]).await;
+    assert_eq!(cancelled_ids(&server).await, hung);
     rt.shutdown().await;
 }
 

@@ -9,6 +9,7 @@ mod cli;
 mod correlation;
 mod deadlines;
 mod disconnect;
+mod fail_fast;
 mod handshake;
 mod io_runtime;
 mod liveness;

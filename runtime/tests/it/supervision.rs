@@ -167,6 +167,26 @@ async fn a_call_during_a_restart_waits_then_succeeds_or_fails_unavailable() {
 }
 
 #[tokio::test]
+async fn a_call_made_right_after_a_crash_waits_for_the_restart_and_succeeds() {
+    // The default restart policy: the restart comes after a backoff of about half a second.
+    let (rt, server) = runtime_with(demo_stdio(&["--faults"])).await;
+    let first_pid = server.status().pid;
+    let err = server.call_tool("crash", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::Disconnected { .. }), "{err:?}");
+    // At once, while the server is down: the call waits for readiness within its deadline.
+    let result = server
+        .call_tool("echo", json!({"text": "after the restart"}))
+        .timeout(Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|e| panic!("the call did not wait for the restart: {e}"));
+    assert_eq!(result.text(), "after the restart");
+    let status = server.status();
+    assert_eq!(status.restarts, 1);
+    assert_ne!(status.pid, first_pid);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_hung_server_is_detected_by_liveness_and_restarted() {
     let (rt, server) = runtime_with(watched(
         Duration::from_millis(100),
@@ -195,22 +215,30 @@ async fn a_hung_server_is_detected_by_liveness_and_restarted() {
 async fn a_burst_of_list_changed_causes_one_relist() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
     let mut watch = rt.watch();
+    let published = server.status().since;
     server
         .call_tool("list_changed", json!({"count": 4}))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The re-list publishes the server's status again: that is the moment to count.
+    assert!(
+        eventually(Duration::from_secs(10), || server.status().since
+            != published)
+        .await,
+        "no re-list after list_changed"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), watch.changed())
+            .await
+            .is_ok_and(|alive| alive),
+        "the runtime's watch did not see the re-list"
+    );
     let stats = server.call_tool("stats", json!({})).await.unwrap();
     let lists = stats.structured_content.unwrap()["methods"]["tools/list"]
         .as_u64()
         .unwrap();
     // One during the handshake, one for the burst.
     assert_eq!(lists, 2);
-    assert!(
-        tokio::time::timeout(Duration::from_secs(1), watch.changed())
-            .await
-            .is_ok()
-    );
     rt.shutdown().await;
 }
 

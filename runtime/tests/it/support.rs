@@ -91,3 +91,62 @@ pub(crate) async fn pending_sleeps(
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == n).await);
     calls
 }
+
+/// The params of every `notifications/cancelled` the demo server (`--faults`) received, in
+/// the order it read them.
+pub(crate) async fn cancellations(server: &ServerHandle) -> Vec<serde_json::Value> {
+    let seen = server
+        .call_tool("cancellations", serde_json::json!({}))
+        .await
+        .expect("the cancellations tool");
+    match seen.structured_content {
+        Some(serde_json::Value::Object(mut content)) => match content.remove("cancelled") {
+            Some(serde_json::Value::Array(cancelled)) => cancelled,
+            other => panic!("cancellations: {other:?}"),
+        },
+        other => panic!("cancellations: {other:?}"),
+    }
+}
+
+/// The `requestId` of every `notifications/cancelled` the demo server received, in order.
+pub(crate) async fn cancelled_ids(server: &ServerHandle) -> Vec<i64> {
+    cancellations(server)
+        .await
+        .iter()
+        .map(|c| c["requestId"].as_i64().expect("a numeric requestId"))
+        .collect()
+}
+
+/// The ids of the `tools/call` requests for `tool` the demo server (`--faults`) received, in
+/// the order it read them: the ids on the wire.
+pub(crate) async fn call_ids(server: &ServerHandle, tool: &str) -> Vec<i64> {
+    let seen = server
+        .call_tool("calls", serde_json::json!({}))
+        .await
+        .expect("the calls tool");
+    let content = seen.structured_content.expect("structured content");
+    content["calls"]
+        .as_array()
+        .expect("an array of calls")
+        .iter()
+        .filter(|c| c["name"] == tool)
+        .map(|c| c["id"].as_i64().expect("a numeric id"))
+        .collect()
+}
+
+/// Waits (up to 10 s) until the demo server has received a `notifications/cancelled` for
+/// request `id`, and returns every cancellation it received by then.
+pub(crate) async fn until_cancelled(server: &ServerHandle, id: i64) -> Vec<serde_json::Value> {
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = cancellations(server).await;
+        if seen.iter().any(|c| c["requestId"] == id) {
+            return seen;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "no notifications/cancelled for request {id} within 10 s; the server saw {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

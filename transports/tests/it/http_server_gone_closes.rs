@@ -8,12 +8,14 @@ use switchboard_transports::http::{self, Config, Error, Kind};
 use switchboard_transports::{CloseCause, Event};
 
 use crate::http_support::*;
-use crate::support::{next_event, number_id, request, until_closed};
+use crate::support::{next_event, number_id, request, until_closed, PATIENCE};
 
 #[tokio::test]
 async fn a_server_that_goes_away_closes_the_connection() {
+    // No kept-alive connection for the client to find stale: the next POST must connect.
     let server = TestServer::start(|seen: Seen| async move {
-        json(200, &result(&seen.rpc_id().unwrap_or_default()))
+        let answer = json(200, &result(&seen.rpc_id().unwrap_or_default()));
+        with_header(answer, "connection", "close")
     })
     .await;
     let config =
@@ -32,8 +34,15 @@ async fn a_server_that_goes_away_closes_the_connection() {
     );
 
     server.stop();
-    // Let the kept-alive connection see its end.
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // Gone once nothing listens on its port any more.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while tokio::net::TcpStream::connect(server.addr).await.is_ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server still listens"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     drop(server);
     conn.sender.send(request(2)).unwrap();
     match next_event(&mut conn.events).await {

@@ -26,12 +26,17 @@ pub(crate) async fn grandchild_pid(conn: &mut Connection) -> i32 {
 
 #[tokio::test]
 async fn close_kills_a_server_that_ignores_eof_and_sigterm() {
-    // `sleep` inherits the ignored SIGTERM: two stubborn members in the group.
-    let config = Config::new("/bin/sh").args(["-c", r#"trap "" TERM; sleep 60"#]);
+    // `sleep` inherits the ignored SIGTERM: two stubborn members in the group. The shell says
+    // when its trap is in place.
+    let script = r#"trap "" TERM; printf '{"jsonrpc":"2.0","method":"trapped"}\n'; sleep 60"#;
+    let config = Config::new("/bin/sh").args(["-c", script]);
     let mut conn = stdio::connect("stubborn", &config).await.unwrap();
     let pgid = conn.control.pid().unwrap() as i32;
-    // Let the shell install its trap before the close starts.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The close starts once the trap is installed.
+    match next_event(&mut conn.events).await {
+        Event::Message(m) => assert_eq!(m.method(), Some("trapped")),
+        other => panic!("expected the shell's notice, got {other:?}"),
+    }
 
     let started = Instant::now();
     conn.control.close().await;

@@ -1,0 +1,189 @@
+//! A call over Streamable HTTP that times out: the caller gets `Error::Timeout`, and the
+//! server gets `notifications/cancelled` for that request, in its session, as a POST of its
+//! own. Against a scripted server on 127.0.0.1 whose `hang` tool holds its POST open.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use switchboard::transport::HttpKind;
+use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig};
+use tokio::sync::mpsc;
+
+/// One JSON-RPC message as the server received it, with the session it came in.
+#[derive(Debug, Clone)]
+struct Posted {
+    session: Option<String>,
+    message: Value,
+}
+
+/// What the server saw: every POST, and the cancellations as they arrive.
+struct Wire {
+    posted: Mutex<Vec<Posted>>,
+    cancels: mpsc::UnboundedSender<Posted>,
+}
+
+fn answer(session: Option<&str>, body: Value) -> Response<Full<Bytes>> {
+    let mut builder = Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json");
+    if let Some(session) = session {
+        builder = builder.header("mcp-session-id", session);
+    }
+    builder
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+fn empty(status: StatusCode) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .body(Full::new(Bytes::new()))
+        .unwrap()
+}
+
+async fn handle(
+    wire: Arc<Wire>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let verb = request.method().clone();
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    if verb != Method::POST {
+        // No GET stream; DELETE ends the session.
+        return Ok(empty(if verb == Method::DELETE {
+            StatusCode::OK
+        } else {
+            StatusCode::METHOD_NOT_ALLOWED
+        }));
+    }
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let posted = Posted { session, message };
+    wire.posted.lock().unwrap().push(posted.clone());
+    let message = &posted.message;
+    let id = &message["id"];
+    let response = match message["method"].as_str() {
+        Some("initialize") => answer(
+            Some("s1"),
+            json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted-http", "version": "0"}
+            }}),
+        ),
+        Some("notifications/cancelled") => {
+            let _ = wire.cancels.send(posted.clone());
+            empty(StatusCode::ACCEPTED)
+        }
+        _ if id.is_null() => empty(StatusCode::ACCEPTED),
+        Some("tools/list") => answer(
+            None,
+            json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                {"name": "hang", "inputSchema": {"type": "object"}}
+            ]}}),
+        ),
+        // `hang`: the POST is never answered.
+        Some("tools/call") => std::future::pending().await,
+        _ => answer(None, json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+    };
+    Ok(response)
+}
+
+/// Serves the script on 127.0.0.1 (a free port) until the test's runtime ends.
+async fn serve() -> (String, Arc<Wire>, mpsc::UnboundedReceiver<Posted>) {
+    let (cancels, cancelled) = mpsc::unbounded_channel();
+    let wire = Arc::new(Wire {
+        posted: Mutex::new(Vec::new()),
+        cancels,
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = wire.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let wire = serving.clone();
+            tokio::spawn(async move {
+                let service =
+                    hyper::service::service_fn(move |request| handle(wire.clone(), request));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (format!("http://{addr}/mcp"), wire, cancelled)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_call_that_times_out_returns_timeout_and_the_server_gets_cancelled() {
+    let (url, wire, mut cancelled) = serve().await;
+    let rt = Runtime::builder()
+        .server(
+            "remote",
+            ServerConfig::http(url, HttpKind::StreamableHttp)
+                .restart(RestartPolicy::off())
+                .liveness(Liveness::off()),
+        )
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("remote").unwrap();
+    assert!(server.status().is_ready(), "{:?}", server.status().state);
+    assert_eq!(server.status().transport.as_str(), "http");
+
+    let err = server
+        .call_tool("hang", json!({}))
+        .timeout(Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    let Error::Timeout {
+        request_id, tool, ..
+    } = &err
+    else {
+        panic!("expected Timeout, got {err:?}")
+    };
+    assert_eq!(tool.as_deref(), Some("hang"));
+
+    let cancel = tokio::time::timeout(Duration::from_secs(10), cancelled.recv())
+        .await
+        .expect("no notifications/cancelled within 10 s")
+        .expect("the server is running");
+    assert_eq!(
+        cancel.message["params"]["requestId"], *request_id,
+        "{cancel:?}"
+    );
+    assert!(
+        cancel.message["params"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("timed out")),
+        "{cancel:?}"
+    );
+    assert_eq!(cancel.session.as_deref(), Some("s1"));
+    // The request it cancels is the call the server received.
+    let calls: Vec<_> = wire
+        .posted
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| p.message["method"] == "tools/call")
+        .map(|p| p.message["id"].clone())
+        .collect();
+    assert_eq!(calls, [json!(request_id)]);
+    assert_eq!(server.in_flight(), 0);
+    rt.shutdown().await;
+}
