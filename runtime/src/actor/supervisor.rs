@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
+use std::time::Instant;
 
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{
@@ -64,6 +65,8 @@ pub(crate) struct Supervisor {
     io: Option<tokio::runtime::Handle>,
     servers: BTreeMap<Arc<str>, Managed>,
     version: u64,
+    /// Every server's status as of the last rebuild (name, when it changed).
+    seen: Vec<(Arc<str>, Instant)>,
     stopping: bool,
 }
 
@@ -85,6 +88,7 @@ impl Supervisor {
             metrics,
             servers: BTreeMap::new(),
             version: 0,
+            seen: Vec::new(),
             stopping: false,
         }
     }
@@ -193,11 +197,25 @@ impl Supervisor {
             .collect();
         let next = Catalogue::build(&inputs, &self.defaults.naming, self.version + 1);
         self.metrics.catalogue_tools.set(next.len() as f64);
+        let mut changed = false;
         if !next.same_entries(&self.registry.catalogue.load()) {
             self.version += 1;
             self.registry.catalogue.store(Arc::new(next));
+            changed = true;
         }
-        self.registry.changes.send_modify(|v| *v += 1);
+        // Watchers wake for what they have not seen yet, once: a rebuild that finds the same
+        // statuses as the last one (a status event that a `Settle` already took in) is none.
+        let seen: Vec<(Arc<str>, Instant)> = statuses
+            .iter()
+            .map(|(name, _, status)| (name.clone(), status.since))
+            .collect();
+        if seen != self.seen {
+            self.seen = seen;
+            changed = true;
+        }
+        if changed {
+            self.registry.changes.send_modify(|v| *v += 1);
+        }
     }
 
     /// A server actor died without being stopped: replace it, keeping its handles working.
@@ -221,6 +239,7 @@ impl Supervisor {
                 next_retry_at: std::time::Instant::now(),
                 last_error: "its actor panicked".into(),
             },
+            since: Instant::now(),
             ..last
         });
         managed.incarnation += 1;

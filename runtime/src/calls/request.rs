@@ -119,7 +119,10 @@ fn timed_out(table: &Table, id: i64, spec: &Spec, heard: u64, written: Instant) 
     // Only silence is evidence: a server that answered anything since this request was
     // written is alive, however slow this one tool is.
     if spec.reports_silence && table.heard() == heard {
-        table.report_silence(Silence { written });
+        table.report_silence(Silence {
+            written,
+            timed_out: Instant::now(),
+        });
     }
 }
 

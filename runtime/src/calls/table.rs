@@ -43,6 +43,8 @@ pub(crate) type Answer = Result<Box<RawValue>, Error>;
 pub(crate) struct Silence {
     /// When the request was written.
     pub(crate) written: Instant,
+    /// When its deadline passed.
+    pub(crate) timed_out: Instant,
 }
 
 /// A call's progress: its callback, and its deadline when progress may move it.

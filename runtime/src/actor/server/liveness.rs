@@ -70,7 +70,9 @@ impl ServerActor {
             return;
         }
         self.strikes += 1;
-        self.last_strike = Some(Instant::now());
+        // Dated by the timeout, not by when the actor got to it: a request written after
+        // this one timed out is a new silence, however late the actor runs.
+        self.last_strike = Some(silence.timed_out);
         if self.strikes >= self.liveness.max_failures {
             let why = format!(
                 "the server stopped responding (nothing heard from it through {} timed-out requests in a row)",

@@ -145,7 +145,7 @@ pub(crate) struct ServerActor {
     relist_again: bool,
     /// Consecutive silences: requests that timed out with nothing heard from the server.
     strikes: u32,
-    /// When the last strike was counted: a request written before it is the same silence.
+    /// When the last strike's request timed out: one written before is the same silence.
     last_strike: Option<Instant>,
     ping_outstanding: bool,
     last_heard: Instant,
