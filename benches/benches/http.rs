@@ -67,9 +67,12 @@ async fn echo(server: Arc<ServerHandle>) {
 async fn runtime(url: &str, io: Option<tokio::runtime::Handle>) -> Runtime {
     let mut builder =
         Runtime::builder().server("http", ServerConfig::http(url, HttpKind::StreamableHttp));
-    if let Some(io) = io {
-        builder = builder.io_runtime(io);
-    }
+    // `io`: where a user's runtime puts the connections by default (the builder's own
+    // multi-thread runtime), given explicitly; `None`: on the actor thread.
+    builder = match io {
+        Some(io) => builder.io_runtime(io),
+        None => builder.actor_thread_io(),
+    };
     builder.build().await.expect("runtime")
 }
 

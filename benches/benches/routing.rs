@@ -61,10 +61,12 @@ async fn echo(server: ServerHandle) {
 /// `metrics` facade, and none is installed).
 async fn memory_runtime(prometheus: bool, io: Option<tokio::runtime::Handle>) -> Runtime {
     let mut builder = Runtime::builder().server("memory", memory_server());
-    if let Some(io) = io {
-        // The connection and the in-process server then run on `io`, not the actor thread.
-        builder = builder.io_runtime(io);
-    }
+    // `io`: where a user's runtime puts the connections by default (the builder's own
+    // multi-thread runtime), given explicitly; `None`: on the actor thread.
+    builder = match io {
+        Some(io) => builder.io_runtime(io),
+        None => builder.actor_thread_io(),
+    };
     if prometheus {
         builder = builder.metrics_listener("127.0.0.1:0".parse().expect("an address"));
     }

@@ -35,11 +35,12 @@ const IN_FLIGHT: u64 = 64;
 /// The clients of the comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Client {
-    /// Switchboard as a user gets it: no `io_runtime`, connections on the actor thread.
+    /// Switchboard with its connections on the actor thread (`actor_thread_io`).
     Switchboard,
-    /// Switchboard with `io_runtime` (connections on the callers' runtime).
+    /// Switchboard with its connections on the callers' runtime: what a user gets without
+    /// tuning (`#[tokio::main]`), given explicitly with `io_runtime`.
     SwitchboardIo,
-    /// The default set-up, every call with `.reset_on_progress(true)`.
+    /// The actor-thread set-up, every call with `.reset_on_progress(true)`.
     SwitchboardReset,
     /// The raw client of `baseline`: blocking sequential calls, or a pipelining writer and
     /// reader thread.
@@ -98,9 +99,12 @@ async fn echo_reset(server: Arc<ServerHandle>) {
 
 async fn runtime(server: impl Into<ServerConfig>, io: Option<tokio::runtime::Handle>) -> Runtime {
     let mut builder = Runtime::builder().server("s", server);
-    if let Some(io) = io {
-        builder = builder.io_runtime(io);
-    }
+    // `io`: where a user's runtime puts the connections by default (the builder's own
+    // multi-thread runtime), given explicitly; `None`: on the actor thread.
+    builder = match io {
+        Some(io) => builder.io_runtime(io),
+        None => builder.actor_thread_io(),
+    };
     builder.build().await.expect("runtime")
 }
 

@@ -40,7 +40,19 @@ pub struct RuntimeBuilder {
     metrics: Option<Sink>,
     #[cfg(feature = "prometheus")]
     metrics_listener: Option<std::net::SocketAddr>,
-    io: Option<tokio::runtime::Handle>,
+    io: Io,
+}
+
+/// Where the servers' connections do their I/O.
+#[derive(Debug, Default)]
+enum Io {
+    /// On the multi-thread tokio runtime that builds the runtime, else on the actor thread.
+    #[default]
+    Builder,
+    /// On the runtime's own actor thread.
+    ActorThread,
+    /// On this runtime.
+    Runtime(tokio::runtime::Handle),
 }
 
 impl RuntimeBuilder {
@@ -133,10 +145,12 @@ impl RuntimeBuilder {
     }
 
     /// Runs the servers' connections (pipes, sockets, their reader and writer tasks, and the
-    /// routing of answers) on `io` instead of the runtime's own actor thread.
+    /// routing of answers) on `io`.
     ///
-    /// Give it the tokio runtime your calls run on (`tokio::runtime::Handle::current()`):
-    /// a call then goes from your task to the server and back without waking another
+    /// By default they run on the tokio runtime that calls [`build`](Self::build) when it is
+    /// a multi-thread runtime (what `#[tokio::main]` builds), as hyper's and reqwest's
+    /// connections do, and on the runtime's own actor thread otherwise. On the callers'
+    /// runtime a call goes from its task to the server and back without waking another
     /// thread, which on most machines is the bulk of a sequential call's latency and CPU
     /// (see `BENCHMARKS.md`). Supervision, restarts and liveness stay on the actor thread.
     ///
@@ -144,7 +158,16 @@ impl RuntimeBuilder {
     /// and must outlive this [`Runtime`]: once it shuts down, servers lose their
     /// connections and cannot be restarted.
     pub fn io_runtime(mut self, io: tokio::runtime::Handle) -> Self {
-        self.io = Some(io);
+        self.io = Io::Runtime(io);
+        self
+    }
+
+    /// Runs the servers' connections on the runtime's own actor thread, whatever runtime
+    /// builds it: for a [`Runtime`] built on a tokio runtime that may shut down before it,
+    /// or whose threads callers block (`block_on`, a `join` inside a task) while they wait
+    /// for calls.
+    pub fn actor_thread_io(mut self) -> Self {
+        self.io = Io::ActorThread;
         self
     }
 
@@ -223,7 +246,13 @@ impl RuntimeBuilder {
         let kills: Kills = Arc::new(Mutex::new(HashMap::new()));
         let registry = Arc::new(Registry::new());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let io = self.io.clone();
+        let io = match self.io {
+            Io::Runtime(handle) => Some(handle),
+            Io::ActorThread => None,
+            Io::Builder => tokio::runtime::Handle::try_current()
+                .ok()
+                .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread),
+        };
         let supervisor = {
             let registry = registry.clone();
             let kills = kills.clone();
