@@ -14,7 +14,7 @@ use std::time::Duration;
 use actix::{Actor, Addr, AsyncContext};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::actor::server::Kills;
+use crate::actor::server::{IoPlaces, Kills};
 use crate::actor::supervisor::{
     AddServer, PanicServer, Registry, RemoveServer, RestartServer, Settle, StopAll, Supervisor,
 };
@@ -147,9 +147,10 @@ impl RuntimeBuilder {
     /// Runs the servers' connections (pipes, sockets, their reader and writer tasks, and the
     /// routing of answers) on `io`.
     ///
-    /// By default they run on the tokio runtime that calls [`build`](Self::build) when it is
-    /// a multi-thread runtime (what `#[tokio::main]` builds), as hyper's and reqwest's
-    /// connections do, and on the runtime's own actor thread otherwise. On the callers'
+    /// By default, stdio and in-process servers' connections run on the tokio runtime that
+    /// calls [`build`](Self::build) when it is a multi-thread runtime (what `#[tokio::main]`
+    /// builds), and on the runtime's own actor thread otherwise; HTTP connections run on the
+    /// actor thread, where the HTTP client's tasks do not compete with the callers. On the callers'
     /// runtime a call goes from its task to the server and back without waking another
     /// thread, which on most machines is the bulk of a sequential call's latency and CPU
     /// (see `BENCHMARKS.md`). Supervision, restarts and liveness stay on the actor thread.
@@ -247,11 +248,19 @@ impl RuntimeBuilder {
         let registry = Arc::new(Registry::new());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let io = match self.io {
-            Io::Runtime(handle) => Some(handle),
-            Io::ActorThread => None,
-            Io::Builder => tokio::runtime::Handle::try_current()
-                .ok()
-                .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread),
+            Io::Runtime(handle) => IoPlaces {
+                lines: Some(handle.clone()),
+                http: Some(handle),
+            },
+            Io::ActorThread => IoPlaces::default(),
+            // HTTP connections stay on the actor thread: there the HTTP client's own tasks
+            // do not compete with the callers for the workers (measured in BENCHMARKS.md).
+            Io::Builder => IoPlaces {
+                lines: tokio::runtime::Handle::try_current().ok().filter(|h| {
+                    h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+                }),
+                http: None,
+            },
         };
         let supervisor = {
             let registry = registry.clone();

@@ -17,7 +17,9 @@ use actix::{
 use arc_swap::ArcSwap;
 use tokio::sync::{mpsc, watch, Semaphore};
 
-use super::server::{InjectPanic, Kills, Restart, ServerActor, ServerEvent, Shutdown, Ties};
+use super::server::{
+    InjectPanic, IoPlaces, Kills, Restart, ServerActor, ServerEvent, Shutdown, Ties,
+};
 use crate::calls::Gate;
 use crate::catalogue::{Catalogue, ServerTools};
 use crate::config::{Defaults, ServerConfig};
@@ -62,7 +64,7 @@ pub(crate) struct Supervisor {
     events: mpsc::UnboundedSender<ServerEvent>,
     metrics: Arc<RuntimeMetrics>,
     /// Where servers' connections do their I/O (`None`: the actor thread).
-    io: Option<tokio::runtime::Handle>,
+    io: IoPlaces,
     servers: BTreeMap<Arc<str>, Managed>,
     version: u64,
     /// Every server's status as of the last rebuild (name, when it changed).
@@ -77,7 +79,7 @@ impl Supervisor {
         kills: Kills,
         events: mpsc::UnboundedSender<ServerEvent>,
         metrics: Arc<RuntimeMetrics>,
-        io: Option<tokio::runtime::Handle>,
+        io: IoPlaces,
     ) -> Self {
         Supervisor {
             io,

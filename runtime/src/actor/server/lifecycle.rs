@@ -49,7 +49,7 @@ impl ServerActor {
         let span = tracing::info_span!("connect", server = %name, attempt = self.restarts);
         let opening = tracing::Instrument::instrument(open(name, transport), span);
         // Opening on the I/O runtime registers the connection's pipes and tasks there.
-        let opening = match self.ties.io.clone() {
+        let opening = match self.ties.io.of(&self.config.transport).cloned() {
             Some(io) => Either::Left(async move {
                 io.spawn(opening).await.unwrap_or_else(|e| {
                     Err(Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(
@@ -130,7 +130,7 @@ impl ServerActor {
         ));
         let (tx, rx) = tokio::sync::mpsc::channel(ROUTED_CAPACITY);
         let routing = route(table.clone(), conn.events, tx);
-        match &self.ties.io {
+        match self.ties.io.of(&self.config.transport) {
             Some(io) => drop(io.spawn(routing)),
             None => drop(tokio::spawn(routing)),
         }

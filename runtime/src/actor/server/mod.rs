@@ -80,7 +80,26 @@ pub(crate) struct Ties {
     /// Whether the server takes calls, read by handles on every call.
     pub(crate) gate: Arc<ArcSwap<Gate>>,
     /// Where connections' I/O runs; `None`: on the actor thread.
-    pub(crate) io: Option<tokio::runtime::Handle>,
+    pub(crate) io: IoPlaces,
+}
+
+/// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IoPlaces {
+    /// Line-framed connections (stdio, in-process servers).
+    pub(crate) lines: Option<tokio::runtime::Handle>,
+    /// HTTP connections.
+    pub(crate) http: Option<tokio::runtime::Handle>,
+}
+
+impl IoPlaces {
+    /// The place for `transport`'s connections.
+    pub(crate) fn of(&self, transport: &Transport) -> Option<&tokio::runtime::Handle> {
+        match transport {
+            Transport::Http(_) => self.http.as_ref(),
+            _ => self.lines.as_ref(),
+        }
+    }
 }
 
 /// An event from connection number `.0` (older connections' stragglers are ignored).
