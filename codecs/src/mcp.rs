@@ -1,5 +1,6 @@
-//! Typed MCP shapes the runtime interprets: the handshake, tools, tool results, progress,
-//! cancellation and logging, for protocol versions 2024-11-05 to 2025-11-25.
+//! Typed MCP shapes the runtime interprets: the handshake, tools, tool results, resources,
+//! prompts, completion, progress, cancellation and logging, for protocol versions
+//! 2024-11-05 to 2025-11-25.
 //!
 //! These are the `params` and `result` payloads carried inside [`jsonrpc`](crate::jsonrpc)
 //! envelopes. Every object keeps the fields it does not know in an `extra` map and writes them
@@ -25,10 +26,16 @@ use serde_json::{Map, Value};
 use crate::jsonrpc::Id;
 
 mod content;
+mod features;
 
 pub use content::{
     Annotations, AudioContent, BlobResourceContents, Content, EmbeddedResource, ImageContent,
     ResourceContents, ResourceLink, TextContent, TextResourceContents,
+};
+pub use features::{
+    CompleteResult, Completion, CompletionReference, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
+    ReadResourceResult, Resource, ResourceTemplate, ResourceUpdatedParams, Role,
 };
 
 /// The newest protocol version Switchboard speaks; what it asks for in `initialize`.
@@ -59,6 +66,30 @@ pub mod methods {
     pub const MESSAGE: &str = "notifications/message";
     /// Notification: the server's tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// Lists resources.
+    pub const RESOURCES_LIST: &str = "resources/list";
+    /// Lists resource templates.
+    pub const RESOURCE_TEMPLATES_LIST: &str = "resources/templates/list";
+    /// Reads a resource.
+    pub const RESOURCES_READ: &str = "resources/read";
+    /// Subscribes to a resource's updates.
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    /// Ends a subscription.
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    /// A subscribed resource changed.
+    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+    /// The resource list changed.
+    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    /// Lists prompts.
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    /// Gets a prompt's messages.
+    pub const PROMPTS_GET: &str = "prompts/get";
+    /// The prompt list changed.
+    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    /// Completes an argument.
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
+    /// Sets the server's log level.
+    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 }
 
 /// The name and version of an MCP client or server.

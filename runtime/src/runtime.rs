@@ -256,9 +256,9 @@ impl RuntimeBuilder {
             // HTTP connections stay on the actor thread: there the HTTP client's own tasks
             // do not compete with the callers for the workers (measured in BENCHMARKS.md).
             Io::Builder => IoPlaces {
-                lines: tokio::runtime::Handle::try_current().ok().filter(|h| {
-                    h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-                }),
+                lines: tokio::runtime::Handle::try_current()
+                    .ok()
+                    .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread),
                 http: None,
             },
         };
