@@ -20,6 +20,7 @@ pub mod demo;
 mod error;
 mod handle;
 pub mod metrics;
+mod paging;
 mod restart;
 mod runtime;
 mod status;

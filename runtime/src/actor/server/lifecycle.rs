@@ -13,14 +13,13 @@ use switchboard_transports::connection::Event;
 use switchboard_transports::{CloseReason, Connection};
 use tokio_stream::StreamExt as _;
 
-use super::{
-    open, random_unit, Inbound, Link, Phase, ServerActor, MAX_TOOL_PAGES, RELIST_DEBOUNCE,
-};
+use super::{open, random_unit, Inbound, Link, OwnRequests, Phase, ServerActor, RELIST_DEBOUNCE};
 use crate::calls::router::route;
 use crate::calls::table::Table;
 use crate::calls::Gate;
 use crate::client::ClientHandlers;
 use crate::error::Error;
+use crate::paging::collect_pages;
 use crate::restart::Decision;
 use crate::status::ServerState;
 
@@ -255,53 +254,43 @@ impl ServerActor {
         }
     }
 
-    /// Lists every page of tools (up to [`MAX_TOOL_PAGES`]), one request at a time.
+    /// Lists every page of tools (see [`collect_pages`]), one request at a time.
     fn start_listing(&mut self, ctx: &mut Context<Self>) {
-        self.list_page(ctx, None, 1, Vec::new());
-    }
-
-    fn list_page(
-        &mut self,
-        ctx: &mut Context<Self>,
-        cursor: Option<String>,
-        page: u32,
-        mut listing: Vec<mcp::Tool>,
-    ) {
-        let params = match &cursor {
-            Some(cursor) => serde_json::json!({ "cursor": cursor }),
-            None => serde_json::json!({}),
+        let Some(link) = &self.link else { return };
+        let own = OwnRequests {
+            table: link.table.clone(),
+            ids: self.ties.ids.clone(),
         };
+        let name = self.name.clone();
         let timeout = self.config.timeout;
-        self.request(
-            ctx,
-            methods::TOOLS_LIST,
-            &params,
-            timeout,
-            move |act, answer, ctx| {
-                let list = match answer
-                    .map(|raw| serde_json::from_str::<mcp::ListToolsResult>(raw.get()))
-                {
-                    Ok(Ok(list)) => list,
-                    Ok(Err(e)) => {
-                        return act.listing_failed(format!("invalid tools/list result: {e}"), ctx)
-                    }
-                    Err(e) => return act.listing_failed(format!("tools/list failed: {e}"), ctx),
-                };
-                listing.extend(list.tools);
-                match list.next_cursor {
-                    Some(cursor) if page < MAX_TOOL_PAGES => {
-                        return act.list_page(ctx, Some(cursor), page + 1, listing)
-                    }
-                    Some(_) => tracing::warn!(
-                        server = %act.name,
-                        pages = MAX_TOOL_PAGES,
-                        "tools/list still had more pages; the rest were not fetched"
-                    ),
-                    None => {}
+        let listing = async move {
+            collect_pages(&name, methods::TOOLS_LIST, |cursor| {
+                let own = own.clone();
+                async move {
+                    let params = match cursor {
+                        Some(cursor) => serde_json::json!({ "cursor": cursor }),
+                        None => serde_json::json!({}),
+                    };
+                    let frame = own.frame(methods::TOOLS_LIST, &params);
+                    // `None`: the connection is gone, and its close is handled elsewhere.
+                    let raw = match own.send(methods::TOOLS_LIST, frame, timeout).await {
+                        None => return Err(None),
+                        Some(answer) => {
+                            answer.map_err(|e| Some(format!("tools/list failed: {e}")))?
+                        }
+                    };
+                    let list: mcp::ListToolsResult = serde_json::from_str(raw.get())
+                        .map_err(|e| Some(format!("invalid tools/list result: {e}")))?;
+                    Ok((list.tools, list.next_cursor))
                 }
-                act.on_tools_listed(listing, ctx);
-            },
-        );
+            })
+            .await
+        };
+        self.when_same_link(ctx, listing, |act, listed, ctx| match listed {
+            Ok(tools) => act.on_tools_listed(tools, ctx),
+            Err(Some(detail)) => act.listing_failed(detail, ctx),
+            Err(None) => {}
+        });
     }
 
     fn on_tools_listed(&mut self, listing: Vec<mcp::Tool>, ctx: &mut Context<Self>) {

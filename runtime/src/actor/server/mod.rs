@@ -47,9 +47,6 @@ use crate::restart::{Backoff, Liveness};
 use crate::status::{ServerState, ServerStatus};
 use crate::transport::{Transport, TransportKind};
 
-/// Most `tools/list` pages followed in one listing.
-const MAX_TOOL_PAGES: u32 = 100;
-
 /// How long a burst of `notifications/tools/list_changed` is gathered into one re-list.
 const RELIST_DEBOUNCE: Duration = Duration::from_millis(100);
 
@@ -224,10 +221,6 @@ impl ServerActor {
         }
     }
 
-    fn next_id(&self) -> i64 {
-        self.ties.ids.fetch_add(1, Ordering::Relaxed)
-    }
-
     /// Tells handles whether (and through which table) the server takes calls. Stored
     /// before the status is published, so a caller woken by the status sees it.
     fn set_gate(&self, gate: Gate) {
@@ -281,27 +274,32 @@ impl ServerActor {
         then: impl FnOnce(&mut Self, Result<Box<RawValue>, Error>, &mut Context<Self>) + 'static,
     ) {
         let Some(link) = &self.link else { return };
-        let table = link.table.clone();
-        let generation = link.generation;
-        let id = self.next_id();
-        let frame = frame::request(id, method, params);
-        let spec = Spec {
-            method: method.into(),
-            tool: None,
-            started: Instant::now(),
-            policy: timeout
-                .map(|t| DeadlinePolicy::resolve(&ToolPolicy::new().timeout(t), None, None, t)),
-            progress: None,
-            // `initialize` is never cancelled: the startup timeout closes the connection.
-            cancellable: method != mcp::methods::INITIALIZE,
-            reports_silence: true,
+        let own = OwnRequests {
+            table: link.table.clone(),
+            ids: self.ties.ids.clone(),
         };
-        let sending = async move { request::send(&table, id, frame, &spec, None).await.ok() };
-        ctx.spawn(sending.into_actor(self).map(move |answer, act, ctx| {
-            let current = act.link.as_ref().map(|l| l.generation);
+        let frame = own.frame(method, params);
+        let sending = async move { own.send(method, frame, timeout).await };
+        self.when_same_link(ctx, sending, |act, answer, ctx| {
             // A closed table means the connection is gone; its close was handled already.
-            if let (Some(answer), true) = (answer, current == Some(generation)) {
+            if let Some(answer) = answer {
                 then(act, answer, ctx);
+            }
+        });
+    }
+
+    /// Runs `work` and hands its output to `then`, if the connection is still the same one
+    /// when it is done.
+    fn when_same_link<T: 'static>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        work: impl std::future::Future<Output = T> + 'static,
+        then: impl FnOnce(&mut Self, T, &mut Context<Self>) + 'static,
+    ) {
+        let generation = self.link.as_ref().map(|l| l.generation);
+        ctx.spawn(work.into_actor(self).map(move |output, act, ctx| {
+            if act.link.as_ref().map(|l| l.generation) == generation {
+                then(act, output, ctx);
             }
         }));
     }
@@ -475,6 +473,43 @@ impl Handler<InjectPanic> for ServerActor {
 
     fn handle(&mut self, _: InjectPanic, _ctx: &mut Context<Self>) {
         panic!("panic injected into the actor of server `{}`", self.name);
+    }
+}
+
+/// What the actor's own requests need, apart from the actor: they run as futures of its own.
+#[derive(Clone)]
+struct OwnRequests {
+    table: Arc<Table>,
+    ids: Arc<AtomicI64>,
+}
+
+impl OwnRequests {
+    fn frame<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> (i64, bytes::Bytes) {
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        (id, frame::request(id, method, params))
+    }
+
+    /// Sends one request; `None` when the table is closed (the connection is gone).
+    async fn send(
+        &self,
+        method: &'static str,
+        (id, frame): (i64, bytes::Bytes),
+        timeout: Option<Duration>,
+    ) -> Option<Result<Box<RawValue>, Error>> {
+        let spec = Spec {
+            method: method.into(),
+            tool: None,
+            started: Instant::now(),
+            policy: timeout
+                .map(|t| DeadlinePolicy::resolve(&ToolPolicy::new().timeout(t), None, None, t)),
+            progress: None,
+            // `initialize` is never cancelled: the startup timeout closes the connection.
+            cancellable: method != mcp::methods::INITIALIZE,
+            reports_silence: true,
+        };
+        request::send(&self.table, id, frame, &spec, None)
+            .await
+            .ok()
     }
 }
 
