@@ -147,6 +147,29 @@ pub enum Error {
         /// The tool asked for.
         tool: Arc<str>,
     },
+    /// The server did not declare the capability the request needs (checked from protocol
+    /// 2025-06-18 on; nothing was sent).
+    #[error(
+        "server `{server}` does not support `{method}`: it declared no `{capability}` capability"
+    )]
+    NotSupported {
+        /// The server.
+        server: Arc<str>,
+        /// The method asked for.
+        method: Arc<str>,
+        /// The capability it needs.
+        capability: &'static str,
+    },
+    /// The server has no resource at that URI.
+    #[error("server `{server}` has no resource `{uri}`: {message}")]
+    ResourceNotFound {
+        /// The server.
+        server: Arc<str>,
+        /// The URI asked for.
+        uri: Arc<str>,
+        /// What the server said.
+        message: String,
+    },
     /// The tool is filtered out by the server's allow/deny lists.
     #[error("tool `{tool}` of server `{server}` is not allowed by the configuration")]
     ToolDenied {
@@ -234,7 +257,9 @@ impl Error {
             | Error::ToolDenied { server, .. }
             | Error::CrashLoop { server, .. }
             | Error::Unauthorized { server, .. }
-            | Error::InvalidArguments { server, .. } => Some(server),
+            | Error::InvalidArguments { server, .. }
+            | Error::NotSupported { server, .. }
+            | Error::ResourceNotFound { server, .. } => Some(server),
             Error::UnknownServer { name } | Error::DuplicateServer { name } => Some(name),
             Error::UnknownTool { server, .. } => server.as_deref(),
             Error::Shutdown | Error::Runtime { .. } | Error::AmbiguousTool { .. } => None,

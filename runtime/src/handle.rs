@@ -43,6 +43,7 @@ pub(crate) struct Shared {
     pub(crate) allow: Vec<String>,
     pub(crate) deny: Vec<String>,
     pub(crate) metrics: Arc<ServerMetrics>,
+    pub(crate) logging: Arc<crate::logging::Logging>,
 }
 
 /// A result, and the measurement of its request, which the caller finishes once it knows
@@ -160,7 +161,7 @@ impl ServerHandle {
         .await
     }
 
-    fn policy(&self, tool: Option<&str>, call: &ToolPolicy) -> DeadlinePolicy {
+    pub(crate) fn policy(&self, tool: Option<&str>, call: &ToolPolicy) -> DeadlinePolicy {
         let shared = &self.shared;
         DeadlinePolicy::resolve(
             call,
@@ -173,7 +174,7 @@ impl ServerHandle {
     /// The hot path: take a slot, number and serialize, send through the ready connection's
     /// table, await the answer; in a `debug` span `request` (free when nobody listens),
     /// measured from start to answer.
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: Arc<str>,
         tool: Option<Arc<str>>,

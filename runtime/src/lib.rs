@@ -18,7 +18,9 @@ mod deadline;
 #[doc(hidden)]
 pub mod demo;
 mod error;
+mod features;
 mod handle;
+mod logging;
 pub mod metrics;
 mod paging;
 mod restart;
@@ -34,6 +36,7 @@ pub use config_file::{ConfigError, ConfigFile, FileDefaults};
 pub use deadline::ToolPolicy;
 pub use error::{Error, Result};
 pub use handle::ServerHandle;
+pub use logging::ServerLog;
 pub use restart::{Liveness, RestartPolicy};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeWatch};
 pub use status::{ServerState, ServerStatus};

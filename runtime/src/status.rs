@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use switchboard_transports::CloseReason;
 
 use crate::error::Error;
-use crate::model::{Implementation, Tool};
+use crate::model::{Implementation, ServerCapabilities, Tool};
 use crate::transport::TransportKind;
 
 /// A snapshot of one server's state, published by its actor.
@@ -19,6 +19,8 @@ pub struct ServerStatus {
     pub protocol_version: Option<Arc<str>>,
     /// The server's `serverInfo`, once initialized.
     pub server_info: Option<Arc<Implementation>>,
+    /// What the server declared it offers, once initialized.
+    pub capabilities: Option<Arc<ServerCapabilities>>,
     /// The server's `instructions`, if it gave any.
     pub instructions: Option<Arc<str>>,
     /// The server's tools, as listed during the handshake.
@@ -43,6 +45,7 @@ impl ServerStatus {
             state: ServerState::Starting,
             protocol_version: None,
             server_info: None,
+            capabilities: None,
             instructions: None,
             tools: Arc::from(Vec::new()),
             pid: None,

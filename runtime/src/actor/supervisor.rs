@@ -122,7 +122,9 @@ impl Supervisor {
         let ids = Arc::new(AtomicI64::new(1));
         let metrics = Arc::new(self.metrics.server(&name));
         let gate = Arc::new(ArcSwap::from_pointee(Gate::Starting));
+        let logging = Arc::new(crate::logging::Logging::new(name.clone()));
         let ties = Ties {
+            logging: logging.clone(),
             gate: gate.clone(),
             io: self.io.clone(),
             name: name.clone(),
@@ -150,6 +152,7 @@ impl Supervisor {
                 allow: config.allow_tools.clone(),
                 deny: config.deny_tools.clone(),
                 metrics,
+                logging,
             }),
         };
         self.servers.insert(
@@ -248,6 +251,7 @@ impl Supervisor {
         managed.handle.shared.metrics.up.set(0.0);
         let ties = Ties {
             gate: managed.handle.shared.gate.clone(),
+            logging: managed.handle.shared.logging.clone(),
             io: self.io.clone(),
             name: name.clone(),
             ids: managed.handle.shared.ids.clone(),

@@ -32,13 +32,7 @@ impl ServerActor {
             methods::MESSAGE => {
                 if let Some(params) = n.params {
                     match serde_json::from_str::<mcp::LoggingMessageParams>(params.get()) {
-                        Ok(log) => tracing::info!(
-                            target: "switchboard::server_log",
-                            server = %self.name,
-                            level = ?log.level,
-                            logger = log.logger.as_deref().unwrap_or(""),
-                            data = %log.data,
-                        ),
+                        Ok(log) => self.ties.logging.log(log),
                         Err(_) => {
                             tracing::debug!(server = %self.name, "malformed notifications/message")
                         }

@@ -364,6 +364,21 @@ impl ServerActor {
         }
         self.set_gate(Gate::Ready(table));
         self.publish(ServerState::Ready);
+        self.reapply_log_level(ctx);
+    }
+
+    /// The log level a caller chose goes to every new session of the server.
+    fn reapply_log_level(&mut self, ctx: &mut Context<Self>) {
+        let Some(level) = self.ties.logging.level() else {
+            return;
+        };
+        let params = serde_json::json!({ "level": level });
+        let timeout = self.config.timeout;
+        self.request(ctx, methods::LOGGING_SET_LEVEL, &params, timeout, |act, answer, _| {
+            if let Err(error) = answer {
+                tracing::warn!(server = %act.name, %error, "could not set the server's log level again");
+            }
+        });
     }
 
     /// The server could not be started: close what there is, then retry or give up. Calls

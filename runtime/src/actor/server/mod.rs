@@ -74,6 +74,8 @@ pub(crate) struct Ties {
     pub(crate) incarnation: u64,
     /// Restarts before this incarnation (a panic restart keeps counting).
     pub(crate) restarts: u32,
+    /// The server's log level and log broadcast.
+    pub(crate) logging: Arc<crate::logging::Logging>,
     /// Whether the server takes calls, read by handles on every call.
     pub(crate) gate: Arc<ArcSwap<Gate>>,
     /// Where connections' I/O runs; `None`: on the actor thread.
@@ -251,6 +253,7 @@ impl ServerActor {
             state,
             protocol_version: init.map(|i| Arc::from(i.protocol_version.as_str())),
             server_info: init.map(|i| Arc::new(i.server_info.clone())),
+            capabilities: init.map(|i| Arc::new(i.capabilities.clone())),
             instructions: init.and_then(|i| i.instructions.as_deref().map(Arc::from)),
             tools: self.tools.clone(),
             pid,

@@ -1,0 +1,282 @@
+//! Typed methods for the server features besides tools: resources, prompts, completion,
+//! logging and ping, each one more request on the one call path.
+//!
+//! Every `list_*` follows the pages to the end (with the same cap as `tools/list`); a
+//! `list_*_page` returns one page. From protocol 2025-06-18 on, a method whose capability the
+//! server did not declare fails at once with [`Error::NotSupported`], nothing sent; older
+//! servers are asked anyway (2024-11-05 servers offer completion without declaring it).
+//! `ping` is never refused.
+//!
+//! ```no_run
+//! # async fn f(server: switchboard::ServerHandle) -> switchboard::Result<()> {
+//! for resource in server.list_resources().await? {
+//!     let read = server.read_resource(&resource.uri).await?;
+//!     println!("{}: {} part(s)", resource.uri, read.contents.len());
+//! }
+//! let prompt = server.get_prompt("greeting", [("name", "Ada")]).await?;
+//! println!("{} message(s)", prompt.messages.len());
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+use switchboard_codecs::frame;
+use switchboard_codecs::mcp::{
+    methods, CompleteResult, CompletionReference, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, ServerCapabilities,
+};
+use tokio::sync::broadcast;
+
+use crate::deadline::ToolPolicy;
+use crate::error::{Error, Result};
+use crate::handle::ServerHandle;
+use crate::logging::ServerLog;
+use crate::paging::collect_pages;
+
+/// JSON-RPC error code for a resource that does not exist.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+/// JSON-RPC "invalid params", which some servers answer for an unknown resource.
+const INVALID_PARAMS: i64 = -32602;
+
+/// The first protocol version whose servers must declare what they offer.
+const DECLARED_FROM: &str = "2025-06-18";
+
+/// The capability a server must declare for a method.
+#[derive(Debug, Clone, Copy)]
+enum Capability {
+    Resources,
+    Prompts,
+    Completions,
+    Logging,
+}
+
+impl Capability {
+    fn name(self) -> &'static str {
+        match self {
+            Capability::Resources => "resources",
+            Capability::Prompts => "prompts",
+            Capability::Completions => "completions",
+            Capability::Logging => "logging",
+        }
+    }
+
+    fn declared(self, caps: &ServerCapabilities) -> bool {
+        match self {
+            Capability::Resources => caps.resources.is_some(),
+            Capability::Prompts => caps.prompts.is_some(),
+            Capability::Completions => caps.completions.is_some(),
+            Capability::Logging => caps.logging.is_some(),
+        }
+    }
+}
+
+impl ServerHandle {
+    /// Every resource the server lists, all pages.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+        self.require(methods::RESOURCES_LIST, Capability::Resources)?;
+        collect_pages(self.name(), methods::RESOURCES_LIST, |cursor| async move {
+            let page = self.list_resources_page(cursor.as_deref()).await?;
+            Ok((page.resources, page.next_cursor))
+        })
+        .await
+    }
+
+    /// One page of `resources/list`, from `cursor` (`None`: the first).
+    pub async fn list_resources_page(&self, cursor: Option<&str>) -> Result<ListResourcesResult> {
+        self.require(methods::RESOURCES_LIST, Capability::Resources)?;
+        self.typed(methods::RESOURCES_LIST, &page_params(cursor))
+            .await
+    }
+
+    /// Every resource template the server lists, all pages.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        self.require(methods::RESOURCE_TEMPLATES_LIST, Capability::Resources)?;
+        collect_pages(
+            self.name(),
+            methods::RESOURCE_TEMPLATES_LIST,
+            |cursor| async move {
+                let page = self.list_resource_templates_page(cursor.as_deref()).await?;
+                Ok((page.resource_templates, page.next_cursor))
+            },
+        )
+        .await
+    }
+
+    /// One page of `resources/templates/list`.
+    pub async fn list_resource_templates_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourceTemplatesResult> {
+        self.require(methods::RESOURCE_TEMPLATES_LIST, Capability::Resources)?;
+        self.typed(methods::RESOURCE_TEMPLATES_LIST, &page_params(cursor))
+            .await
+    }
+
+    /// Reads a resource: text parts as text, binary parts as the base64 the server sent.
+    /// An unknown URI is [`Error::ResourceNotFound`], whichever code the server used for it
+    /// (-32002, or -32602 as some servers answer).
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        self.require(methods::RESOURCES_READ, Capability::Resources)?;
+        match self
+            .typed(methods::RESOURCES_READ, &json!({ "uri": uri }))
+            .await
+        {
+            Err(Error::Rpc { code, message, .. })
+                if code == RESOURCE_NOT_FOUND || code == INVALID_PARAMS =>
+            {
+                Err(Error::ResourceNotFound {
+                    server: self.shared.name.clone(),
+                    uri: uri.into(),
+                    message,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Every prompt the server lists, all pages.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        self.require(methods::PROMPTS_LIST, Capability::Prompts)?;
+        collect_pages(self.name(), methods::PROMPTS_LIST, |cursor| async move {
+            let page = self.list_prompts_page(cursor.as_deref()).await?;
+            Ok((page.prompts, page.next_cursor))
+        })
+        .await
+    }
+
+    /// One page of `prompts/list`.
+    pub async fn list_prompts_page(&self, cursor: Option<&str>) -> Result<ListPromptsResult> {
+        self.require(methods::PROMPTS_LIST, Capability::Prompts)?;
+        self.typed(methods::PROMPTS_LIST, &page_params(cursor))
+            .await
+    }
+
+    /// A prompt's messages, for these string arguments.
+    pub async fn get_prompt<K, V>(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<GetPromptResult>
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.require(methods::PROMPTS_GET, Capability::Prompts)?;
+        let arguments: BTreeMap<String, String> = arguments
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        self.typed(
+            methods::PROMPTS_GET,
+            &json!({ "name": name, "arguments": arguments }),
+        )
+        .await
+    }
+
+    /// Values for one argument of a prompt or a resource template, given what the user
+    /// typed so far (`value`) and the arguments already chosen (`context`, 2025-06-18).
+    pub async fn complete<K, V>(
+        &self,
+        reference: CompletionReference,
+        argument: &str,
+        value: &str,
+        context: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<CompleteResult>
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.require(methods::COMPLETION_COMPLETE, Capability::Completions)?;
+        let context: BTreeMap<String, String> = context
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        let mut params = json!({
+            "ref": reference,
+            "argument": { "name": argument, "value": value },
+        });
+        if !context.is_empty() {
+            params["context"] = json!({ "arguments": context });
+        }
+        self.typed(methods::COMPLETION_COMPLETE, &params).await
+    }
+
+    /// Asks the server to log at `level` and above; the level is sent again after every
+    /// restart and re-initialization, so callers never redo it.
+    pub async fn set_log_level(&self, level: LoggingLevel) -> Result<()> {
+        self.require(methods::LOGGING_SET_LEVEL, Capability::Logging)?;
+        let _: Value = self
+            .typed(methods::LOGGING_SET_LEVEL, &json!({ "level": level }))
+            .await?;
+        self.shared.logging.set_level(level);
+        Ok(())
+    }
+
+    /// The messages the server logs (`notifications/message`), from now on. A receiver that
+    /// falls more than 256 messages behind is told how many it missed.
+    pub fn logs(&self) -> broadcast::Receiver<ServerLog> {
+        self.shared.logging.subscribe()
+    }
+
+    /// Sends `ping` and waits for the answer.
+    pub async fn ping(&self) -> Result<()> {
+        let _: Value = self.typed(methods::PING, &json!({})).await?;
+        Ok(())
+    }
+
+    /// Whether the server may be asked `method`: from 2025-06-18 on, only with its
+    /// capability declared.
+    fn require(&self, method: &str, capability: Capability) -> Result<()> {
+        let status = self.shared.status.borrow();
+        let (Some(version), Some(caps)) = (&status.protocol_version, &status.capabilities) else {
+            // Not initialized yet: the request waits for readiness and the server decides.
+            return Ok(());
+        };
+        if **version >= *DECLARED_FROM && !capability.declared(caps) {
+            return Err(Error::NotSupported {
+                server: self.shared.name.clone(),
+                method: method.into(),
+                capability: capability.name(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends one request under the server's timeout and parses its result as `R`.
+    async fn typed<R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &(impl Serialize + ?Sized),
+    ) -> Result<R> {
+        let policy = self.policy(None, &ToolPolicy::default());
+        let answer = self
+            .send(method.into(), None, policy, None, |id| {
+                frame::request(id, method, params)
+            })
+            .await?;
+        match serde_json::from_str(answer.raw.get()) {
+            Ok(result) => {
+                answer.recording.finish(false);
+                Ok(result)
+            }
+            Err(e) => Err(answer.recording.fail(Error::Protocol {
+                server: self.shared.name.clone(),
+                method: Arc::from(method),
+                tool: None,
+                detail: format!("the result is not what `{method}` answers: {e}"),
+            })),
+        }
+    }
+}
+
+fn page_params(cursor: Option<&str>) -> Value {
+    match cursor {
+        Some(cursor) => json!({ "cursor": cursor }),
+        None => json!({}),
+    }
+}

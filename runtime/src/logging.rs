@@ -1,0 +1,100 @@
+//! What servers log: `notifications/message` to `tracing` at the mapped level and to a
+//! broadcast any caller can take, and the log level chosen for a server, re-applied after
+//! every restart.
+//!
+//! Levels map as RFC 5424 severities to `tracing`'s: `debug` to DEBUG, `info` and `notice`
+//! to INFO, `warning` to WARN, `error` and above to ERROR; the events have the target
+//! `switchboard::server_log`, so a subscriber's filter can keep or drop them as a whole.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use switchboard_codecs::mcp::{LoggingLevel, LoggingMessageParams};
+use tokio::sync::broadcast;
+
+/// Messages kept for a slow receiver of [`ServerHandle::logs`](crate::ServerHandle::logs)
+/// before it starts missing some (it is told how many).
+const BACKLOG: usize = 256;
+
+/// One message a server logged.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerLog {
+    /// The server.
+    pub server: Arc<str>,
+    /// Its severity.
+    pub level: LoggingLevel,
+    /// The logger's name, if the server gave one.
+    pub logger: Option<String>,
+    /// The message: a string or any JSON.
+    pub data: Value,
+}
+
+/// One server's logging, shared by its handles and every incarnation of its actor.
+#[derive(Debug)]
+pub(crate) struct Logging {
+    server: Arc<str>,
+    /// The level set with `set_log_level`, sent again after every (re)initialization.
+    level: Mutex<Option<LoggingLevel>>,
+    messages: broadcast::Sender<ServerLog>,
+}
+
+impl Logging {
+    pub(crate) fn new(server: Arc<str>) -> Self {
+        Logging {
+            server,
+            level: Mutex::new(None),
+            messages: broadcast::channel(BACKLOG).0,
+        }
+    }
+
+    /// The level to (re)apply, if one was chosen.
+    pub(crate) fn level(&self) -> Option<LoggingLevel> {
+        *self.level.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn set_level(&self, level: LoggingLevel) {
+        *self.level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<ServerLog> {
+        self.messages.subscribe()
+    }
+
+    /// A `notifications/message` from the server.
+    pub(crate) fn log(&self, message: LoggingMessageParams) {
+        let LoggingMessageParams {
+            level,
+            logger,
+            data,
+            ..
+        } = message;
+        let server = &*self.server;
+        let name = logger.as_deref().unwrap_or("");
+        // tracing's level is part of each event's static metadata: one macro per level.
+        match level {
+            LoggingLevel::Debug => {
+                tracing::debug!(target: "switchboard::server_log", server, logger = name, level = ?level, data = %data)
+            }
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "switchboard::server_log", server, logger = name, level = ?level, data = %data)
+            }
+            LoggingLevel::Warning => {
+                tracing::warn!(target: "switchboard::server_log", server, logger = name, level = ?level, data = %data)
+            }
+            LoggingLevel::Error
+            | LoggingLevel::Critical
+            | LoggingLevel::Alert
+            | LoggingLevel::Emergency => {
+                tracing::error!(target: "switchboard::server_log", server, logger = name, level = ?level, data = %data)
+            }
+        }
+        // Nobody listening is the usual case, not an error.
+        let _ = self.messages.send(ServerLog {
+            server: self.server.clone(),
+            level,
+            logger,
+            data,
+        });
+    }
+}
