@@ -37,6 +37,7 @@ use crate::error::{Error, Result};
 use crate::handle::ServerHandle;
 use crate::logging::ServerLog;
 use crate::paging::collect_pages;
+use crate::subscriptions::ResourceUpdate;
 
 /// JSON-RPC error code for a resource that does not exist.
 const RESOURCE_NOT_FOUND: i64 = -32002;
@@ -50,6 +51,7 @@ const DECLARED_FROM: &str = "2025-06-18";
 #[derive(Debug, Clone, Copy)]
 enum Capability {
     Resources,
+    ResourceSubscriptions,
     Prompts,
     Completions,
     Logging,
@@ -59,6 +61,7 @@ impl Capability {
     fn name(self) -> &'static str {
         match self {
             Capability::Resources => "resources",
+            Capability::ResourceSubscriptions => "resources.subscribe",
             Capability::Prompts => "prompts",
             Capability::Completions => "completions",
             Capability::Logging => "logging",
@@ -68,6 +71,12 @@ impl Capability {
     fn declared(self, caps: &ServerCapabilities) -> bool {
         match self {
             Capability::Resources => caps.resources.is_some(),
+            Capability::ResourceSubscriptions => caps
+                .resources
+                .as_ref()
+                .and_then(|r| r.get("subscribe"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             Capability::Prompts => caps.prompts.is_some(),
             Capability::Completions => caps.completions.is_some(),
             Capability::Logging => caps.logging.is_some(),
@@ -214,6 +223,39 @@ impl ServerHandle {
             .typed(methods::LOGGING_SET_LEVEL, &json!({ "level": level }))
             .await?;
         self.shared.logging.set_level(level);
+        Ok(())
+    }
+
+    /// Subscribes to a resource's updates (`resources/subscribe`). The subscription stands
+    /// until [`unsubscribe`](Self::unsubscribe), across restarts (the runtime subscribes
+    /// again to every new session); each receiver gets every update from now on.
+    pub async fn subscribe(&self, uri: &str) -> Result<broadcast::Receiver<ResourceUpdate>> {
+        self.require(
+            methods::RESOURCES_SUBSCRIBE,
+            Capability::ResourceSubscriptions,
+        )?;
+        // Registered first, so that an update racing the answer is not lost.
+        let updates = self.shared.subscriptions.add(uri);
+        let sent: Result<Value> = self
+            .typed(methods::RESOURCES_SUBSCRIBE, &json!({ "uri": uri }))
+            .await;
+        if let Err(error) = sent {
+            self.shared.subscriptions.remove(uri);
+            return Err(error);
+        }
+        Ok(updates)
+    }
+
+    /// Ends a subscription: the server is told, and the receivers' streams end.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
+        self.require(
+            methods::RESOURCES_UNSUBSCRIBE,
+            Capability::ResourceSubscriptions,
+        )?;
+        self.shared.subscriptions.remove(uri);
+        let _: Value = self
+            .typed(methods::RESOURCES_UNSUBSCRIBE, &json!({ "uri": uri }))
+            .await?;
         Ok(())
     }
 

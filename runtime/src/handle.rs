@@ -44,6 +44,7 @@ pub(crate) struct Shared {
     pub(crate) deny: Vec<String>,
     pub(crate) metrics: Arc<ServerMetrics>,
     pub(crate) logging: Arc<crate::logging::Logging>,
+    pub(crate) subscriptions: Arc<crate::subscriptions::Subscriptions>,
 }
 
 /// A result, and the measurement of its request, which the caller finishes once it knows

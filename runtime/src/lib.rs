@@ -26,6 +26,7 @@ mod paging;
 mod restart;
 mod runtime;
 mod status;
+mod subscriptions;
 pub mod transport;
 
 pub use call::Call;
@@ -40,6 +41,7 @@ pub use logging::ServerLog;
 pub use restart::{Liveness, RestartPolicy};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeWatch};
 pub use status::{ServerState, ServerStatus};
+pub use subscriptions::ResourceUpdate;
 pub use switchboard_transports::{CloseCause, CloseReason};
 
 /// The MCP shapes results come in (tools, call results, content blocks, …).

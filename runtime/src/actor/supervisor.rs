@@ -123,8 +123,10 @@ impl Supervisor {
         let metrics = Arc::new(self.metrics.server(&name));
         let gate = Arc::new(ArcSwap::from_pointee(Gate::Starting));
         let logging = Arc::new(crate::logging::Logging::new(name.clone()));
+        let subscriptions = Arc::new(crate::subscriptions::Subscriptions::new(name.clone()));
         let ties = Ties {
             logging: logging.clone(),
+            subscriptions: subscriptions.clone(),
             gate: gate.clone(),
             io: self.io.clone(),
             name: name.clone(),
@@ -153,6 +155,7 @@ impl Supervisor {
                 deny: config.deny_tools.clone(),
                 metrics,
                 logging,
+                subscriptions,
             }),
         };
         self.servers.insert(
@@ -252,6 +255,7 @@ impl Supervisor {
         let ties = Ties {
             gate: managed.handle.shared.gate.clone(),
             logging: managed.handle.shared.logging.clone(),
+            subscriptions: managed.handle.shared.subscriptions.clone(),
             io: self.io.clone(),
             name: name.clone(),
             ids: managed.handle.shared.ids.clone(),

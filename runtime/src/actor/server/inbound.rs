@@ -40,6 +40,23 @@ impl ServerActor {
                 }
             }
             methods::TOOLS_LIST_CHANGED => self.on_tools_changed(ctx),
+            methods::RESOURCES_UPDATED => {
+                let update = n
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<mcp::ResourceUpdatedParams>(p.get()).ok());
+                match update {
+                    Some(update) => {
+                        let uri = update.uri;
+                        if !self.ties.subscriptions.deliver(uri.clone()) {
+                            tracing::debug!(server = %self.name, %uri, "update for a resource nobody subscribed to");
+                        }
+                    }
+                    None => {
+                        tracing::debug!(server = %self.name, "malformed notifications/resources/updated")
+                    }
+                }
+            }
             other => tracing::debug!(server = %self.name, method = other, "notification ignored"),
         }
     }

@@ -365,6 +365,20 @@ impl ServerActor {
         self.set_gate(Gate::Ready(table));
         self.publish(ServerState::Ready);
         self.reapply_log_level(ctx);
+        self.resubscribe(ctx);
+    }
+
+    /// Every resource a caller subscribed to is subscribed to again on a new session.
+    fn resubscribe(&mut self, ctx: &mut Context<Self>) {
+        let timeout = self.config.timeout;
+        for uri in self.ties.subscriptions.uris() {
+            let params = serde_json::json!({ "uri": uri });
+            self.request(ctx, methods::RESOURCES_SUBSCRIBE, &params, timeout, move |act, answer, _| {
+                if let Err(error) = answer {
+                    tracing::warn!(server = %act.name, %uri, %error, "could not subscribe to the resource again");
+                }
+            });
+        }
     }
 
     /// The log level a caller chose goes to every new session of the server.
