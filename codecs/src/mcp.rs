@@ -265,6 +265,9 @@ pub struct Tool {
     /// Hints about its behaviour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// How it may be run (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
     /// Icons, raw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<Value>>,
@@ -285,11 +288,50 @@ impl Default for Tool {
             input_schema: default_input_schema(),
             output_schema: None,
             annotations: None,
+            execution: None,
             icons: None,
             meta: None,
             extra: Map::new(),
         }
     }
+}
+
+impl Tool {
+    /// Whether the tool can only be run as a task (`execution.taskSupport: "required"`),
+    /// which this client does not do.
+    pub fn requires_task(&self) -> bool {
+        self.execution
+            .as_ref()
+            .and_then(|e| e.task_support)
+            .is_some_and(|t| t == TaskSupport::Required)
+    }
+}
+
+/// How a tool may be run (2025-11-25).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// Whether it supports task-augmented execution (absent: `forbidden`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Whether a tool runs as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Never as a task (the default).
+    Forbidden,
+    /// Either way.
+    Optional,
+    /// Only as a task.
+    Required,
+    /// A value this version does not know.
+    #[serde(other)]
+    Unknown,
 }
 
 /// Hints about a tool's behaviour. Servers are not trusted to tell the truth.
@@ -379,6 +421,10 @@ pub struct CallToolResult {
     /// Fields this version does not know, kept for round-trips.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// Set by the client, never sent: why `structured_content` does not match the tool's
+    /// `outputSchema`. The result is still the server's, so a caller can read what it sent.
+    #[serde(skip)]
+    pub output_schema_mismatch: Option<String>,
 }
 
 impl CallToolResult {

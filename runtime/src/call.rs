@@ -162,10 +162,23 @@ impl CallSpec {
             Err(e) => return Err(e.clone()),
         };
         let tool = self.tool.clone();
+        let rules = match &self.handle {
+            Ok(handle) => Some(handle.shared.clone()),
+            Err(_) => None,
+        };
         let answer = self.send().await?;
         match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
-            Ok(result) => {
+            Ok(mut result) => {
                 answer.recording.finish(result.is_error());
+                if let (Some(shared), Some(structured), false) =
+                    (rules, &result.structured_content, result.is_error())
+                {
+                    result.output_schema_mismatch =
+                        shared.tool_rules.load().output_mismatch(&tool, structured);
+                    if result.output_schema_mismatch.is_some() {
+                        shared.metrics.output_mismatches.increment(1);
+                    }
+                }
                 Ok(result)
             }
             Err(e) => Err(answer.recording.fail(Error::Protocol {

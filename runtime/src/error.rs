@@ -170,6 +170,15 @@ pub enum Error {
         /// What the server said.
         message: String,
     },
+    /// The tool can only be run as a task (`execution.taskSupport: "required"`), which this
+    /// client does not do; nothing was sent.
+    #[error("tool `{tool}` of server `{server}` can only be run as a task, which Switchboard does not do yet")]
+    TaskRequired {
+        /// The server.
+        server: Arc<str>,
+        /// The tool.
+        tool: Arc<str>,
+    },
     /// The tool is filtered out by the server's allow/deny lists.
     #[error("tool `{tool}` of server `{server}` is not allowed by the configuration")]
     ToolDenied {
@@ -259,7 +268,8 @@ impl Error {
             | Error::Unauthorized { server, .. }
             | Error::InvalidArguments { server, .. }
             | Error::NotSupported { server, .. }
-            | Error::ResourceNotFound { server, .. } => Some(server),
+            | Error::ResourceNotFound { server, .. }
+            | Error::TaskRequired { server, .. } => Some(server),
             Error::UnknownServer { name } | Error::DuplicateServer { name } => Some(name),
             Error::UnknownTool { server, .. } => server.as_deref(),
             Error::Shutdown | Error::Runtime { .. } | Error::AmbiguousTool { .. } => None,

@@ -45,6 +45,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<ServerMetrics>,
     pub(crate) logging: Arc<crate::logging::Logging>,
     pub(crate) subscriptions: Arc<crate::subscriptions::Subscriptions>,
+    /// The checks of the last tool listing.
+    pub(crate) tool_rules: Arc<ArcSwap<crate::tool_rules::ToolRules>>,
 }
 
 /// A result, and the measurement of its request, which the caller finishes once it knows
@@ -136,6 +138,12 @@ impl ServerHandle {
     ) -> Result<Answer> {
         if !tool_allowed(&self.shared.allow, &self.shared.deny, &tool) {
             return Err(Error::ToolDenied {
+                server: self.shared.name.clone(),
+                tool,
+            });
+        }
+        if self.shared.tool_rules.load().requires_task(&tool) {
+            return Err(Error::TaskRequired {
                 server: self.shared.name.clone(),
                 tool,
             });

@@ -27,6 +27,7 @@ mod restart;
 mod runtime;
 mod status;
 mod subscriptions;
+mod tool_rules;
 pub mod transport;
 
 pub use call::Call;

@@ -90,7 +90,9 @@ fn tool_with_all_fields() {
     assert_eq!(a.read_only_hint, Some(true));
     assert_eq!(a.destructive_hint, Some(false));
     assert_eq!(tool.meta.as_ref().unwrap()["k"], json!("v"));
-    assert_eq!(tool.extra["execution"], json!({"taskSupport": "optional"}));
+    let execution = tool.execution.as_ref().and_then(|e| e.task_support);
+    assert_eq!(execution, Some(TaskSupport::Optional));
+    assert!(!tool.requires_task());
     assert!(!tool.extra.contains_key("_meta"));
 }
 

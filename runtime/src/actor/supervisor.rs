@@ -124,7 +124,11 @@ impl Supervisor {
         let gate = Arc::new(ArcSwap::from_pointee(Gate::Starting));
         let logging = Arc::new(crate::logging::Logging::new(name.clone()));
         let subscriptions = Arc::new(crate::subscriptions::Subscriptions::new(name.clone()));
+        let tool_rules = Arc::new(ArcSwap::from_pointee(
+            crate::tool_rules::ToolRules::default(),
+        ));
         let ties = Ties {
+            tool_rules: tool_rules.clone(),
             logging: logging.clone(),
             subscriptions: subscriptions.clone(),
             gate: gate.clone(),
@@ -156,6 +160,7 @@ impl Supervisor {
                 metrics,
                 logging,
                 subscriptions,
+                tool_rules,
             }),
         };
         self.servers.insert(
@@ -255,6 +260,7 @@ impl Supervisor {
         let ties = Ties {
             gate: managed.handle.shared.gate.clone(),
             logging: managed.handle.shared.logging.clone(),
+            tool_rules: managed.handle.shared.tool_rules.clone(),
             subscriptions: managed.handle.shared.subscriptions.clone(),
             io: self.io.clone(),
             name: name.clone(),

@@ -17,6 +17,7 @@
 //! | `switchboard_catalogue_tools` | gauge | — | tools in the runtime's catalogue, across servers |
 //! | `switchboard_cancellations_sent_total` | counter | `server`, `reason` | `notifications/cancelled` sent: `reason` is `timeout`, `caller` (the caller dropped its future) or `shutdown` |
 //! | `switchboard_unknown_answers_total` | counter | `server` | answers to no pending request (late answers after a timeout, or a confused server) |
+//! | `switchboard_output_schema_mismatches_total` | counter | `server` | tool results whose `structuredContent` does not match the tool's `outputSchema` (the call still succeeds) |
 //! | `switchboard_skipped_frames_total` | counter | `server`, `kind` | frames that could not be read, by [`SkipKind::as_str`](switchboard_codecs::lines::SkipKind::as_str): `oversized`, `not_utf8`, `not_json`, `not_jsonrpc`, `bad_batch` |
 //! | `switchboard_messages_total` | counter | `server`, `direction` | JSON-RPC messages, `direction` = `in` or `out` |
 //! | `switchboard_bytes_sent_total` | counter | `server` | bytes of the messages written to the server, as handed to its transport (framing excluded) |
@@ -96,6 +97,7 @@ const UNKNOWN_ANSWERS: &str = "switchboard_unknown_answers_total";
 const SKIPPED: &str = "switchboard_skipped_frames_total";
 const MESSAGES: &str = "switchboard_messages_total";
 const BYTES_SENT: &str = "switchboard_bytes_sent_total";
+const OUTPUT_MISMATCHES: &str = "switchboard_output_schema_mismatches_total";
 
 /// Most distinct tools, and methods, one server gets series for.
 const MAX_TOOL_SERIES: usize = 256;
@@ -270,6 +272,7 @@ impl RuntimeMetrics {
             handshake: sink.histogram(HANDSHAKE, server()),
             tools: sink.gauge(SERVER_TOOLS, server()),
             unknown_answers: sink.counter(UNKNOWN_ANSWERS, server()),
+            output_mismatches: sink.counter(OUTPUT_MISMATCHES, server()),
             cancellations: [
                 sink.counter(CANCELLATIONS, with("reason", "timeout")),
                 sink.counter(CANCELLATIONS, with("reason", "caller")),
@@ -298,6 +301,8 @@ pub(crate) struct ServerMetrics {
     pub(crate) handshake: Histogram,
     pub(crate) tools: Gauge,
     pub(crate) unknown_answers: Counter,
+    /// Results whose `structuredContent` did not match the tool's `outputSchema`.
+    pub(crate) output_mismatches: Counter,
     cancellations: [Counter; 3],
     pub(crate) messages_in: Counter,
     pub(crate) messages_out: Counter,

@@ -294,6 +294,9 @@ impl ServerActor {
     }
 
     fn on_tools_listed(&mut self, listing: Vec<mcp::Tool>, ctx: &mut Context<Self>) {
+        // Compiled once per listing, before the listing is published.
+        let rules = crate::tool_rules::ToolRules::compile(&self.name, &listing);
+        self.ties.tool_rules.store(Arc::new(rules));
         self.tools = Arc::from(listing);
         match self.phase {
             Phase::ListingTools => self.become_ready(ctx),

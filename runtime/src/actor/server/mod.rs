@@ -76,6 +76,8 @@ pub(crate) struct Ties {
     pub(crate) restarts: u32,
     /// The server's log level and log broadcast.
     pub(crate) logging: Arc<crate::logging::Logging>,
+    /// The checks of the last tool listing, read by handles on every call.
+    pub(crate) tool_rules: Arc<ArcSwap<crate::tool_rules::ToolRules>>,
     /// The server's resource subscriptions.
     pub(crate) subscriptions: Arc<crate::subscriptions::Subscriptions>,
     /// Whether the server takes calls, read by handles on every call.
