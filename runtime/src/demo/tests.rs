@@ -8,6 +8,8 @@ use tokio::task::JoinHandle;
 
 use super::{serve, tools, Options};
 
+mod features;
+
 const WAIT: Duration = Duration::from_secs(5);
 
 struct Client {
