@@ -6,9 +6,29 @@
 //! crates re-exec themselves with the `SWITCHBOARD_DEMO_SERVER` variable set and call
 //! [`main_from_env`] first thing in `main`, so a real child process needs no extra binary.
 //!
-//! The ordinary tools are `greet`, `add` and `echo`. With `--faults` it also lists tools that
-//! misbehave on purpose (hang, crash, write garbage, answer with unknown ids, ...), one per
-//! failure the runtime must survive.
+//! # What it serves
+//!
+//! - **Tools**: the ordinary `greet`, `add` and `echo`; `touch`, `resources_changed`,
+//!   `prompts_changed`, `log` and `log_level`, which drive the notifications below; and with
+//!   `--faults`, tools that misbehave on purpose (hang, crash, write garbage, answer with
+//!   unknown ids, ...), one per failure the runtime must survive.
+//! - **Resources**: `demo://text/hello` (text/plain, `Hello, world!`), `demo://blob/bytes`
+//!   (application/octet-stream, the bytes 0 to 255) and `demo://text/readme` (text/markdown);
+//!   the template `demo://note/{id}` (`demo://note/42` reads `note 42`). An unknown URI is
+//!   error -32002 with `data: {"uri": ...}` (or the code given with `--not-found-code`).
+//!   `resources/subscribe` records a URI; `touch` then sends `notifications/resources/updated`
+//!   for it, and `resources_changed` sends `notifications/resources/list_changed`.
+//! - **Prompts**: `simple`, `greeting` (`name` required, `style` optional) and
+//!   `with_resource` (embeds `demo://text/hello`); `prompts_changed` sends
+//!   `notifications/prompts/list_changed`.
+//! - **Completion** of `greeting`'s arguments and of the template's `id`.
+//! - **Logging**: `logging/setLevel` (default `info`) filters what the `log` tool sends as
+//!   `notifications/message`.
+//!
+//! Every list (`tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`) is
+//! paged with `--page-size`. With `--no-server-features` the server declares only `tools` and
+//! `logging`, and answers the resource, prompt and completion methods with -32601, as a server
+//! without them would.
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
@@ -23,6 +43,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod completion;
+mod feature_tools;
+mod logging;
+mod prompts;
+mod resources;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -44,10 +69,17 @@ pub struct Options {
     /// Answer `initialize` with this version whatever the client asks, so that tests can
     /// provoke an unsupported version.
     pub protocol_version: Option<String>,
-    /// How many tools `tools/list` returns per page; 0 means everything on one page.
+    /// How many items each list (tools, resources, resource templates, prompts) returns per
+    /// page; 0 means everything on one page.
     pub page_size: usize,
     /// `serverInfo.name`.
     pub name: String,
+    /// Declare and serve resources, prompts and completion; without them the server is a
+    /// tools-and-logging server, for tests of capability gating.
+    pub server_features: bool,
+    /// The error code for `resources/read` and `resources/subscribe` of an unknown URI: the
+    /// spec's -32002 by default, but some real servers answer -32602 (invalid params).
+    pub not_found_code: i64,
 }
 
 impl Default for Options {
@@ -57,14 +89,16 @@ impl Default for Options {
             protocol_version: None,
             page_size: 0,
             name: "switchboard-demo".to_owned(),
+            server_features: true,
+            not_found_code: resources::NOT_FOUND,
         }
     }
 }
 
 impl Options {
     /// Parses command-line arguments (without the program name): `--faults`,
-    /// `--protocol-version V`, `--page-size N`, `--name N`. Values may also be attached with
-    /// `=`, as in `--page-size=2`.
+    /// `--protocol-version V`, `--page-size N`, `--name N`, `--no-server-features`,
+    /// `--not-found-code C`. Values may also be attached with `=`, as in `--page-size=2`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
         let mut options = Options::default();
         let mut args = args.into_iter();
@@ -91,6 +125,13 @@ impl Options {
                         .map_err(|_| format!("--page-size: not a number: {n:?}"))?;
                 }
                 "--name" => options.name = value("a name")?,
+                "--no-server-features" if attached.is_none() => options.server_features = false,
+                "--not-found-code" => {
+                    let code = value("an error code")?;
+                    options.not_found_code = code
+                        .parse()
+                        .map_err(|_| format!("--not-found-code: not a number: {code:?}"))?;
+                }
                 _ => return Err(format!("unknown argument: {flag:?}")),
             }
         }

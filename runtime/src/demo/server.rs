@@ -6,9 +6,9 @@
 //! aborts that task. One writer task owns the output and takes whole lines from a channel, so
 //! lines from concurrent handlers never interleave.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use tokio::io::{
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-use super::{tools, Options, SUPPORTED_VERSIONS};
+use super::{completion, logging, prompts, resources, tools, Options, SUPPORTED_VERSIONS};
 
 /// Lines longer than this are skipped unread, so that a runaway client cannot exhaust memory.
 const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -193,6 +193,10 @@ pub(super) struct Session {
     methods: Mutex<HashMap<String, u64>>,
     /// Set by the `freeze` tool: from then on every input is ignored (a hung server).
     pub(super) frozen: AtomicBool,
+    /// The URIs `resources/subscribe` asked for, which `touch` reports as updated.
+    subscriptions: Mutex<HashSet<String>>,
+    /// The index in [`logging::LEVELS`] of the least severe level the `log` tool sends.
+    log_level: AtomicUsize,
 }
 
 impl Session {
@@ -209,6 +213,8 @@ impl Session {
             initialized: AtomicBool::new(false),
             methods: Mutex::default(),
             frozen: AtomicBool::new(false),
+            subscriptions: Mutex::default(),
+            log_level: AtomicUsize::new(logging::DEFAULT),
         }
     }
 
@@ -225,6 +231,11 @@ impl Session {
 
     pub(super) fn notify(&self, method: &str, params: Value) {
         self.send_json(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a notification without params (the list_changed ones).
+    pub(super) fn notify_bare(&self, method: &str) {
+        self.send_json(&json!({"jsonrpc": "2.0", "method": method}));
     }
 
     /// Sends a request to the client and waits for its response, for at most `timeout`.
@@ -278,6 +289,27 @@ impl Session {
     /// Requests and notifications received so far, by method.
     pub(super) fn method_counts(&self) -> HashMap<String, u64> {
         lock(&self.methods).clone()
+    }
+
+    pub(super) fn subscribe(&self, uri: &str) {
+        lock(&self.subscriptions).insert(uri.to_owned());
+    }
+
+    pub(super) fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    pub(super) fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
+    }
+
+    /// The index in [`logging::LEVELS`] of the level set by `logging/setLevel`.
+    pub(super) fn log_level(&self) -> usize {
+        self.log_level.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn set_log_level(&self, level: usize) {
+        self.log_level.store(level, Ordering::Relaxed);
     }
 
     fn abort_all(&self) {
@@ -362,11 +394,44 @@ impl Session {
             // Legal to answer, but worth seeing when a client skips the handshake.
             log(format_args!("{method} before notifications/initialized"));
         }
+        let page_size = self.options.page_size;
         let outcome = match method {
             "initialize" => Ok(Reply::Result(self.initialize(&params))),
-            "ping" | "logging/setLevel" => Ok(Reply::Result(json!({}))),
-            "tools/list" => self.list_tools(&params).map(Reply::Result),
+            "ping" => Ok(Reply::Result(json!({}))),
+            "logging/setLevel" => logging::set_level(self, &params).map(Reply::Result),
+            "tools/list" => page(
+                tools::definitions(self.options.faults),
+                "tools",
+                &params,
+                page_size,
+            )
+            .map(Reply::Result),
             "tools/call" => tools::call(self, &request.id, &params).await,
+            // A server without these features does not know the methods at all.
+            method if !self.options.server_features && is_server_feature(method) => {
+                Err(ErrorObject::new(
+                    ErrorObject::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                ))
+            }
+            "resources/list" => {
+                page(resources::definitions(), "resources", &params, page_size).map(Reply::Result)
+            }
+            "resources/templates/list" => page(
+                resources::templates(),
+                "resourceTemplates",
+                &params,
+                page_size,
+            )
+            .map(Reply::Result),
+            "resources/read" => resources::read(self, &params).map(Reply::Result),
+            "resources/subscribe" => resources::subscribe(self, &params).map(Reply::Result),
+            "resources/unsubscribe" => resources::unsubscribe(self, &params).map(Reply::Result),
+            "prompts/list" => {
+                page(prompts::definitions(), "prompts", &params, page_size).map(Reply::Result)
+            }
+            "prompts/get" => prompts::get(&params).map(Reply::Result),
+            "completion/complete" => completion::complete(&params).map(Reply::Result),
             method => Err(ErrorObject::new(
                 ErrorObject::METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -392,34 +457,18 @@ impl Session {
             (None, Some(v)) if SUPPORTED_VERSIONS.contains(&v) => v,
             (None, _) => SUPPORTED_VERSIONS[0],
         };
+        let mut capabilities = json!({"tools": {"listChanged": false}, "logging": {}});
+        if self.options.server_features {
+            capabilities["resources"] = json!({"subscribe": true, "listChanged": true});
+            capabilities["prompts"] = json!({"listChanged": true});
+            capabilities["completions"] = json!({});
+        }
         json!({
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+            "capabilities": capabilities,
             "serverInfo": {"name": self.options.name, "version": env!("CARGO_PKG_VERSION")},
             "instructions": "Switchboard's bundled demo server.",
         })
-    }
-
-    fn list_tools(&self, params: &Value) -> Result<Value, ErrorObject> {
-        let all = tools::definitions(self.options.faults);
-        let invalid = || ErrorObject::new(ErrorObject::INVALID_PARAMS, "invalid cursor");
-        let start = match params.get("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(cursor)) => match cursor.parse::<usize>() {
-                Ok(start) if start > 0 && start < all.len() => start,
-                _ => return Err(invalid()),
-            },
-            Some(_) => return Err(invalid()),
-        };
-        let end = match self.options.page_size {
-            0 => all.len(),
-            size => start.saturating_add(size).min(all.len()),
-        };
-        let mut result = json!({"tools": &all[start..end]});
-        if end < all.len() {
-            result["nextCursor"] = json!(end.to_string());
-        }
-        Ok(result)
     }
 
     fn on_notification(&self, notification: Notification) {
@@ -441,6 +490,49 @@ impl Session {
             _ => {}
         }
     }
+}
+
+/// The methods of resources, prompts and completion, which `--no-server-features` turns off.
+fn is_server_feature(method: &str) -> bool {
+    method.starts_with("resources/")
+        || method.starts_with("prompts/")
+        || method.starts_with("completion/")
+}
+
+/// One page of a list result, `{key: [...], "nextCursor"?: ...}`. The cursor is the index of
+/// the page's first item, as a string: opaque to clients, and the lists never change.
+fn page(all: &[Value], key: &str, params: &Value, page_size: usize) -> Result<Value, ErrorObject> {
+    let invalid = || ErrorObject::new(ErrorObject::INVALID_PARAMS, "invalid cursor");
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(cursor)) => match cursor.parse::<usize>() {
+            Ok(start) if start > 0 && start < all.len() => start,
+            _ => return Err(invalid()),
+        },
+        Some(_) => return Err(invalid()),
+    };
+    let end = match page_size {
+        0 => all.len(),
+        size => start.saturating_add(size).min(all.len()),
+    };
+    let mut result = json!({ key: &all[start..end] });
+    if end < all.len() {
+        result["nextCursor"] = json!(end.to_string());
+    }
+    Ok(result)
+}
+
+/// An invalid-params error, the answer to every malformed or unknown name in params.
+pub(super) fn invalid_params(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(ErrorObject::INVALID_PARAMS, message)
+}
+
+/// A string field of params, or an invalid-params error naming it.
+pub(super) fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, ErrorObject> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid_params(format!("missing string param {key:?}")))
 }
 
 fn parse_params(raw: Option<&serde_json::value::RawValue>) -> Result<Value, ErrorObject> {

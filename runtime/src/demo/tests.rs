@@ -8,6 +8,8 @@ use tokio::task::JoinHandle;
 
 use super::{serve, tools, Options};
 
+mod features;
+
 const WAIT: Duration = Duration::from_secs(5);
 
 struct Client {
@@ -165,7 +167,19 @@ async fn tools_list_pages_follow_cursors() {
         .iter()
         .map(|t| t["name"].clone())
         .collect();
-    assert_eq!(names, [json!("greet"), json!("add"), json!("echo")]);
+    assert_eq!(
+        names,
+        [
+            "greet",
+            "add",
+            "echo",
+            "touch",
+            "resources_changed",
+            "prompts_changed",
+            "log",
+            "log_level"
+        ]
+    );
     assert!(response["result"].get("nextCursor").is_none());
 }
 
@@ -223,7 +237,7 @@ async fn unknown_method_is_method_not_found_and_notifications_are_not_answered()
         .send_raw(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#)
         .await;
     client
-        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list"}))
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage"}))
         .await;
     let response = client.recv().await;
     assert_eq!(response["id"], 1);
@@ -408,7 +422,7 @@ fn options_parse() {
     let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
     assert_eq!(Options::from_args(args("")), Ok(Options::default()));
     let options = Options::from_args(args(
-        "--faults --page-size 2 --protocol-version=2024-11-05 --name x",
+        "--faults --page-size 2 --protocol-version=2024-11-05 --name x --no-server-features --not-found-code -32602",
     ))
     .unwrap();
     assert_eq!(
@@ -418,8 +432,15 @@ fn options_parse() {
             protocol_version: Some("2024-11-05".to_owned()),
             page_size: 2,
             name: "x".to_owned(),
+            server_features: false,
+            not_found_code: -32602,
         }
     );
+    let options = Options::from_args(args("--not-found-code=-32602")).unwrap();
+    assert_eq!(options.not_found_code, -32602);
+    assert!(options.server_features);
+    assert!(Options::from_args(args("--not-found-code x")).is_err());
+    assert!(Options::from_args(args("--no-server-features=yes")).is_err());
     assert!(Options::from_args(args("--page-size")).is_err());
     assert!(Options::from_args(args("--page-size two")).is_err());
     assert!(Options::from_args(args("--bogus")).is_err());

@@ -1,4 +1,5 @@
-//! The demo server's tools: three ordinary ones, and fault tools that misbehave on purpose.
+//! The demo server's tools: three ordinary ones, the ones that drive the server features (in
+//! `feature_tools`), and fault tools that misbehave on purpose.
 //!
 //! [`definitions`] is what `tools/list` shows; [`call`] runs a `tools/call`. A tool that fails
 //! (bad arguments, or `fail`) answers a normal result with `isError: true`, as MCP wants; only
@@ -12,6 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Outcome};
 
+use super::feature_tools;
 use super::server::{lock, log, Reply, Session};
 
 /// The most bytes `large`, `garbage` and `stderr_burst` will produce on request.
@@ -31,7 +33,8 @@ static GRANDCHILDREN: Mutex<Vec<Child>> = Mutex::new(Vec::new());
 pub(super) fn definitions(faults: bool) -> &'static [Value] {
     static ALL: OnceLock<(usize, Vec<Value>)> = OnceLock::new();
     let (ordinary, all) = ALL.get_or_init(|| {
-        let ordinary = ordinary_tools();
+        let mut ordinary = ordinary_tools();
+        ordinary.extend(feature_tools::definitions());
         let count = ordinary.len();
         (count, ordinary.into_iter().chain(fault_tools()).collect())
     });
@@ -42,11 +45,11 @@ pub(super) fn definitions(faults: bool) -> &'static [Value] {
     }
 }
 
-fn object(properties: Value, required: &[&str]) -> Value {
+pub(super) fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
-fn tool(name: &str, description: &str, input: Value) -> Value {
+pub(super) fn tool(name: &str, description: &str, input: Value) -> Value {
     json!({"name": name, "description": description, "inputSchema": input})
 }
 
@@ -203,7 +206,7 @@ fn fault_tools() -> Vec<Value> {
 }
 
 /// A tool's failure, reported as an `isError` result.
-struct ToolError(String);
+pub(super) struct ToolError(String);
 
 impl<T: Into<String>> From<T> for ToolError {
     fn from(message: T) -> Self {
@@ -211,7 +214,7 @@ impl<T: Into<String>> From<T> for ToolError {
     }
 }
 
-type ToolResult = Result<Reply, ToolError>;
+pub(super) type ToolResult = Result<Reply, ToolError>;
 
 /// Runs a `tools/call` request.
 pub(super) async fn call(
@@ -321,8 +324,11 @@ async fn run(
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#).into_bytes(),
             ))
         }
-        // definitions() and this match list the same names.
-        other => Err(format!("tool {other} is listed but not implemented").into()),
+        // definitions() lists these names and feature_tools' ones.
+        other => match feature_tools::run(session, other, args) {
+            Some(result) => result,
+            None => Err(format!("tool {other} is listed but not implemented").into()),
+        },
     }
 }
 
@@ -330,7 +336,7 @@ fn text_result(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}]})
 }
 
-fn text(text: impl Into<String>) -> Reply {
+pub(super) fn text(text: impl Into<String>) -> Reply {
     Reply::Result(text_result(text))
 }
 
@@ -346,11 +352,11 @@ fn error_result(message: impl Into<String>) -> Reply {
     Reply::Result(result)
 }
 
-fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
+pub(super) fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
     opt_str_arg(args, key)?.ok_or_else(|| format!("missing argument {key:?}").into())
 }
 
-fn opt_str_arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolError> {
+pub(super) fn opt_str_arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ToolError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
