@@ -72,20 +72,17 @@ impl Logging {
         let server = &*self.server;
         let name = logger.as_deref().unwrap_or("");
         // tracing's level is part of each event's static metadata: one macro per level.
-        match level {
-            LoggingLevel::Debug => {
+        match tracing_level(level) {
+            tracing::Level::DEBUG => {
                 tracing::debug!(target: "switchboard::server_log", server, logger = name, level = ?level, data = %data)
             }
-            LoggingLevel::Info | LoggingLevel::Notice => {
+            tracing::Level::INFO => {
                 tracing::info!(target: "switchboard::server_log", server, logger = name, level = ?level, data = %data)
             }
-            LoggingLevel::Warning => {
+            tracing::Level::WARN => {
                 tracing::warn!(target: "switchboard::server_log", server, logger = name, level = ?level, data = %data)
             }
-            LoggingLevel::Error
-            | LoggingLevel::Critical
-            | LoggingLevel::Alert
-            | LoggingLevel::Emergency => {
+            _ => {
                 tracing::error!(target: "switchboard::server_log", server, logger = name, level = ?level, data = %data)
             }
         }
@@ -96,5 +93,66 @@ impl Logging {
             logger,
             data,
         });
+    }
+}
+
+/// The `tracing` level of a server's log level.
+fn tracing_level(level: LoggingLevel) -> tracing::Level {
+    match level {
+        LoggingLevel::Debug => tracing::Level::DEBUG,
+        LoggingLevel::Info | LoggingLevel::Notice => tracing::Level::INFO,
+        LoggingLevel::Warning => tracing::Level::WARN,
+        LoggingLevel::Error
+        | LoggingLevel::Critical
+        | LoggingLevel::Alert
+        | LoggingLevel::Emergency => tracing::Level::ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_map_as_documented() {
+        use LoggingLevel::*;
+        let mapped: Vec<_> = [
+            Debug, Info, Notice, Warning, Error, Critical, Alert, Emergency,
+        ]
+        .into_iter()
+        .map(tracing_level)
+        .collect();
+        use tracing::Level as L;
+        assert_eq!(
+            mapped,
+            [
+                L::DEBUG,
+                L::INFO,
+                L::INFO,
+                L::WARN,
+                L::ERROR,
+                L::ERROR,
+                L::ERROR,
+                L::ERROR
+            ]
+        );
+    }
+
+    #[test]
+    fn a_message_reaches_every_receiver() {
+        let logging = Logging::new("s".into());
+        let mut rx = logging.subscribe();
+        logging.log(LoggingMessageParams {
+            level: LoggingLevel::Warning,
+            logger: Some("db".into()),
+            data: Value::from("slow"),
+            extra: Default::default(),
+        });
+        let got = rx.try_recv().expect("a message");
+        assert_eq!(
+            (got.level, got.logger.as_deref()),
+            (LoggingLevel::Warning, Some("db"))
+        );
+        assert_eq!(got.data, Value::from("slow"));
     }
 }

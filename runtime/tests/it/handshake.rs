@@ -16,7 +16,21 @@ async fn handshake_reports_server_info_version_and_tools() {
     );
     assert!(status.pid.is_some());
     let names: Vec<_> = server.tools().iter().map(|t| t.name.clone()).collect();
-    assert_eq!(names, ["greet", "add", "echo"]);
+    assert_eq!(
+        names,
+        [
+            "greet",
+            "add",
+            "echo",
+            "touch",
+            "resources_changed",
+            "prompts_changed",
+            "log",
+            "log_level"
+        ]
+    );
+    let caps = status.capabilities.as_deref().expect("capabilities");
+    assert!(caps.resources.is_some() && caps.prompts.is_some() && caps.completions.is_some());
     let result = server
         .call_tool("greet", json!({"name": "Ada"}))
         .await

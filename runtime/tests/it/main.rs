@@ -16,5 +16,6 @@ mod liveness;
 mod load;
 mod metrics;
 mod processes;
+mod server_features;
 mod skipped_frames;
 mod supervision;
