@@ -160,11 +160,12 @@ pub enum Error {
         /// The capability it needs.
         capability: &'static str,
     },
-    /// The server has no resource at that URI.
-    #[error("server `{server}` has no resource `{uri}`: {message}")]
+    /// No resource at that URI: the server said so, or (with no server) no server lists it
+    /// or a template that matches it.
+    #[error("{} has no resource `{uri}`: {message}", match server { Some(s) => format!("server `{s}`"), None => "no server".to_owned() })]
     ResourceNotFound {
-        /// The server.
-        server: Arc<str>,
+        /// The server asked, or `None` when no server lists the URI.
+        server: Option<Arc<str>>,
         /// The URI asked for.
         uri: Arc<str>,
         /// What the server said.
@@ -178,6 +179,28 @@ pub enum Error {
         server: Arc<str>,
         /// The tool.
         tool: Arc<str>,
+    },
+    /// Several servers list that URI (or a template matching it).
+    #[error("resource `{uri}` is offered by several servers ({}); read it from one of them", servers.join(", "))]
+    AmbiguousResource {
+        /// The URI.
+        uri: Arc<str>,
+        /// The servers offering it.
+        servers: Vec<Arc<str>>,
+    },
+    /// No prompt of the runtime's prompt catalogue has that name.
+    #[error("no prompt named `{name}`")]
+    UnknownPrompt {
+        /// The name asked for.
+        name: Arc<str>,
+    },
+    /// Several servers offer a prompt of that name; call it by a prefixed name.
+    #[error("prompt `{name}` is offered by several servers ({}); use a prefixed name", servers.join(", "))]
+    AmbiguousPrompt {
+        /// The name asked for.
+        name: Arc<str>,
+        /// The servers offering it.
+        servers: Vec<Arc<str>>,
     },
     /// The tool is filtered out by the server's allow/deny lists.
     #[error("tool `{tool}` of server `{server}` is not allowed by the configuration")]
@@ -268,8 +291,11 @@ impl Error {
             | Error::Unauthorized { server, .. }
             | Error::InvalidArguments { server, .. }
             | Error::NotSupported { server, .. }
-            | Error::ResourceNotFound { server, .. }
             | Error::TaskRequired { server, .. } => Some(server),
+            Error::ResourceNotFound { server, .. } => server.as_deref(),
+            Error::AmbiguousResource { .. }
+            | Error::UnknownPrompt { .. }
+            | Error::AmbiguousPrompt { .. } => None,
             Error::UnknownServer { name } | Error::DuplicateServer { name } => Some(name),
             Error::UnknownTool { server, .. } => server.as_deref(),
             Error::Shutdown | Error::Runtime { .. } | Error::AmbiguousTool { .. } => None,

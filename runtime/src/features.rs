@@ -139,7 +139,7 @@ impl ServerHandle {
                 if code == RESOURCE_NOT_FOUND || code == INVALID_PARAMS =>
             {
                 Err(Error::ResourceNotFound {
-                    server: self.shared.name.clone(),
+                    server: Some(self.shared.name.clone()),
                     uri: uri.into(),
                     message,
                 })

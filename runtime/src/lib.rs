@@ -29,6 +29,7 @@ mod status;
 mod subscriptions;
 mod tool_rules;
 pub mod transport;
+mod uri_template;
 
 pub use call::Call;
 pub use calls::Progress;

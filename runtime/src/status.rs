@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use switchboard_transports::CloseReason;
 
 use crate::error::Error;
-use crate::model::{Implementation, ServerCapabilities, Tool};
+use crate::model::{Implementation, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool};
 use crate::transport::TransportKind;
 
 /// A snapshot of one server's state, published by its actor.
@@ -25,6 +25,12 @@ pub struct ServerStatus {
     pub instructions: Option<Arc<str>>,
     /// The server's tools, as listed during the handshake.
     pub tools: Arc<[Tool]>,
+    /// The server's resources, as last listed (empty without the capability).
+    pub resources: Arc<[Resource]>,
+    /// The server's resource templates, as last listed.
+    pub resource_templates: Arc<[ResourceTemplate]>,
+    /// The server's prompts, as last listed (empty without the capability).
+    pub prompts: Arc<[Prompt]>,
     /// The server's process id, for process transports.
     pub pid: Option<u32>,
     /// The transport in use (as configured until the first connection).
@@ -48,6 +54,9 @@ impl ServerStatus {
             capabilities: None,
             instructions: None,
             tools: Arc::from(Vec::new()),
+            resources: Arc::from(Vec::new()),
+            resource_templates: Arc::from(Vec::new()),
+            prompts: Arc::from(Vec::new()),
             pid: None,
             transport,
             restarts: 0,

@@ -32,6 +32,8 @@ use crate::status::{ServerState, ServerStatus};
 pub(crate) struct Registry {
     pub(crate) servers: ArcSwap<BTreeMap<Arc<str>, ServerHandle>>,
     pub(crate) catalogue: ArcSwap<Catalogue>,
+    /// Every ready server's prompts, named as tools are.
+    pub(crate) prompts: ArcSwap<Catalogue>,
     /// Bumped on every status or catalogue change.
     pub(crate) changes: watch::Sender<u64>,
 }
@@ -41,6 +43,7 @@ impl Registry {
         Registry {
             servers: ArcSwap::from_pointee(BTreeMap::new()),
             catalogue: ArcSwap::from_pointee(Catalogue::default()),
+            prompts: ArcSwap::from_pointee(Catalogue::default()),
             changes: watch::Sender::new(0),
         }
     }
@@ -210,6 +213,28 @@ impl Supervisor {
             .collect();
         let next = Catalogue::build(&inputs, &self.defaults.naming, self.version + 1);
         self.metrics.catalogue_tools.set(next.len() as f64);
+        // Prompts take the tools' naming (prefixes, separator, length) as they are, with no
+        // allow/deny lists (those name tools).
+        let prompt_tools: Vec<Vec<crate::model::Tool>> = statuses
+            .iter()
+            .map(|(_, _, status)| status.prompts.iter().map(prompt_as_tool).collect())
+            .collect();
+        let prompt_inputs: Vec<ServerTools<'_>> = statuses
+            .iter()
+            .zip(&prompt_tools)
+            .map(|((name, m, status), tools)| ServerTools {
+                server: name,
+                prefix: m.config.prefix.as_deref(),
+                allow: &[],
+                deny: &[],
+                tools,
+                available: status.is_ready(),
+            })
+            .collect();
+        let prompts = Catalogue::build(&prompt_inputs, &self.defaults.naming, self.version + 1);
+        if !prompts.same_entries(&self.registry.prompts.load()) {
+            self.registry.prompts.store(Arc::new(prompts));
+        }
         let mut changed = false;
         if !next.same_entries(&self.registry.catalogue.load()) {
             self.version += 1;
@@ -440,5 +465,15 @@ impl Handler<PanicServer> for Supervisor {
         if let Some(managed) = self.servers.get(&msg.name) {
             managed.addr.do_send(InjectPanic);
         }
+    }
+}
+
+/// A prompt in the shape the catalogue names: its name, title and description.
+fn prompt_as_tool(prompt: &crate::model::Prompt) -> crate::model::Tool {
+    crate::model::Tool {
+        name: prompt.name.clone(),
+        title: prompt.title.clone(),
+        description: prompt.description.clone(),
+        ..Default::default()
     }
 }

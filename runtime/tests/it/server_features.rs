@@ -239,3 +239,102 @@ async fn subscriptions_and_the_log_level_are_restored_after_a_restart() {
     assert_eq!(update.uri, "demo://text/hello");
     rt.shutdown().await;
 }
+
+/// Two demo servers in one runtime, both offering the same resources and prompts.
+async fn two_servers() -> switchboard::Runtime {
+    switchboard::Runtime::builder()
+        .server("alpha", demo_memory(&["--faults", "--name", "alpha"]))
+        .server("beta", demo_memory(&["--name", "beta"]))
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_runtime_routes_a_uri_to_the_one_server_that_lists_it_and_names_both_when_two_do() {
+    let rt = two_servers().await;
+    let alpha = rt.server("alpha").unwrap();
+    let listed = || alpha.status().resources.len() == 3;
+    assert!(
+        eventually(Duration::from_secs(5), listed).await,
+        "resources cached in the status"
+    );
+    let err = rt.read_resource("demo://text/hello").await.unwrap_err();
+    let Error::AmbiguousResource { servers, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        servers.iter().map(|s| &**s).collect::<Vec<_>>(),
+        ["alpha", "beta"]
+    );
+    let by_template = rt.resource_owners("demo://note/9");
+    assert_eq!(by_template.len(), 2, "both templates match");
+    let none = rt.read_resource("other://x").await.unwrap_err();
+    assert!(
+        matches!(none, Error::ResourceNotFound { server: None, .. }),
+        "{none:?}"
+    );
+    rt.remove_server("beta").await.unwrap();
+    let read = rt.read_resource("demo://note/9").await.unwrap();
+    assert!(matches!(&read.contents[0], ResourceContents::Text(t) if t.text == "note 9"));
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn prompts_are_named_like_tools_across_servers() {
+    let rt = two_servers().await;
+    let both = || rt.prompt_catalogue().iter().count() >= 6;
+    assert!(eventually(Duration::from_secs(5), both).await);
+    let names: Vec<String> = rt
+        .prompt_catalogue()
+        .iter()
+        .map(|e| e.name.clone())
+        .collect();
+    assert!(names.contains(&"alpha__greeting".to_owned()), "{names:?}");
+    let err = rt
+        .get_prompt("greeting", [("name", "Ada")])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::AmbiguousPrompt { .. } | Error::UnknownPrompt { .. }
+        ),
+        "{err:?}"
+    );
+    let got = rt
+        .get_prompt("beta__greeting", [("name", "Ada")])
+        .await
+        .unwrap();
+    assert!(matches!(&got.messages[0].content, Content::Text(t) if t.text == "Say hello to Ada."));
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn resources_list_changed_refreshes_the_cached_list() {
+    let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    let lists = || async {
+        let stats = server.call_tool("stats", json!({})).await.unwrap();
+        stats.structured_content.unwrap()["methods"]["resources/list"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let listed = || server.status().resources.len() == 3;
+    assert!(eventually(Duration::from_secs(5), listed).await);
+    let before = lists().await;
+    assert!(before >= 1, "listed once the server was ready");
+    server
+        .call_tool("resources_changed", json!({}))
+        .await
+        .unwrap();
+    let mut after = before;
+    for _ in 0..100 {
+        after = lists().await;
+        if after > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(after, before + 1, "listed again once");
+    rt.shutdown().await;
+}

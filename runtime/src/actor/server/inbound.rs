@@ -40,6 +40,12 @@ impl ServerActor {
                 }
             }
             methods::TOOLS_LIST_CHANGED => self.on_tools_changed(ctx),
+            methods::RESOURCES_LIST_CHANGED => {
+                self.list_features(super::features::Lists::Resources, ctx)
+            }
+            methods::PROMPTS_LIST_CHANGED => {
+                self.list_features(super::features::Lists::Prompts, ctx)
+            }
             methods::RESOURCES_UPDATED => {
                 let update = n
                     .params

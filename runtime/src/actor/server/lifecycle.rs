@@ -369,6 +369,8 @@ impl ServerActor {
         self.publish(ServerState::Ready);
         self.reapply_log_level(ctx);
         self.resubscribe(ctx);
+        self.list_features(super::features::Lists::Resources, ctx);
+        self.list_features(super::features::Lists::Prompts, ctx);
     }
 
     /// Every resource a caller subscribed to is subscribed to again on a new session.

@@ -13,6 +13,7 @@
 //! restarts), [`liveness`] (pings and silence), [`inbound`] (what the server sends that is
 //! not an answer).
 
+mod features;
 mod inbound;
 mod lifecycle;
 mod liveness;
@@ -162,6 +163,9 @@ pub(crate) struct ServerActor {
     last_error: Option<Arc<str>>,
     init: Option<mcp::InitializeResult>,
     tools: Arc<[mcp::Tool]>,
+    resources: Arc<[mcp::Resource]>,
+    resource_templates: Arc<[mcp::ResourceTemplate]>,
+    prompts: Arc<[mcp::Prompt]>,
     relist_scheduled: bool,
     relist_running: bool,
     relist_again: bool,
@@ -211,6 +215,9 @@ impl ServerActor {
             last_error: None,
             init: None,
             tools: Arc::from(Vec::new()),
+            resources: Arc::from(Vec::new()),
+            resource_templates: Arc::from(Vec::new()),
+            prompts: Arc::from(Vec::new()),
             relist_scheduled: false,
             relist_running: false,
             relist_again: false,
@@ -260,6 +267,9 @@ impl ServerActor {
             capabilities: init.map(|i| Arc::new(i.capabilities.clone())),
             instructions: init.and_then(|i| i.instructions.as_deref().map(Arc::from)),
             tools: self.tools.clone(),
+            resources: self.resources.clone(),
+            resource_templates: self.resource_templates.clone(),
+            prompts: self.prompts.clone(),
             pid,
             transport,
             restarts: self.restarts,

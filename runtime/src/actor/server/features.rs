@@ -1,0 +1,139 @@
+//! The server's resources, resource templates and prompts, listed when it becomes ready and
+//! again on `notifications/resources/list_changed` and `notifications/prompts/list_changed`,
+//! and published in its status, where the runtime resolves URIs and prompt names.
+//!
+//! A listing that fails is logged and the last one kept: the server still serves its tools.
+
+use std::sync::Arc;
+
+use actix::Context;
+use serde::de::DeserializeOwned;
+use switchboard_codecs::mcp::{
+    methods, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+};
+
+use super::{OwnRequests, Phase, ServerActor};
+use crate::paging::collect_pages;
+use crate::status::ServerState;
+
+/// Which lists to fetch again.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Lists {
+    /// Resources and resource templates.
+    Resources,
+    /// Prompts.
+    Prompts,
+}
+
+impl ServerActor {
+    /// Lists `which` (those the server declared), and publishes them.
+    pub(super) fn list_features(&mut self, which: Lists, ctx: &mut Context<Self>) {
+        let (Some(link), Some(init)) = (&self.link, &self.init) else {
+            return;
+        };
+        let caps = &init.capabilities;
+        let declared = match which {
+            Lists::Resources => caps.resources.is_some(),
+            Lists::Prompts => caps.prompts.is_some(),
+        };
+        if !declared || self.phase != Phase::Ready {
+            return;
+        }
+        let own = OwnRequests {
+            table: link.table.clone(),
+            ids: self.ties.ids.clone(),
+        };
+        let name = self.name.clone();
+        let timeout = self.config.timeout;
+        match which {
+            Lists::Resources => {
+                let work = async move {
+                    let resources = collect_pages(&name, methods::RESOURCES_LIST, |cursor| {
+                        let own = own.clone();
+                        async move {
+                            let page: ListResourcesResult =
+                                fetch(&own, methods::RESOURCES_LIST, cursor, timeout).await?;
+                            Ok((page.resources, page.next_cursor))
+                        }
+                    })
+                    .await;
+                    let templates =
+                        collect_pages(&name, methods::RESOURCE_TEMPLATES_LIST, |cursor| {
+                            let own = own.clone();
+                            async move {
+                                let page: ListResourceTemplatesResult =
+                                    fetch(&own, methods::RESOURCE_TEMPLATES_LIST, cursor, timeout)
+                                        .await?;
+                                Ok((page.resource_templates, page.next_cursor))
+                            }
+                        })
+                        .await;
+                    (resources, templates)
+                };
+                self.when_same_link(ctx, work, |act, (resources, templates), _| {
+                    match resources {
+                        Ok(list) => act.resources = Arc::from(list),
+                        Err(why) => act.listing_kept(methods::RESOURCES_LIST, why),
+                    }
+                    match templates {
+                        Ok(list) => act.resource_templates = Arc::from(list),
+                        Err(why) => act.listing_kept(methods::RESOURCE_TEMPLATES_LIST, why),
+                    }
+                    act.republish();
+                });
+            }
+            Lists::Prompts => {
+                let work = async move {
+                    collect_pages(&name, methods::PROMPTS_LIST, |cursor| {
+                        let own = own.clone();
+                        async move {
+                            let page: ListPromptsResult =
+                                fetch(&own, methods::PROMPTS_LIST, cursor, timeout).await?;
+                            Ok((page.prompts, page.next_cursor))
+                        }
+                    })
+                    .await
+                };
+                self.when_same_link(ctx, work, |act, prompts, _| {
+                    match prompts {
+                        Ok(list) => act.prompts = Arc::from(list),
+                        Err(why) => act.listing_kept(methods::PROMPTS_LIST, why),
+                    }
+                    act.republish();
+                });
+            }
+        }
+    }
+
+    fn listing_kept(&self, method: &str, why: Option<String>) {
+        // `None`: the connection went away meanwhile, which is reported where it is handled.
+        if let Some(why) = why {
+            tracing::warn!(server = %self.name, method, "{why}; keeping the last list");
+        }
+    }
+
+    fn republish(&mut self) {
+        if self.phase == Phase::Ready {
+            self.publish(ServerState::Ready);
+        }
+    }
+}
+
+/// One page of a list; the error is `None` when the connection is gone.
+async fn fetch<R: DeserializeOwned>(
+    own: &OwnRequests,
+    method: &'static str,
+    cursor: Option<String>,
+    timeout: Option<std::time::Duration>,
+) -> Result<R, Option<String>> {
+    let params = match cursor {
+        Some(cursor) => serde_json::json!({ "cursor": cursor }),
+        None => serde_json::json!({}),
+    };
+    let frame = own.frame(method, &params);
+    let raw = match own.send(method, frame, timeout).await {
+        None => return Err(None),
+        Some(answer) => answer.map_err(|e| Some(format!("{method} failed: {e}")))?,
+    };
+    serde_json::from_str(raw.get()).map_err(|e| Some(format!("invalid {method} result: {e}")))
+}
