@@ -221,6 +221,64 @@ impl Skipped {
     }
 }
 
+/// How far into an oversized line its `id` is looked for.
+const ID_SNIFF: usize = 512;
+
+/// The `id` of a message whose text starts with `prefix`, when the prefix shows it as a
+/// member of the top-level object, before any nested value could be mistaken for it (so an
+/// `"id"` inside `params` or `result` is never taken). `None` when it cannot tell.
+fn leading_id(prefix: &[u8]) -> Option<Id> {
+    let text = std::str::from_utf8(prefix)
+        .or_else(|e| std::str::from_utf8(&prefix[..e.valid_up_to()]))
+        .ok()?;
+    let mut rest = text.trim_start().strip_prefix('{')?;
+    loop {
+        rest = rest.trim_start();
+        let (key, after) = json_string(rest)?;
+        rest = after.trim_start().strip_prefix(':')?.trim_start();
+        if key == "id" {
+            let end = rest
+                .find(|c: char| c == ',' || c == '}' || c.is_whitespace())
+                .unwrap_or(rest.len());
+            let value = &rest[..end];
+            if value.starts_with('"') {
+                return json_string(value).map(|(s, _)| Id::String(s.into()));
+            }
+            // An integer id only: what is cut off is not trusted.
+            if end == rest.len() {
+                return None;
+            }
+            return value.parse::<i64>().ok().map(Id::Number);
+        }
+        // Skip a scalar value; a nested value ends the search (a key inside it is no id).
+        if rest.starts_with('{') || rest.starts_with('[') {
+            return None;
+        }
+        rest = if rest.starts_with('"') {
+            json_string(rest)?.1
+        } else {
+            let end = rest.find([',', '}'])?;
+            &rest[end..]
+        };
+        rest = rest.trim_start().strip_prefix(',')?;
+    }
+}
+
+/// A JSON string at the start of `text` (without unescaping: keys and ids in practice have
+/// no escapes), and what follows it.
+fn json_string(text: &str) -> Option<(&str, &str)> {
+    let body = text.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => return Some((&body[..i], &body[i + 1..])),
+            _ => escaped = false,
+        }
+    }
+    None
+}
+
 /// The first characters of `bytes`, lossy UTF-8 with control characters escaped and `…` when
 /// cut: safe to put in a log line or an error.
 pub fn excerpt(bytes: &[u8]) -> String {
@@ -321,6 +379,11 @@ impl Decoder for LinesCodec {
                 return Ok(None);
             }
             self.next_index = 0;
+            // Whose answer is too long is read off the start of the line, so that its caller
+            // learns of the limit at once instead of waiting out its deadline.
+            // Always the same bytes, whatever the reads buffered: `read_to` is one past the
+            // limit here.
+            let id = leading_id(&buf[..read_to.min(ID_SNIFF)]);
             // The line may already be complete further on; if so skip just it, else drop
             // what is buffered and the rest of the line as it comes.
             let (len, skipped_excerpt) = match find_newline(&buf[read_to..]) {
@@ -342,7 +405,7 @@ impl Decoder for LinesCodec {
                 kind: SkipKind::TooLong,
                 len,
                 excerpt: skipped_excerpt,
-                id: None,
+                id,
                 detail: format!("longer than the limit of {} bytes", self.max_length),
             })));
         }

@@ -355,3 +355,51 @@ fn batch_of_arrays_is_not_a_batch_of_messages() {
     assert_eq!(skipped(&frames[0]).kind, SkipKind::NotJsonRpc);
     message(&frames[1]);
 }
+
+#[test]
+fn the_id_of_an_oversized_answer_is_read_off_its_start() {
+    use super::leading_id;
+    let id = |s: &str| leading_id(s.as_bytes());
+    assert_eq!(
+        id(r#"{"jsonrpc":"2.0","id":7,"result":{"content":"#),
+        Some(Id::Number(7))
+    );
+    assert_eq!(
+        id(r#" { "id" : -3 , "jsonrpc":"2.0""#),
+        Some(Id::Number(-3))
+    );
+    assert_eq!(
+        id(r#"{"jsonrpc":"2.0","id":"a-1","result""#),
+        Some(Id::String("a-1".into()))
+    );
+    // An id inside a nested value, or after one, is not taken.
+    assert_eq!(
+        id(r#"{"jsonrpc":"2.0","method":"m","params":{"id":7,"#),
+        None
+    );
+    assert_eq!(id(r#"{"jsonrpc":"2.0","result":{"x":1},"id":3}"#), None);
+    // A number the prefix cuts off could be longer: not trusted.
+    assert_eq!(id(r#"{"jsonrpc":"2.0","id":12"#), None);
+    assert_eq!(id("not json at all"), None);
+}
+
+#[test]
+fn an_oversized_answer_is_skipped_with_its_id() {
+    let mut codec = LinesCodec::with_max_length(64);
+    let mut line = br#"{"jsonrpc":"2.0","id":42,"result":{"text":""#.to_vec();
+    line.extend(std::iter::repeat_n(b'x', 200));
+    line.extend_from_slice(b"\"}}\n");
+    let mut buf = BytesMut::from(&line[..]);
+    match codec.decode(&mut buf).unwrap() {
+        Some(Frame::Skipped(skipped)) => {
+            assert_eq!(skipped.kind, SkipKind::TooLong);
+            assert_eq!(skipped.id, Some(Id::Number(42)));
+            assert!(
+                skipped.reason().contains("limit of 64 bytes"),
+                "{}",
+                skipped.reason()
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

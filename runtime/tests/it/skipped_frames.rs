@@ -38,3 +38,22 @@ async fn a_large_result_within_the_frame_limit_arrives_whole() {
     assert_eq!(r.text().len(), 4 * 1024 * 1024);
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_answer_over_the_frame_limit_fails_its_call_at_once_naming_the_limit() {
+    let config = demo_stdio(&["--faults"]).max_frame_length(64 * 1024);
+    let (rt, server) = runtime_with(config).await;
+    let err = server
+        .call_tool("large", json!({"bytes": 256 * 1024}))
+        .timeout(std::time::Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    // Not a timeout after 30 s: the caller is told why as soon as the line is skipped.
+    let switchboard::Error::Protocol { detail, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(detail.contains("limit of 65536 bytes"), "{detail}");
+    // The connection goes on.
+    assert_echoes(&server, "after").await;
+    rt.shutdown().await;
+}
