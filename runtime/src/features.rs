@@ -88,9 +88,8 @@ impl ServerHandle {
     /// Every resource the server lists, all pages.
     pub async fn list_resources(&self) -> Result<Vec<Resource>> {
         self.require(methods::RESOURCES_LIST, Capability::Resources)?;
-        collect_pages(self.name(), methods::RESOURCES_LIST, |cursor| async move {
-            let page = self.list_resources_page(cursor.as_deref()).await?;
-            Ok((page.resources, page.next_cursor))
+        self.every_page(methods::RESOURCES_LIST, |p: ListResourcesResult| {
+            (p.resources, p.next_cursor)
         })
         .await
     }
@@ -105,13 +104,9 @@ impl ServerHandle {
     /// Every resource template the server lists, all pages.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
         self.require(methods::RESOURCE_TEMPLATES_LIST, Capability::Resources)?;
-        collect_pages(
-            self.name(),
+        self.every_page(
             methods::RESOURCE_TEMPLATES_LIST,
-            |cursor| async move {
-                let page = self.list_resource_templates_page(cursor.as_deref()).await?;
-                Ok((page.resource_templates, page.next_cursor))
-            },
+            |p: ListResourceTemplatesResult| (p.resource_templates, p.next_cursor),
         )
         .await
     }
@@ -151,9 +146,8 @@ impl ServerHandle {
     /// Every prompt the server lists, all pages.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
         self.require(methods::PROMPTS_LIST, Capability::Prompts)?;
-        collect_pages(self.name(), methods::PROMPTS_LIST, |cursor| async move {
-            let page = self.list_prompts_page(cursor.as_deref()).await?;
-            Ok((page.prompts, page.next_cursor))
+        self.every_page(methods::PROMPTS_LIST, |p: ListPromptsResult| {
+            (p.prompts, p.next_cursor)
         })
         .await
     }
@@ -287,6 +281,19 @@ impl ServerHandle {
             });
         }
         Ok(())
+    }
+
+    /// Every page of a list, each page's items and next cursor taken out by `items`.
+    async fn every_page<R: DeserializeOwned, T>(
+        &self,
+        method: &'static str,
+        items: fn(R) -> (Vec<T>, Option<String>),
+    ) -> Result<Vec<T>> {
+        collect_pages(self.name(), method, |cursor| async move {
+            let page: R = self.typed(method, &page_params(cursor.as_deref())).await?;
+            Ok(items(page))
+        })
+        .await
     }
 
     /// Sends one request under the server's timeout and parses its result as `R`.
