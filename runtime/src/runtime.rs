@@ -126,6 +126,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How long a server's request may wait for a handler before it is answered with a
+    /// JSON-RPC error, for servers that set none (default
+    /// [`HANDLER_TIMEOUT`](crate::client::HANDLER_TIMEOUT), 300 s).
+    pub fn handler_timeout(mut self, timeout: Duration) -> Self {
+        self.defaults.handler_timeout = timeout;
+        self
+    }
+
     /// Serves this runtime's metrics in the Prometheus text format at `http://ADDR/metrics`
     /// (port 0 picks a free port: see [`Runtime::metrics_addr`]). The runtime records into a
     /// Prometheus recorder of its own, never installed as the global one, so runtimes in one

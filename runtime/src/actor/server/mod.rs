@@ -11,8 +11,9 @@
 //!
 //! The work is split by concern: [`lifecycle`] (connecting, handshake, going down,
 //! restarts), [`liveness`] (pings and silence), [`inbound`] (what the server sends that is
-//! not an answer).
+//! not an answer), [`handlers`] (the server's requests, answered by the application).
 
+mod handlers;
 mod inbound;
 mod lifecycle;
 mod liveness;
