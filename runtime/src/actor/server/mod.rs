@@ -467,6 +467,29 @@ impl Handler<Restart> for ServerActor {
     }
 }
 
+/// The application's roots changed: tell the server, if it is ready and was offered roots.
+pub(crate) struct NotifyRootsChanged;
+
+impl ActixMessage for NotifyRootsChanged {
+    type Result = ();
+}
+
+impl Handler<NotifyRootsChanged> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, _: NotifyRootsChanged, _ctx: &mut Context<Self>) {
+        let offered = self
+            .config
+            .handlers
+            .as_ref()
+            .is_some_and(|h| h.roots.is_some());
+        // A server not ready yet asks for the roots after its handshake anyway.
+        if offered && self.phase == Phase::Ready {
+            self.notify(mcp::methods::ROOTS_LIST_CHANGED, &serde_json::json!({}));
+        }
+    }
+}
+
 /// Make the actor panic (tests prove that a panicking actor counts as a crash).
 pub(crate) struct InjectPanic;
 
