@@ -30,7 +30,8 @@ mod features;
 
 pub use content::{
     Annotations, AudioContent, BlobResourceContents, Content, EmbeddedResource, ImageContent,
-    ResourceContents, ResourceLink, TextContent, TextResourceContents,
+    ResourceContents, ResourceLink, TextContent, TextResourceContents, ToolResultContent,
+    ToolUseContent,
 };
 pub use features::{
     CompleteResult, Completion, CompletionReference, GetPromptResult, ListPromptsResult,
@@ -90,7 +91,21 @@ pub mod methods {
     pub const COMPLETION_COMPLETE: &str = "completion/complete";
     /// Sets the server's log level.
     pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// Server request: the client's roots (→ `{"roots": [...]}`).
+    pub const ROOTS_LIST: &str = "roots/list";
+    /// Client notification: the client's roots changed.
+    pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+    /// Server request: sample the client's model.
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// Server request: ask the user (form or URL mode).
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+    /// Server notification: a URL-mode elicitation finished out of band (2025-11-25).
+    pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 }
+
+/// JSON-RPC error code of a server that needs URL-mode elicitations completed before it can
+/// answer (2025-11-25); its `data.elicitations` lists them.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 
 /// The name and version of an MCP client or server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::catalogue::Naming;
-use crate::client::ClientHandlers;
+use crate::client::{ClientHandlers, HANDLER_TIMEOUT};
 use crate::deadline::ToolPolicy;
 use crate::restart::{Liveness, RestartPolicy};
 #[cfg(all(unix, feature = "stdio"))]
@@ -53,6 +53,8 @@ pub(crate) struct Defaults {
     pub(crate) naming: Naming,
     /// Handlers for requests servers send to the client (default none).
     pub(crate) handlers: Option<ClientHandlers>,
+    /// How long a handler may take (default [`HANDLER_TIMEOUT`]).
+    pub(crate) handler_timeout: Duration,
 }
 
 impl Default for Defaults {
@@ -65,6 +67,7 @@ impl Default for Defaults {
             liveness: Liveness::default(),
             naming: Naming::default(),
             handlers: None,
+            handler_timeout: HANDLER_TIMEOUT,
         }
     }
 }
@@ -90,6 +93,7 @@ pub struct ServerConfig<T = Transport> {
     pub(crate) deny_tools: Vec<String>,
     pub(crate) prefix: Option<String>,
     pub(crate) handlers: Option<ClientHandlers>,
+    pub(crate) handler_timeout: Option<Duration>,
 }
 
 impl<T: Specific> From<ServerConfig<T>> for ServerConfig {
@@ -137,12 +141,18 @@ impl ServerConfig {
         if self.handlers.is_none() {
             self.handlers = defaults.handlers.clone();
         }
+        self.handler_timeout.get_or_insert(defaults.handler_timeout);
         self
     }
 
     /// The handshake bound (after [`resolve`](Self::resolve)).
     pub(crate) fn startup_timeout_value(&self) -> Duration {
         self.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT)
+    }
+
+    /// How long a handler may take (after [`resolve`](Self::resolve)).
+    pub(crate) fn handler_timeout_value(&self) -> Duration {
+        self.handler_timeout.unwrap_or(HANDLER_TIMEOUT)
     }
 
     /// The in-flight bound (after [`resolve`](Self::resolve)).
@@ -166,6 +176,7 @@ impl<T> ServerConfig<T> {
             deny_tools: Vec::new(),
             prefix: None,
             handlers: None,
+            handler_timeout: None,
         }
     }
 
@@ -187,13 +198,22 @@ impl<T> ServerConfig<T> {
             deny_tools: self.deny_tools,
             prefix: self.prefix,
             handlers: self.handlers,
+            handler_timeout: self.handler_timeout,
         }
     }
 
-    /// Answers the server's own requests (elicitation, …) for this server; beats the
-    /// runtime's handlers. Capabilities are declared from what the handlers provide.
+    /// Answers the server's own requests (roots, sampling, elicitation) for this server;
+    /// beats the runtime's handlers. Capabilities are declared from what the handlers provide.
     pub fn client_handlers(mut self, handlers: ClientHandlers) -> Self {
         self.handlers = Some(handlers);
+        self
+    }
+
+    /// How long this server's requests may wait for a handler before they are answered with
+    /// a JSON-RPC error (beats [`RuntimeBuilder::handler_timeout`](crate::RuntimeBuilder::handler_timeout);
+    /// default [`HANDLER_TIMEOUT`]).
+    pub fn handler_timeout(mut self, timeout: Duration) -> Self {
+        self.handler_timeout = Some(timeout);
         self
     }
 

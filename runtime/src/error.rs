@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use switchboard_transports::CloseReason;
 
+use crate::client::UrlElicitation;
+
 /// A result with the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -94,6 +96,27 @@ pub enum Error {
         message: String,
         /// The error data, if any.
         data: Option<Arc<serde_json::Value>>,
+    },
+    /// The server answered that the user must first complete URL-mode elicitations
+    /// (JSON-RPC -32042, 2025-11-25): open each URL (with the user's consent), then retry.
+    /// [`ElicitationHandler::elicitation_complete`](crate::client::ElicitationHandler::elicitation_complete)
+    /// hears when the server sees one done.
+    #[error(
+        "{} needs the user to open {}: {message}",
+        target(server, method, tool),
+        elicitations.iter().map(|e| e.url.as_str()).collect::<Vec<_>>().join(", ")
+    )]
+    UrlElicitationRequired {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The error message.
+        message: String,
+        /// The elicitations to complete (at least one).
+        elicitations: Arc<[UrlElicitation]>,
     },
     /// The server broke the protocol (a malformed answer, a result of the wrong shape).
     #[error("{} failed: protocol error: {detail}", target(server, method, tool))]
@@ -282,6 +305,7 @@ impl Error {
             | Error::Unavailable { server, .. }
             | Error::Overloaded { server, .. }
             | Error::Rpc { server, .. }
+            | Error::UrlElicitationRequired { server, .. }
             | Error::Protocol { server, .. }
             | Error::UnsupportedVersion { server, .. }
             | Error::Handshake { server, .. }
@@ -308,24 +332,50 @@ impl Error {
     }
 }
 
-/// A JSON-RPC error answer, as the caller's error.
+/// A JSON-RPC error answer, as the caller's error: -32042 with its elicitations becomes
+/// [`Error::UrlElicitationRequired`], anything else [`Error::Rpc`].
 pub(crate) fn rpc_error(
     server: Arc<str>,
     method: Arc<str>,
     tool: Option<Arc<str>>,
     e: switchboard_codecs::jsonrpc::ErrorObject,
 ) -> Error {
+    let data: Option<serde_json::Value> = e.data.and_then(|d| serde_json::from_str(d.get()).ok());
+    if e.code == switchboard_codecs::mcp::URL_ELICITATION_REQUIRED {
+        if let Some(elicitations) = data.as_ref().and_then(url_elicitations) {
+            return Error::UrlElicitationRequired {
+                server,
+                method,
+                tool,
+                message: e.message,
+                elicitations,
+            };
+        }
+    }
     Error::Rpc {
         server,
         method,
         tool,
         code: e.code,
         message: e.message,
-        data: e
-            .data
-            .and_then(|d| serde_json::from_str(d.get()).ok())
-            .map(Arc::new),
+        data: data.map(Arc::new),
     }
+}
+
+/// The `data.elicitations` of a -32042 error, when there are some and each is a URL-mode
+/// elicitation; otherwise the error stays an [`Error::Rpc`] with its data as sent.
+fn url_elicitations(data: &serde_json::Value) -> Option<Arc<[UrlElicitation]>> {
+    let list = data.get("elicitations")?.as_array()?;
+    let parsed: Option<Vec<UrlElicitation>> = list
+        .iter()
+        .map(|e| {
+            // Only URL-mode elicitations may come with this error; the mode must say so.
+            (e.get("mode")?.as_str()? == "url")
+                .then(|| UrlElicitation::from_params(e.clone()).ok())
+                .flatten()
+        })
+        .collect();
+    parsed.filter(|p| !p.is_empty()).map(Arc::from)
 }
 
 /// "call to tool `x` on server `s`" or "request `m` to server `s`".
@@ -343,5 +393,63 @@ fn dropped_note(dropped: u64) -> String {
         String::new()
     } else {
         format!("; {dropped} unreadable frame(s) from the server were dropped meanwhile, the answer may have been one of them")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_codecs::jsonrpc::ErrorObject;
+
+    fn error(code: i64, data: serde_json::Value) -> Error {
+        let mut e = ErrorObject::new(code, "needs more");
+        e.data = Some(serde_json::value::to_raw_value(&data).unwrap());
+        rpc_error("s".into(), "tools/call".into(), Some("t".into()), e)
+    }
+
+    #[test]
+    fn url_elicitation_required_carries_the_urls() {
+        let e = error(
+            -32042,
+            serde_json::json!({"elicitations": [
+                {"mode": "url", "elicitationId": "e1", "url": "https://a.example/x", "message": "log in"},
+                {"mode": "url", "elicitationId": "e2", "url": "https://b.example/y", "message": "pay"}
+            ]}),
+        );
+        let Error::UrlElicitationRequired {
+            elicitations,
+            server,
+            tool,
+            ..
+        } = &e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!((&**server, tool.as_deref()), ("s", Some("t")));
+        let urls: Vec<&str> = elicitations.iter().map(|e| e.url.as_str()).collect();
+        assert_eq!(urls, ["https://a.example/x", "https://b.example/y"]);
+        assert_eq!(elicitations[1].elicitation_id, "e2");
+        assert!(e.to_string().contains("https://b.example/y"), "{e}");
+        assert_eq!(e.server(), Some("s"));
+    }
+
+    #[test]
+    fn a_malformed_url_elicitation_error_stays_rpc() {
+        for data in [
+            serde_json::json!({}),
+            serde_json::json!({"elicitations": []}),
+            serde_json::json!({"elicitations": [{"mode": "form", "message": "m"}]}),
+            serde_json::json!({"elicitations": [{"mode": "url", "message": "m"}]}),
+        ] {
+            let e = error(-32042, data.clone());
+            assert!(
+                matches!(&e, Error::Rpc { code: -32042, data: Some(d), .. } if **d == data),
+                "{e:?}"
+            );
+        }
+        assert!(matches!(
+            error(-32000, serde_json::json!({})),
+            Error::Rpc { .. }
+        ));
     }
 }

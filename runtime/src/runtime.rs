@@ -16,7 +16,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::actor::server::{IoPlaces, Kills};
 use crate::actor::supervisor::{
-    AddServer, PanicServer, Registry, RemoveServer, RestartServer, Settle, StopAll, Supervisor,
+    AddServer, PanicServer, Registry, RemoveServer, RestartServer, RootsChanged, Settle, StopAll,
+    Supervisor,
 };
 use crate::call::Call;
 use crate::catalogue::{Catalogue, Naming, Unresolved};
@@ -123,6 +124,14 @@ impl RuntimeBuilder {
     /// Handlers for requests servers send to the client, for servers that set none.
     pub fn client_handlers(mut self, handlers: ClientHandlers) -> Self {
         self.defaults.handlers = Some(handlers);
+        self
+    }
+
+    /// How long a server's request may wait for a handler before it is answered with a
+    /// JSON-RPC error, for servers that set none (default
+    /// [`HANDLER_TIMEOUT`](crate::client::HANDLER_TIMEOUT), 300 s).
+    pub fn handler_timeout(mut self, timeout: Duration) -> Self {
+        self.defaults.handler_timeout = timeout;
         self
     }
 
@@ -381,6 +390,18 @@ impl Runtime {
         handle.wait_started().await;
         self.settle().await;
         Ok(handle)
+    }
+
+    /// Tells every ready server whose [`ClientHandlers`] answer roots that the application's
+    /// roots changed (`notifications/roots/list_changed`), so that it asks again with
+    /// `roots/list`. Returns once the notification is written to each of them; servers that
+    /// are still starting ask for the roots after their handshake anyway.
+    pub async fn roots_changed(&self) -> Result<()> {
+        self.inner
+            .supervisor
+            .send(RootsChanged)
+            .await
+            .map_err(|_| Error::Shutdown)
     }
 
     /// Waits until the catalogue reflects every status published so far.

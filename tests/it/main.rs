@@ -1,7 +1,9 @@
-//! Cross-crate tests: the exact wire Switchboard writes, how it recovers a lost HTTP
-//! session and cancels a timed-out HTTP call (against scripted peers), and interop with MCP
-//! servers nobody here wrote (behind `SWITCHBOARD_INTEROP=1`).
+//! Cross-crate tests: the exact wire Switchboard writes, how it answers the requests servers
+//! send to the client, how it recovers a lost HTTP session and cancels a timed-out HTTP call
+//! (against scripted peers), and interop with MCP servers nobody here wrote (behind
+//! `SWITCHBOARD_INTEROP=1`).
 
+mod handlers;
 mod http_session;
 mod http_timeout;
 mod interop;

@@ -7,7 +7,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-/// A content block of a tool result, tagged by `type` on the wire.
+/// A content block of a tool result or a sampling message, tagged by `type` on the wire.
 ///
 /// A block whose `type` is unknown, or whose fields do not fit its `type`, is kept as
 /// [`Content::Unknown`] rather than failing the whole result, and serialized back unchanged.
@@ -24,6 +24,10 @@ pub enum Content {
     ResourceLink(ResourceLink),
     /// `"resource"`: an embedded resource.
     Resource(EmbeddedResource),
+    /// `"tool_use"`: a model asks for a tool call (sampling messages, 2025-11-25).
+    ToolUse(ToolUseContent),
+    /// `"tool_result"`: the result of a tool use (sampling messages, 2025-11-25).
+    ToolResult(ToolResultContent),
     /// Any other block, raw (including its `type`).
     Unknown(Value),
 }
@@ -44,6 +48,8 @@ impl Content {
             Some("audio") => parse_block(&value).map(Content::Audio),
             Some("resource_link") => parse_block(&value).map(Content::ResourceLink),
             Some("resource") => parse_block(&value).map(Content::Resource),
+            Some("tool_use") => parse_block(&value).map(Content::ToolUse),
+            Some("tool_result") => parse_block(&value).map(Content::ToolResult),
             _ => None,
         };
         parsed.unwrap_or(Content::Unknown(value))
@@ -94,6 +100,16 @@ impl Serialize for Content {
             .serialize(s),
             Content::Resource(block) => Tagged {
                 kind: "resource",
+                block,
+            }
+            .serialize(s),
+            Content::ToolUse(block) => Tagged {
+                kind: "tool_use",
+                block,
+            }
+            .serialize(s),
+            Content::ToolResult(block) => Tagged {
+                kind: "tool_result",
                 block,
             }
             .serialize(s),
@@ -233,6 +249,46 @@ pub struct EmbeddedResource {
     pub extra: Map<String, Value>,
 }
 
+/// A model's request to call a tool, in a sampling message (2025-11-25).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolUseContent {
+    /// Unique id of this tool use; a [`ToolResultContent`] answers it by this id.
+    pub id: String,
+    /// The tool to call.
+    pub name: String,
+    /// The arguments, conforming to the tool's input schema.
+    pub input: Map<String, Value>,
+    /// Protocol metadata (clients should keep it in later requests).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The result of a tool use, in a sampling message (2025-11-25).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultContent {
+    /// The [`ToolUseContent::id`] this answers.
+    pub tool_use_id: String,
+    /// The result's content blocks, as in a tool call result.
+    pub content: Vec<Content>,
+    /// Structured result, when the tool has an output schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Map<String, Value>>,
+    /// Whether the tool use failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Protocol metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Fields this version does not know, kept for round-trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
 /// A resource's contents: text or binary, told apart by which field is present.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -299,5 +355,26 @@ mod tests {
             assert_eq!(serde_json::to_value(&c).unwrap(), block);
             assert_eq!(c, Content::Unknown(block));
         }
+    }
+
+    #[test]
+    fn tool_use_and_tool_result_round_trip() {
+        let use_ = json!({"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}});
+        let c: Content = serde_json::from_value(use_.clone()).unwrap();
+        let Content::ToolUse(u) = &c else {
+            panic!("{c:?}")
+        };
+        assert_eq!((u.id.as_str(), u.name.as_str()), ("c1", "get_weather"));
+        assert_eq!(serde_json::to_value(&c).unwrap(), use_);
+
+        let result = json!({"type": "tool_result", "toolUseId": "c1",
+            "content": [{"type": "text", "text": "18C"}], "isError": false});
+        let c: Content = serde_json::from_value(result.clone()).unwrap();
+        let Content::ToolResult(r) = &c else {
+            panic!("{c:?}")
+        };
+        assert_eq!(r.tool_use_id, "c1");
+        assert_eq!(r.content, vec![Content::text("18C")]);
+        assert_eq!(serde_json::to_value(&c).unwrap(), result);
     }
 }

@@ -18,7 +18,8 @@ use arc_swap::ArcSwap;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::server::{
-    InjectPanic, IoPlaces, Kills, Restart, ServerActor, ServerEvent, Shutdown, Ties,
+    InjectPanic, IoPlaces, Kills, NotifyRootsChanged, Restart, ServerActor, ServerEvent, Shutdown,
+    Ties,
 };
 use crate::calls::Gate;
 use crate::catalogue::{Catalogue, ServerTools};
@@ -446,6 +447,36 @@ impl Handler<Settle> for Supervisor {
 
     fn handle(&mut self, _: Settle, _ctx: &mut Context<Self>) {
         self.rebuild_catalogue();
+    }
+}
+
+/// The application's roots changed: every server actor tells its server, if it is ready and
+/// was offered roots (each actor knows both). Answered once every actor has written it.
+pub(crate) struct RootsChanged;
+
+impl ActixMessage for RootsChanged {
+    type Result = ();
+}
+
+impl Handler<RootsChanged> for Supervisor {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _: RootsChanged, _ctx: &mut Context<Self>) -> Self::Result {
+        let told: Vec<_> = self
+            .servers
+            .values()
+            .filter(|m| !m.removing)
+            .map(|m| m.addr.send(NotifyRootsChanged))
+            .collect();
+        Box::pin(
+            async move {
+                for sent in told {
+                    // An actor that is gone has no server to tell.
+                    let _ = sent.await;
+                }
+            }
+            .into_actor(self),
+        )
     }
 }
 

@@ -140,7 +140,9 @@ impl Outcome {
     /// The outcome of a request that failed with `error`.
     pub(crate) fn of(error: &Error) -> Self {
         match error {
-            Error::Rpc { .. } | Error::Protocol { .. } => Outcome::RpcError,
+            Error::Rpc { .. } | Error::UrlElicitationRequired { .. } | Error::Protocol { .. } => {
+                Outcome::RpcError
+            }
             Error::Timeout { .. } => Outcome::Timeout,
             Error::Disconnected { .. } => Outcome::Disconnected,
             Error::Overloaded { .. } => Outcome::Overloaded,

@@ -11,9 +11,10 @@
 //!
 //! The work is split by concern: [`lifecycle`] (connecting, handshake, going down,
 //! restarts), [`liveness`] (pings and silence), [`inbound`] (what the server sends that is
-//! not an answer).
+//! not an answer), [`handlers`] (the server's requests, answered by the application).
 
 mod features;
+mod handlers;
 mod inbound;
 mod lifecycle;
 mod liveness;
@@ -475,6 +476,29 @@ impl Handler<Restart> for ServerActor {
         self.backoff.reset();
         self.restarts += 1;
         self.connect(ctx);
+    }
+}
+
+/// The application's roots changed: tell the server, if it is ready and was offered roots.
+pub(crate) struct NotifyRootsChanged;
+
+impl ActixMessage for NotifyRootsChanged {
+    type Result = ();
+}
+
+impl Handler<NotifyRootsChanged> for ServerActor {
+    type Result = ();
+
+    fn handle(&mut self, _: NotifyRootsChanged, _ctx: &mut Context<Self>) {
+        let offered = self
+            .config
+            .handlers
+            .as_ref()
+            .is_some_and(|h| h.roots.is_some());
+        // A server not ready yet asks for the roots after its handshake anyway.
+        if offered && self.phase == Phase::Ready {
+            self.notify(mcp::methods::ROOTS_LIST_CHANGED, &serde_json::json!({}));
+        }
     }
 }
 
