@@ -75,6 +75,9 @@ impl RuntimeBuilder {
         if let Some(t) = d.startup_timeout {
             self.defaults.startup_timeout = t;
         }
+        if let Some(t) = d.handler_timeout {
+            self.defaults.handler_timeout = t;
+        }
         if let Some(n) = d.max_in_flight {
             self.defaults.max_in_flight = n;
         }

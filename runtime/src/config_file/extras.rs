@@ -36,6 +36,7 @@ use crate::restart::RestartPolicy;
 const DEFAULTS_FIELDS: &[&str] = &[
     "timeout",
     "startupTimeout",
+    "handlerTimeout",
     "maxInFlight",
     "restart",
     "naming",
@@ -63,6 +64,7 @@ pub(super) fn defaults(
         match key {
             "timeout" => defaults.timeout = Some(timeout(ctx, value, &at)?),
             "startupTimeout" => defaults.startup_timeout = Some(timeout(ctx, value, &at)?),
+            "handlerTimeout" => defaults.handler_timeout = Some(timeout(ctx, value, &at)?),
             "maxInFlight" => defaults.max_in_flight = Some(max_in_flight(ctx, value, &at)?),
             "restart" => defaults.restart = Some(restart(ctx, value, &at)?),
             _ => defaults.naming = Some(naming(ctx, value, &at)?),
@@ -83,6 +85,9 @@ pub(super) fn apply(
     }
     if let Some(value) = field(entry, "startupTimeout") {
         config = config.startup_timeout(timeout(ctx, value, &at.key("startupTimeout"))?);
+    }
+    if let Some(value) = field(entry, "handlerTimeout") {
+        config = config.handler_timeout(timeout(ctx, value, &at.key("handlerTimeout"))?);
     }
     if let Some(value) = field(entry, "maxInFlight") {
         config = config.max_in_flight(max_in_flight(ctx, value, &at.key("maxInFlight"))?);

@@ -7,8 +7,8 @@
 //! but neither expanded nor checked.
 //!
 //! Our own settings are optional: runtime defaults in a top-level `"switchboard"` object, and
-//! per server `timeout`, `startupTimeout`, `maxInFlight`, `tools`, `allowTools`, `denyTools`,
-//! `prefix` and `restart` beside the standard fields. Unknown fields of a server entry are
+//! per server `timeout`, `startupTimeout`, `handlerTimeout`, `maxInFlight`, `tools`,
+//! `allowTools`, `denyTools`, `prefix` and `restart` beside the standard fields. Unknown fields of a server entry are
 //! ignored (hosts add their own); unknown fields inside our own objects are errors, so that a
 //! typo is not silently dropped.
 //!
@@ -99,6 +99,8 @@ pub struct FileDefaults {
     pub startup_timeout: Option<Duration>,
     /// `maxInFlight`: requests in flight per server.
     pub max_in_flight: Option<usize>,
+    /// `handlerTimeout`: how long the application's handlers may take to answer a server.
+    pub handler_timeout: Option<Duration>,
     /// `restart`: the restart policy.
     pub restart: Option<RestartPolicy>,
     /// `naming`: catalogue naming.

@@ -671,15 +671,18 @@ fn load_reads_the_file_or_says_why_not() {
 
 #[test]
 fn durations_in_both_forms() {
-    let text = r#"{"switchboard": {"timeout": "1.5s", "startupTimeout": 45000},
+    let text = r#"{"switchboard": {"timeout": "1.5s", "startupTimeout": 45000, "handlerTimeout": "10m"},
                    "mcpServers": {"s": {"command": "x", "timeout": 500, "startupTimeout": "2m",
+                                        "handlerTimeout": "30s",
                                         "tools": {"t": {"timeout": "1h"}}}}}"#;
     let doc = parse(text, &[]);
     assert_eq!(doc.defaults.timeout, Some(1500 * MS));
     assert_eq!(doc.defaults.startup_timeout, Some(45 * S));
+    assert_eq!(doc.defaults.handler_timeout, Some(600 * S));
     let config = &doc.servers[0].config;
     assert_eq!(config.timeout, Some(500 * MS));
     assert_eq!(config.startup_timeout, Some(120 * S));
+    assert_eq!(config.handler_timeout, Some(30 * S));
     assert_eq!(config.tools["t"].timeout, Some(3600 * S));
 }
 
