@@ -214,6 +214,12 @@ async fn a_hung_server_is_detected_by_liveness_and_restarted() {
 #[tokio::test]
 async fn a_burst_of_list_changed_causes_one_relist() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
+    // Once ready, the server's prompts are listed and published: wait for that first, so
+    // that the next publication is the re-list's.
+    let prompts_listed = || !server.status().prompts.is_empty();
+    assert!(eventually(Duration::from_secs(10), prompts_listed).await);
+    let resources_listed = || !server.status().resources.is_empty();
+    assert!(eventually(Duration::from_secs(10), resources_listed).await);
     let mut watch = rt.watch();
     let published = server.status().since;
     server

@@ -39,10 +39,7 @@ impl ServerActor {
         if !declared || self.phase != Phase::Ready {
             return;
         }
-        let own = OwnRequests {
-            table: link.table.clone(),
-            ids: self.ties.ids.clone(),
-        };
+        let own = self.own_requests(link);
         let name = self.name.clone();
         let timeout = self.config.timeout;
         match which {

@@ -13,7 +13,7 @@ use switchboard_transports::connection::Event;
 use switchboard_transports::{CloseReason, Connection};
 use tokio_stream::StreamExt as _;
 
-use super::{open, random_unit, Inbound, Link, OwnRequests, Phase, ServerActor, RELIST_DEBOUNCE};
+use super::{open, random_unit, Inbound, Link, Phase, ServerActor, RELIST_DEBOUNCE};
 use crate::calls::router::route;
 use crate::calls::table::Table;
 use crate::calls::Gate;
@@ -257,10 +257,7 @@ impl ServerActor {
     /// Lists every page of tools (see [`collect_pages`]), one request at a time.
     fn start_listing(&mut self, ctx: &mut Context<Self>) {
         let Some(link) = &self.link else { return };
-        let own = OwnRequests {
-            table: link.table.clone(),
-            ids: self.ties.ids.clone(),
-        };
+        let own = self.own_requests(link);
         let name = self.name.clone();
         let timeout = self.config.timeout;
         let listing = async move {

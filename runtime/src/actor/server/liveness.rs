@@ -37,7 +37,12 @@ impl ServerActor {
         if self.phase != Phase::Ready || self.ping_outstanding {
             return;
         }
-        let idle = self.link.as_ref().is_some_and(|l| l.table.len() == 0)
+        // The actor's own requests (a list still pending, say) do not make the server busy
+        // with a caller's work.
+        let own = self
+            .own_outstanding
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let idle = self.link.as_ref().is_some_and(|l| l.table.len() <= own)
             && self.last_heard.elapsed() >= self.liveness.interval;
         if self.strikes > 0 || idle {
             self.ping(ctx);

@@ -21,7 +21,7 @@ mod liveness;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -187,6 +187,8 @@ pub(crate) struct ServerActor {
     session_recovering: bool,
     /// Where tables report silences to this actor.
     silences: mpsc::UnboundedSender<Silence>,
+    /// The actor's own requests in flight (handshake, lists, pings).
+    own_outstanding: Arc<AtomicUsize>,
 }
 
 impl ServerActor {
@@ -232,6 +234,16 @@ impl ServerActor {
             resend: None,
             session_recovering: false,
             silences,
+            own_outstanding: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// What the actor's own requests on `link` need.
+    fn own_requests(&self, link: &Link) -> OwnRequests {
+        OwnRequests {
+            table: link.table.clone(),
+            ids: self.ties.ids.clone(),
+            outstanding: self.own_outstanding.clone(),
         }
     }
 
@@ -292,10 +304,7 @@ impl ServerActor {
         then: impl FnOnce(&mut Self, Result<Box<RawValue>, Error>, &mut Context<Self>) + 'static,
     ) {
         let Some(link) = &self.link else { return };
-        let own = OwnRequests {
-            table: link.table.clone(),
-            ids: self.ties.ids.clone(),
-        };
+        let own = self.own_requests(link);
         let frame = own.frame(method, params);
         let sending = async move { own.send(method, frame, timeout).await };
         self.when_same_link(ctx, sending, |act, answer, ctx| {
@@ -522,6 +531,17 @@ impl Handler<InjectPanic> for ServerActor {
 struct OwnRequests {
     table: Arc<Table>,
     ids: Arc<AtomicI64>,
+    /// The actor's own requests in flight, which liveness does not count as callers'.
+    outstanding: Arc<AtomicUsize>,
+}
+
+/// Counts one of the actor's own requests while it is in flight.
+struct Outstanding(Arc<AtomicUsize>);
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl OwnRequests {
@@ -548,6 +568,8 @@ impl OwnRequests {
             cancellable: method != mcp::methods::INITIALIZE,
             reports_silence: true,
         };
+        self.outstanding.fetch_add(1, Ordering::Relaxed);
+        let _counted = Outstanding(self.outstanding.clone());
         request::send(&self.table, id, frame, &spec, None)
             .await
             .ok()
