@@ -3,7 +3,8 @@
 //! `tools` and `call` run the servers of a config file, or one stdio server given after `--`,
 //! which [`config`] turns into a config of that one server: from there on both go through the
 //! same code ([`tools`], [`call`]), with the same messages, exit codes and JSON. `check`
-//! starts a config file's servers and reports on each.
+//! starts a config file's servers and reports on each. Every runtime they start answers a
+//! server's form elicitation on the terminal, or declines it without one ([`elicit`]).
 //!
 //! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 a bad command line or bad
 //! tool arguments; 3 any run-time failure (spawn, handshake, unknown tool, JSON-RPC error,
@@ -29,6 +30,7 @@ mod check;
 mod config;
 mod conformance;
 mod demo;
+mod elicit;
 mod print;
 mod progress;
 mod serve_metrics;
@@ -217,7 +219,11 @@ pub(crate) fn main() -> ExitCode {
             )))
         }
     };
-    match tokio.block_on(run(command)) {
+    let outcome = tokio.block_on(run(command));
+    // Every server was shut down by then; what may remain is a form's question blocked on
+    // stdin in the blocking pool, which must not keep the process alive.
+    tokio.shutdown_background();
+    match outcome {
         Ok(code) => code,
         Err(failure) => fail(&failure),
     }
