@@ -80,6 +80,48 @@ pub(crate) fn block(content: &Content) -> String {
     }
 }
 
+/// A binary resource part as one line: `<blob: 256 bytes, image/png>`. The base64 is decoded
+/// only to count its bytes, so that the count is the resource's size, not the encoding's.
+pub(crate) fn blob(base64: &str, mime_type: Option<&str>) -> String {
+    let size = match decoded_len(base64) {
+        Some(1) => "1 byte".to_owned(),
+        Some(n) => format!("{n} bytes"),
+        None => format!("not valid base64, {} characters", base64.len()),
+    };
+    match mime_type {
+        Some(mime) => format!("<blob: {size}, {}>", escape_line(mime)),
+        None => format!("<blob: {size}>"),
+    }
+}
+
+/// How many bytes standard base64 (RFC 4648, padded or not; whitespace between groups, as
+/// some servers wrap lines, is skipped) decodes to; `None` if it is not base64.
+fn decoded_len(base64: &str) -> Option<usize> {
+    let mut symbols = 0usize;
+    let mut padding = 0usize;
+    for b in base64.bytes().filter(|b| !b.is_ascii_whitespace()) {
+        match b {
+            b'=' => padding += 1,
+            // A symbol after padding: padding only ends the text.
+            _ if padding > 0 => return None,
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'+' | b'/' => symbols += 1,
+            _ => return None,
+        }
+    }
+    let tail = symbols % 4;
+    let padded_ok = match padding {
+        0 => true,
+        // Padding completes the last group of four.
+        1 | 2 => (symbols + padding) % 4 == 0,
+        _ => false,
+    };
+    // A lone symbol in the last group carries 6 bits: less than a byte.
+    if tail == 1 || !padded_ok {
+        return None;
+    }
+    Some(symbols / 4 * 3 + tail.saturating_sub(1))
+}
+
 /// `text` on one line: every control character (C0 with tab and line feed, DEL and C1:
 /// escape sequences, carriage returns, backspaces, bells) written out as a Rust escape such
 /// as `\u{1b}`; other text as is, borrowed.
@@ -196,5 +238,29 @@ mod tests {
         );
         assert!(matches!(escape_line("plain — text"), Cow::Borrowed(_)));
         assert!(matches!(escape_text("two\nlines\t"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn blobs_are_counted_in_bytes() {
+        assert_eq!(blob("", None), "<blob: 0 bytes>");
+        assert_eq!(
+            blob("Yw==", Some("text/plain")),
+            "<blob: 1 byte, text/plain>"
+        );
+        assert_eq!(blob("YWI=", None), "<blob: 2 bytes>");
+        assert_eq!(blob("YWJj", None), "<blob: 3 bytes>");
+        assert_eq!(blob("YWJjZA", None), "<blob: 4 bytes>");
+        assert_eq!(blob("YWJj\nZGVm\n", None), "<blob: 6 bytes>");
+        assert_eq!(
+            blob("YWJ", Some("a/b\u{1b}")),
+            r"<blob: 2 bytes, a/b\u{1b}>"
+        );
+        for bad in ["Y", "Y===", "YW=J", "YW!=", "YWJjZ"] {
+            assert_eq!(
+                blob(bad, None),
+                format!("<blob: not valid base64, {} characters>", bad.len()),
+                "{bad}"
+            );
+        }
     }
 }
