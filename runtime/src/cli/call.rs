@@ -235,7 +235,8 @@ fn arguments(target: &Target<'_>, text: &str) -> Result<Value, Failure> {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
+/// What kind of JSON value this is, for messages: `an array`, `a number`, ...
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

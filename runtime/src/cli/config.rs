@@ -21,7 +21,7 @@ use switchboard::{
     ConfigFile, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerState, ServerStatus,
 };
 
-use super::{duration, start, unready, Failure, Interrupt};
+use super::{duration, elicit, start, unready, Failure, Interrupt};
 
 /// The environment variable naming the config file when `-c` is not given.
 const ENV: &str = "SWITCHBOARD_CONFIG";
@@ -170,13 +170,16 @@ fn locate(
 }
 
 /// Starts every enabled server of `file`, with `MCP_TIMEOUT` and `MCP_TOOL_TIMEOUT` as
-/// defaults under the file's own, and waits until each is ready or has failed and the
-/// catalogue lists the ready ones.
+/// defaults under the file's own and form elicitation on the terminal ([`elicit`]), and
+/// waits until each is ready or has failed and the catalogue lists the ready ones.
 pub(crate) async fn start_all(
     file: &ConfigFile,
     interrupt: &mut Interrupt,
 ) -> Result<Runtime, Failure> {
-    let builder = Runtime::builder().with_env_defaults().config(file.clone());
+    let builder = Runtime::builder()
+        .with_env_defaults()
+        .client_handlers(elicit::handlers())
+        .config(file.clone());
     let starting = match only_server(file) {
         Some(name) => format!("server `{name}` was starting"),
         None => format!("the servers of {} were starting", file.path.display()),

@@ -1,16 +1,20 @@
 //! The command line: arguments, logging, signals and exit codes around the subcommands.
 //!
-//! `tools` and `call` run the servers of a config file, or one stdio server given after `--`,
-//! which [`config`] turns into a config of that one server: from there on both go through the
-//! same code ([`tools`], [`call`]), with the same messages, exit codes and JSON. `check`
-//! starts a config file's servers and reports on each.
+//! `tools`, `call`, `resources`, `read`, `prompts` and `prompt` run the servers of a config
+//! file, or one stdio server given after `--`, which [`config`] turns into a config of that one
+//! server: from there on each goes through the same code ([`tools`], [`call`], [`resources`],
+//! [`prompts`]), with the same messages, exit codes and JSON. `check` starts a config file's
+//! servers and reports on each. Every runtime they start answers a server's form elicitation
+//! on the terminal, or declines it without one ([`elicit`]).
 //!
-//! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 a bad command line or bad
-//! tool arguments; 3 any run-time failure (spawn, handshake, unknown tool, JSON-RPC error,
+//! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 a bad command line, bad
+//! tool or prompt arguments, or no single server to `read` or `prompt` from; 3 any run-time
+//! failure (spawn, handshake, unknown tool or prompt, resource not found, JSON-RPC error,
 //! timeout, disconnect, overload); 130 interrupted by `SIGINT` or `SIGTERM`. On 2 and 3 stdout
 //! stays empty and stderr gets one line, `switchboard: <what failed, where, and why>`. The
-//! exception is a report on several servers (`tools` with a config of several servers, and
-//! `check`): it is printed in full, and exit 3 then says that some server is not ready.
+//! exception is a report on several servers (`tools`, `resources` and `prompts` with a config
+//! of several servers, and `check`): it is printed in full, and exit 3 then says that some
+//! server is not ready or could not be listed.
 //!
 //! Every path that starts a runtime shuts it down before exiting, so no server outlives us.
 
@@ -29,8 +33,12 @@ mod check;
 mod config;
 mod conformance;
 mod demo;
+mod elicit;
+mod offered;
 mod print;
 mod progress;
+mod prompts;
+mod resources;
 mod serve_metrics;
 mod tools;
 
@@ -62,6 +70,22 @@ enum Command {
     /// result.
     #[command(after_help = call::AFTER_HELP)]
     Call(CallArgs),
+    /// List the resources and resource templates of a config file's servers, or of one
+    /// stdio MCP server after `--`.
+    #[command(after_help = resources::AFTER_HELP_LIST)]
+    Resources(resources::ListArgs),
+    /// Read one resource (from the server that lists it, or of the stdio MCP server after
+    /// `--`) and print its contents.
+    #[command(after_help = resources::AFTER_HELP_READ)]
+    Read(resources::ReadArgs),
+    /// List the prompts, with their arguments, of a config file's servers, or of one stdio
+    /// MCP server after `--`.
+    #[command(after_help = prompts::AFTER_HELP_LIST)]
+    Prompts(prompts::ListArgs),
+    /// Get one prompt (from the server that lists it, or of the stdio MCP server after `--`)
+    /// and print its messages.
+    #[command(after_help = prompts::AFTER_HELP_GET)]
+    Prompt(prompts::GetArgs),
     /// Start every server of a config file and report on each.
     #[command(after_help = AFTER_HELP_CHECK)]
     Check(CheckArgs),
@@ -217,7 +241,11 @@ pub(crate) fn main() -> ExitCode {
             )))
         }
     };
-    match tokio.block_on(run(command)) {
+    let outcome = tokio.block_on(run(command));
+    // Every server was shut down by then; what may remain is a form's question blocked on
+    // stdin in the blocking pool, which must not keep the process alive.
+    tokio.shutdown_background();
+    match outcome {
         Ok(code) => code,
         Err(failure) => fail(&failure),
     }
@@ -230,6 +258,10 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Demo => demo::run(&mut interrupt).await,
         Command::Tools(args) => tools::run(args, &mut interrupt).await,
         Command::Call(args) => call::run(args, &mut interrupt).await,
+        Command::Resources(args) => resources::run_list(args, &mut interrupt).await,
+        Command::Read(args) => resources::run_read(args, &mut interrupt).await,
+        Command::Prompts(args) => prompts::run_list(args, &mut interrupt).await,
+        Command::Prompt(args) => prompts::run_get(args, &mut interrupt).await,
         Command::Check(args) => check::run(args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,
@@ -436,6 +468,9 @@ mod tests {
             &["switchboard", "tools", "srv"],
             &["switchboard", "tools", "--startup-timeout", "5s"],
             &["switchboard", "check", "--", "srv"],
+            &["switchboard", "read", "--", "srv"],
+            &["switchboard", "prompt", "--json"],
+            &["switchboard", "read", "x://a", "--server"],
         ] {
             let e = Cli::try_parse_from(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");

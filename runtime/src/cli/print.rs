@@ -1,4 +1,5 @@
-//! Human-readable renderings of tool results and tool lists, and the one way to stdout.
+//! Human-readable renderings of tool results and tool lists, the escaping of server text,
+//! and the one way to stdout.
 //!
 //! Text blocks print as their text; every other block is summarised on one line, so that a
 //! megabyte of base64 never floods a terminal:
@@ -7,7 +8,14 @@
 //! [image image/png, 1234 bytes base64]
 //! [resource file:///a.txt (text, 12 bytes)]
 //! ```
+//!
+//! What a server wrote about itself (names, descriptions, prompt messages, the questions of a
+//! form) is shown through [`escape_line`] or [`escape_text`], so that it cannot move the
+//! cursor, retitle the window or hide text on the user's terminal. A tool's result and a
+//! resource's text are what the user asked for and print as they are, as `cat` would; `--json`
+//! output is JSON, whose strings escape control characters anyway.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -45,30 +53,102 @@ pub(crate) fn result(result: &CallToolResult) -> String {
     out
 }
 
-/// A one-line summary of a content block.
+/// A one-line summary of a content block, its server-given strings escaped.
 pub(crate) fn block(content: &Content) -> String {
+    let e = escape_line;
     match content {
         Content::Text(t) => format!("[text, {} bytes]", t.text.len()),
-        Content::Image(i) => format!("[image {}, {} bytes base64]", i.mime_type, i.data.len()),
-        Content::Audio(a) => format!("[audio {}, {} bytes base64]", a.mime_type, a.data.len()),
-        Content::ResourceLink(l) => format!("[resource_link {} — {}]", l.uri, l.name),
+        Content::Image(i) => format!("[image {}, {} bytes base64]", e(&i.mime_type), i.data.len()),
+        Content::Audio(a) => format!("[audio {}, {} bytes base64]", e(&a.mime_type), a.data.len()),
+        Content::ResourceLink(l) => format!("[resource_link {} — {}]", e(&l.uri), e(&l.name)),
         Content::Resource(r) => match &r.resource {
             ResourceContents::Text(t) => {
-                format!("[resource {} (text, {} bytes)]", t.uri, t.text.len())
+                format!("[resource {} (text, {} bytes)]", e(&t.uri), t.text.len())
             }
             ResourceContents::Blob(b) => {
-                format!("[resource {} (blob, {} bytes)]", b.uri, b.blob.len())
+                format!("[resource {} (blob, {} bytes)]", e(&b.uri), b.blob.len())
             }
         },
         // `Unknown` and any kind a later model version adds: name it by its wire type.
         other => {
             let value = serde_json::to_value(other).unwrap_or_default();
             match value.get("type").and_then(serde_json::Value::as_str) {
-                Some(kind) => format!("[{kind}]"),
+                Some(kind) => format!("[{}]", e(kind)),
                 None => "[untyped block]".to_owned(),
             }
         }
     }
+}
+
+/// A binary resource part as one line: `<blob: 256 bytes, image/png>`. The base64 is decoded
+/// only to count its bytes, so that the count is the resource's size, not the encoding's.
+pub(crate) fn blob(base64: &str, mime_type: Option<&str>) -> String {
+    let size = match decoded_len(base64) {
+        Some(1) => "1 byte".to_owned(),
+        Some(n) => format!("{n} bytes"),
+        None => format!("not valid base64, {} characters", base64.len()),
+    };
+    match mime_type {
+        Some(mime) => format!("<blob: {size}, {}>", escape_line(mime)),
+        None => format!("<blob: {size}>"),
+    }
+}
+
+/// How many bytes standard base64 (RFC 4648, padded or not; whitespace between groups, as
+/// some servers wrap lines, is skipped) decodes to; `None` if it is not base64.
+fn decoded_len(base64: &str) -> Option<usize> {
+    let mut symbols = 0usize;
+    let mut padding = 0usize;
+    for b in base64.bytes().filter(|b| !b.is_ascii_whitespace()) {
+        match b {
+            b'=' => padding += 1,
+            // A symbol after padding: padding only ends the text.
+            _ if padding > 0 => return None,
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'+' | b'/' => symbols += 1,
+            _ => return None,
+        }
+    }
+    let tail = symbols % 4;
+    let padded_ok = match padding {
+        0 => true,
+        // Padding completes the last group of four.
+        1 | 2 => (symbols + padding) % 4 == 0,
+        _ => false,
+    };
+    // A lone symbol in the last group carries 6 bits: less than a byte.
+    if tail == 1 || !padded_ok {
+        return None;
+    }
+    Some(symbols / 4 * 3 + tail.saturating_sub(1))
+}
+
+/// `text` on one line: every control character (C0 with tab and line feed, DEL and C1:
+/// escape sequences, carriage returns, backspaces, bells) written out as a Rust escape such
+/// as `\u{1b}`; other text as is, borrowed.
+pub(crate) fn escape_line(text: &str) -> Cow<'_, str> {
+    escape(text, |_| false)
+}
+
+/// [`escape_line`] for text of several lines: line feeds and tabs stay as they are, so that
+/// a message keeps its layout, but a carriage return cannot overwrite a line.
+pub(crate) fn escape_text(text: &str) -> Cow<'_, str> {
+    escape(text, |c| c == '\n' || c == '\t')
+}
+
+fn escape(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+    let escaped = |c: char| c.is_control() && !keep(c);
+    if !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escaped(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `name — description` (the description's first line), or just the name.
@@ -78,14 +158,17 @@ pub(crate) fn tool(tool: &Tool) -> String {
 
 /// [`tool`] under another name, such as its catalogue name.
 pub(crate) fn tool_as(name: &str, tool: &Tool) -> String {
-    match tool
-        .description
-        .as_deref()
-        .and_then(|d| d.lines().next())
-        .map(str::trim)
-    {
-        Some(description) if !description.is_empty() => format!("{name} — {description}"),
-        _ => name.to_owned(),
+    named(name, tool.description.as_deref())
+}
+
+/// `name — description` (the description's first line), or just the name, both escaped.
+pub(crate) fn named(name: &str, description: Option<&str>) -> String {
+    let name = escape_line(name);
+    match description.and_then(|d| d.lines().next()).map(str::trim) {
+        Some(description) if !description.is_empty() => {
+            format!("{name} — {}", escape_line(description))
+        }
+        _ => name.into_owned(),
     }
 }
 
@@ -135,5 +218,49 @@ mod tests {
         let t: Tool = serde_json::from_value(json!({"name": "bare", "description": " "})).unwrap();
         assert_eq!(tool(&t), "bare");
         assert_eq!(tool_as("s__bare", &t), "s__bare");
+        let t: Tool = serde_json::from_value(
+            json!({"name": "t\u{1b}]0;owned\u{7}", "description": "Clears\u{1b}[2J it."}),
+        )
+        .unwrap();
+        assert_eq!(tool(&t), r"t\u{1b}]0;owned\u{7} — Clears\u{1b}[2J it.");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let nasty = "a\tb\nc\rd\x1b[31me\u{7f}f\u{9b}g ünï";
+        assert_eq!(
+            escape_line(nasty),
+            r"a\tb\nc\rd\u{1b}[31me\u{7f}f\u{9b}g ünï"
+        );
+        assert_eq!(
+            escape_text(nasty),
+            "a\tb\nc\\rd\\u{1b}[31me\\u{7f}f\\u{9b}g ünï"
+        );
+        assert!(matches!(escape_line("plain — text"), Cow::Borrowed(_)));
+        assert!(matches!(escape_text("two\nlines\t"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn blobs_are_counted_in_bytes() {
+        assert_eq!(blob("", None), "<blob: 0 bytes>");
+        assert_eq!(
+            blob("Yw==", Some("text/plain")),
+            "<blob: 1 byte, text/plain>"
+        );
+        assert_eq!(blob("YWI=", None), "<blob: 2 bytes>");
+        assert_eq!(blob("YWJj", None), "<blob: 3 bytes>");
+        assert_eq!(blob("YWJjZA", None), "<blob: 4 bytes>");
+        assert_eq!(blob("YWJj\nZGVm\n", None), "<blob: 6 bytes>");
+        assert_eq!(
+            blob("YWJ", Some("a/b\u{1b}")),
+            r"<blob: 2 bytes, a/b\u{1b}>"
+        );
+        for bad in ["Y", "Y===", "YW=J", "YW!=", "YWJjZ"] {
+            assert_eq!(
+                blob(bad, None),
+                format!("<blob: not valid base64, {} characters>", bad.len()),
+                "{bad}"
+            );
+        }
     }
 }

@@ -14,8 +14,10 @@
 //! task (its writes go through tokio's blocking pool), and notifications that arrive
 //! meanwhile are coalesced into the latest. What a server writes in its message is shown
 //! with control characters escaped, so it cannot move the cursor or reconfigure the terminal.
+//! While a server's form is asked on the terminal ([`pause`]), the bar draws nothing.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{oneshot, watch};
@@ -30,7 +32,27 @@ const WIDTH: usize = 20;
 const MESSAGE_CHARS: usize = 48;
 
 /// Erases the current terminal line.
-const ERASE: &str = "\r\x1b[2K";
+pub(crate) const ERASE: &str = "\r\x1b[2K";
+
+/// Set while a form is asked on the terminal ([`super::elicit`]): bars draw nothing
+/// meanwhile, so that a progress update cannot overwrite a question.
+static PAUSED: AtomicBool = AtomicBool::new(false);
+
+/// Pauses every bar until the guard is dropped; the next update after that draws again.
+pub(crate) fn pause() -> Paused {
+    PAUSED.store(true, Ordering::Relaxed);
+    Paused(())
+}
+
+/// Bars are paused while this lives.
+#[derive(Debug)]
+pub(crate) struct Paused(());
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        PAUSED.store(false, Ordering::Relaxed);
+    }
+}
 
 /// The bar of one call; [`finish`](Self::finish) it when the call is over.
 ///
@@ -119,7 +141,7 @@ async fn draw(
                     .borrow_and_update()
                     .as_ref()
                     .map(|p| render(p.progress, p.total, p.message.as_deref()));
-                if let Some(line) = line {
+                if let Some(line) = line.filter(|_| !PAUSED.load(Ordering::Relaxed)) {
                     drawn |= write(&mut out, &format!("{ERASE}{line}")).await;
                 }
             }
@@ -157,27 +179,13 @@ fn render(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
         .map(str::trim)
         .unwrap_or("");
     if !message.is_empty() {
-        let shown = escape_controls(message);
+        let shown = super::print::escape_line(message);
         out.push(' ');
         if shown.chars().count() > MESSAGE_CHARS {
             out.extend(shown.chars().take(MESSAGE_CHARS - 1));
             out.push('…');
         } else {
             out.push_str(&shown);
-        }
-    }
-    out
-}
-
-/// `text` with every control character (C0, DEL and C1: escape sequences, carriage returns,
-/// backspaces, bells) written out as a Rust escape, such as `\u{1b}`; other text as is.
-fn escape_controls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
         }
     }
     out

@@ -13,10 +13,10 @@ use serde_json::Value;
 
 use crate::support::process_is_gone;
 
-const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+pub(super) const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
 /// Runs `switchboard ARGS`.
-fn switchboard(args: &[&str]) -> Output {
+pub(super) fn switchboard(args: &[&str]) -> Output {
     run(command(args))
 }
 
@@ -38,22 +38,22 @@ fn run(mut command: Command) -> Output {
 }
 
 /// Runs `switchboard ARGS -- switchboard demo-server --faults`.
-fn against_demo(args: &[&str]) -> Output {
+pub(super) fn against_demo(args: &[&str]) -> Output {
     let mut all = args.to_vec();
     all.extend(["--", BIN, "demo-server", "--faults"]);
     switchboard(&all)
 }
 
-fn stdout(output: &Output) -> String {
+pub(super) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &Output) -> String {
+pub(super) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Exit 2 or 3: nothing on stdout, one `switchboard: ...` line on stderr.
-fn assert_failed(output: &Output, code: i32) -> String {
+pub(super) fn assert_failed(output: &Output, code: i32) -> String {
     assert_eq!(
         output.status.code(),
         Some(code),
@@ -338,7 +338,7 @@ fn sigint_cancels_the_call_and_exits_130() {
 // ---- The servers of a config file ----
 
 /// A file or directory under the temp dir with a unique name, removed on drop.
-struct Temp(PathBuf);
+pub(super) struct Temp(PathBuf);
 
 impl Temp {
     fn path(name: &str) -> Temp {
@@ -350,7 +350,7 @@ impl Temp {
     }
 
     /// A file holding `text`.
-    fn file(name: &str, text: &str) -> Temp {
+    pub(super) fn file(name: &str, text: &str) -> Temp {
         let temp = Temp::path(name);
         std::fs::write(&temp.0, text).expect("write temp file");
         temp
@@ -363,7 +363,7 @@ impl Temp {
         temp
     }
 
-    fn str(&self) -> &str {
+    pub(super) fn str(&self) -> &str {
         self.0.to_str().expect("a UTF-8 temp path")
     }
 }
@@ -683,7 +683,7 @@ fn keys(value: &Value) -> Vec<&str> {
 }
 
 /// Runs `switchboard ARGS`, expecting exit `code` and one JSON document on stdout.
-fn json_document(args: &[&str], code: i32) -> Value {
+pub(super) fn json_document(args: &[&str], code: i32) -> Value {
     let output = switchboard(args);
     assert_eq!(
         output.status.code(),

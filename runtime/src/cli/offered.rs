@@ -1,0 +1,225 @@
+//! What each server offers besides tools (resources, prompts), asked of every ready server
+//! at once, and the one server a `read` or `prompt` goes to.
+//!
+//! `resources` and `prompts` print one [`Listing`] per server, as `tools` does: a config of
+//! one server (`-- CMD` is one) that is not ready, or whose listing fails, is a failure of
+//! its own (exit 3, one line); several servers are listed in full, then exit 3 if any is not
+//! ready or could not be listed. A server that does not offer the feature (no capability
+//! declared, or an older server that answers "method not found") is listed as such and is
+//! no failure.
+//!
+//! `read` and `prompt` go to the server `--server` names, else to the only server of a config
+//! of one, else to the one server whose listing has what they were asked for ([`unique`]).
+
+use std::future::Future;
+
+use futures_util::future::join_all;
+
+use switchboard::{ConfigFile, Runtime, ServerHandle};
+
+use super::config::{self, Report};
+use super::{ready, Failure, Interrupt, Interrupted};
+
+/// JSON-RPC "method not found", which a server that predates declared capabilities answers
+/// for a feature it does not have.
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// What one server offers of a feature.
+#[derive(Debug)]
+pub(crate) enum Offer<T> {
+    /// What it listed.
+    Listed(T),
+    /// It does not offer the feature.
+    NotOffered,
+    /// It is not ready (its report says why).
+    NotReady,
+    /// Listing failed: why.
+    Failed(String),
+}
+
+/// One configured server and what it offers.
+#[derive(Debug)]
+pub(crate) struct Listing<T> {
+    pub(crate) report: Report,
+    pub(crate) offer: Offer<T>,
+}
+
+impl<T> Listing<T> {
+    /// Why this server's listing is missing, for its line or JSON entry: not ready, or the
+    /// listing failed.
+    pub(crate) fn error(&self) -> Option<&str> {
+        match &self.offer {
+            Offer::Failed(why) => Some(why),
+            _ => self.report.error.as_deref(),
+        }
+    }
+
+    /// Whether this is an enabled server whose listing is missing: the command exits 3.
+    fn failed(&self) -> bool {
+        matches!(self.offer, Offer::Failed(_)) || self.report.failed()
+    }
+}
+
+/// `Ok(None)` for an error that says the server does not offer the feature.
+pub(crate) fn offered<T>(result: switchboard::Result<T>) -> switchboard::Result<Option<T>> {
+    match result {
+        Ok(listed) => Ok(Some(listed)),
+        Err(switchboard::Error::NotSupported { .. }) => Ok(None),
+        Err(switchboard::Error::Rpc {
+            code: METHOD_NOT_FOUND,
+            ..
+        }) => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
+/// Asks every ready server of `file` with `list` at once; `what` names the feature for the
+/// message of an interruption (`resources`, `prompts`).
+pub(crate) async fn list_each<T, F, Fut>(
+    runtime: &Runtime,
+    file: &ConfigFile,
+    what: &str,
+    interrupt: &mut Interrupt,
+    list: F,
+) -> Result<Vec<Listing<T>>, Failure>
+where
+    F: Fn(ServerHandle) -> Fut,
+    Fut: Future<Output = switchboard::Result<Option<T>>>,
+{
+    let reports = config::reports(runtime, file, false);
+    let asks = reports.iter().map(|report| {
+        let ask = report
+            .status
+            .as_ref()
+            .filter(|status| status.is_ready())
+            .and_then(|_| runtime.server(&report.name).ok())
+            .map(&list);
+        async move {
+            let Some(ask) = ask else {
+                return Offer::NotReady;
+            };
+            match ask.await {
+                Ok(Some(listed)) => Offer::Listed(listed),
+                Ok(None) => Offer::NotOffered,
+                Err(e) => Offer::Failed(e.to_string()),
+            }
+        }
+    });
+    let offers = interrupt
+        .guard(join_all(asks))
+        .await
+        .map_err(|Interrupted(signal)| {
+            Failure::Interrupted(format!("interrupted by {signal} while listing the {what}"))
+        })?;
+    Ok(reports
+        .into_iter()
+        .zip(offers)
+        .map(|(report, offer)| Listing { report, offer })
+        .collect())
+}
+
+/// The failure of a listing of one server that is not ready or failed to list; it is all a
+/// command about that server prints.
+pub(crate) fn only_failure<T>(listings: &[Listing<T>]) -> Option<Failure> {
+    let [only] = listings else { return None };
+    match &only.offer {
+        Offer::Failed(why) => Some(Failure::Run(why.clone())),
+        Offer::NotReady => only.report.unready(),
+        Offer::Listed(_) | Offer::NotOffered => None,
+    }
+}
+
+/// The one stderr line after a listing of several servers some of which are not ready or
+/// could not be listed; `None` if there are none.
+pub(crate) fn failure<T>(listings: &[Listing<T>], what: &str) -> Option<Failure> {
+    let failed: Vec<&str> = listings
+        .iter()
+        .filter(|l| l.failed())
+        .map(|l| l.report.name.as_str())
+        .collect();
+    let enabled = listings.len();
+    match failed[..] {
+        [] => None,
+        [one] => Some(Failure::Run(format!(
+            "the {what} of 1 of {enabled} servers could not be listed: {one}"
+        ))),
+        _ => Some(Failure::Run(format!(
+            "the {what} of {} of {enabled} servers could not be listed: {}",
+            failed.len(),
+            failed.join(", ")
+        ))),
+    }
+}
+
+/// The server `--server` names: one of the config's enabled servers, ready.
+pub(crate) fn named(
+    runtime: &Runtime,
+    file: &ConfigFile,
+    name: &str,
+) -> Result<ServerHandle, Failure> {
+    if file.disabled.iter().any(|d| d == name) {
+        return Err(Failure::Usage(format!(
+            "server `{name}` is disabled in {}",
+            file.path.display()
+        )));
+    }
+    if !file.servers.iter().any(|(n, _)| n == name) {
+        let names: Vec<String> = file.servers.iter().map(|(n, _)| format!("`{n}`")).collect();
+        return Err(Failure::Usage(format!(
+            "--server {name}: no such server; the servers are {}",
+            names.join(", ")
+        )));
+    }
+    let server = runtime.server(name)?;
+    ready(&server)?;
+    Ok(server)
+}
+
+/// The server a `read` or `prompt` goes to without `--server`, when the config has only one:
+/// it, if ready.
+pub(crate) fn only(runtime: &Runtime, file: &ConfigFile) -> Result<Option<ServerHandle>, Failure> {
+    let Some(name) = config::only_server(file) else {
+        return Ok(None);
+    };
+    let server = runtime.server(name)?;
+    ready(&server)?;
+    Ok(Some(server))
+}
+
+/// What a search of the listings found: the servers that have it, and those that could not
+/// be searched (not ready, or their listing failed) with why.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Found<'a> {
+    One(&'a str),
+    None { unsearched: Vec<String> },
+    Several(Vec<&'a str>),
+}
+
+/// The servers whose listing `has` what was asked for.
+pub(crate) fn unique<'a, T>(listings: &'a [Listing<T>], has: impl Fn(&T) -> bool) -> Found<'a> {
+    let found: Vec<&str> = listings
+        .iter()
+        .filter(|l| matches!(&l.offer, Offer::Listed(listed) if has(listed)))
+        .map(|l| l.report.name.as_str())
+        .collect();
+    match found[..] {
+        [one] => Found::One(one),
+        [] => Found::None {
+            unsearched: listings
+                .iter()
+                .filter(|l| l.failed())
+                .map(|l| match l.error() {
+                    Some(why) => format!("`{}` ({why})", l.report.name),
+                    None => format!("`{}`", l.report.name),
+                })
+                .collect(),
+        },
+        _ => Found::Several(found),
+    }
+}
+
+/// `` `a`, `b` `` for a message.
+pub(crate) fn quoted(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    quoted.join(", ")
+}
