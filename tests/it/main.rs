@@ -5,5 +5,6 @@
 mod http_session;
 mod http_timeout;
 mod interop;
+mod interop_everything;
 mod secrets;
 mod wire;
