@@ -6,5 +6,6 @@ mod http_session;
 mod http_timeout;
 mod interop;
 mod interop_everything;
+mod interop_python;
 mod secrets;
 mod wire;
