@@ -16,11 +16,11 @@ use switchboard::client::{
 use switchboard::transport::HttpKind;
 use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig};
 
-fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     std::env::var("SWITCHBOARD_INTEROP").is_ok_and(|v| v == "1")
 }
 
-fn peer_bin(name: &str) -> PathBuf {
+pub(crate) fn peer_bin(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../.ci/peers/node_modules/.bin")
         .join(name)
@@ -159,7 +159,7 @@ async fn everything_and_filesystem_aggregated_from_a_config_file() {
 }
 
 /// server-everything serving HTTP on a free port of 127.0.0.1; killed (and reaped) on drop.
-struct HttpPeer {
+pub(crate) struct HttpPeer {
     child: Child,
     port: u16,
 }
@@ -167,7 +167,7 @@ struct HttpPeer {
 impl HttpPeer {
     /// Starts `mcp-server-everything <mode>` (`sse` or `streamableHttp`) and waits until its
     /// port accepts connections.
-    fn start(mode: &str) -> HttpPeer {
+    pub(crate) fn start(mode: &str) -> HttpPeer {
         let bin = peer_bin("mcp-server-everything");
         assert!(bin.exists(), "peer not installed at {}", bin.display());
         // A port the kernel just handed out and took back: free unless someone races us.
@@ -200,7 +200,7 @@ impl HttpPeer {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 }
@@ -212,8 +212,8 @@ impl Drop for HttpPeer {
     }
 }
 
-/// A one-server runtime for an HTTP peer: not restarted, no pings.
-async fn http_runtime(config: impl Into<ServerConfig>) -> Runtime {
+/// A one-server runtime (the server is named `everything`): not restarted, no pings.
+pub(crate) async fn one_server_runtime(config: impl Into<ServerConfig>) -> Runtime {
     let config = config
         .into()
         .restart(RestartPolicy::off())
@@ -259,7 +259,7 @@ async fn server_everything_over_legacy_http_sse() {
         return;
     }
     let peer = HttpPeer::start("sse");
-    let rt = http_runtime(ServerConfig::http(peer.url("/sse"), HttpKind::Sse)).await;
+    let rt = one_server_runtime(ServerConfig::http(peer.url("/sse"), HttpKind::Sse)).await;
     assert_eq!(lists_and_echoes(&rt, "over http+sse").await, "sse");
     rt.shutdown().await;
 }
@@ -271,7 +271,7 @@ async fn server_everything_over_streamable_http_and_auto() {
         return;
     }
     let peer = HttpPeer::start("streamableHttp");
-    let rt = http_runtime(ServerConfig::http(
+    let rt = one_server_runtime(ServerConfig::http(
         peer.url("/mcp"),
         HttpKind::StreamableHttp,
     ))
@@ -279,14 +279,14 @@ async fn server_everything_over_streamable_http_and_auto() {
     assert_eq!(lists_and_echoes(&rt, "over streamable http").await, "http");
     rt.shutdown().await;
     // Auto finds Streamable HTTP at the same endpoint (no fallback).
-    let rt = http_runtime(ServerConfig::http(peer.url("/mcp"), HttpKind::Auto)).await;
+    let rt = one_server_runtime(ServerConfig::http(peer.url("/mcp"), HttpKind::Auto)).await;
     assert_eq!(lists_and_echoes(&rt, "auto").await, "http");
     rt.shutdown().await;
 }
 
 /// Accepts every form with its defaults and a name.
 #[derive(Debug)]
-struct AcceptWithName;
+pub(crate) struct AcceptWithName;
 
 impl ElicitationHandler for AcceptWithName {
     fn elicit(
@@ -307,7 +307,7 @@ async fn server_everything_elicitation_over_streamable_http() {
         return;
     }
     let peer = HttpPeer::start("streamableHttp");
-    let rt = http_runtime(
+    let rt = one_server_runtime(
         ServerConfig::http(peer.url("/mcp"), HttpKind::StreamableHttp)
             .client_handlers(ClientHandlers::new().elicitation(AcceptWithName)),
     )

@@ -7,5 +7,7 @@ mod handlers;
 mod http_session;
 mod http_timeout;
 mod interop;
+mod interop_everything;
+mod interop_python;
 mod secrets;
 mod wire;
