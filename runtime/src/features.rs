@@ -126,18 +126,30 @@ impl ServerHandle {
     /// (-32002, or -32602 as some servers answer).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         self.require(methods::RESOURCES_READ, Capability::Resources)?;
-        match self
-            .typed(methods::RESOURCES_READ, &json!({ "uri": uri }))
+        self.typed(methods::RESOURCES_READ, &json!({ "uri": uri }))
             .await
-        {
-            Err(Error::Rpc { code, message, .. })
+            .map_err(|e| self.not_found(uri, e))
+    }
+
+    /// [`read_resource`](Self::read_resource)'s result as the server sent it, untouched.
+    pub async fn read_resource_raw(&self, uri: &str) -> Result<Box<serde_json::value::RawValue>> {
+        self.require(methods::RESOURCES_READ, Capability::Resources)?;
+        self.request(methods::RESOURCES_READ, Some(json!({ "uri": uri })))
+            .await
+            .map_err(|e| self.not_found(uri, e))
+    }
+
+    /// A read's error, with an unknown resource told apart whichever code says so.
+    fn not_found(&self, uri: &str, error: Error) -> Error {
+        match error {
+            Error::Rpc { code, message, .. }
                 if code == RESOURCE_NOT_FOUND || code == INVALID_PARAMS =>
             {
-                Err(Error::ResourceNotFound {
+                Error::ResourceNotFound {
                     server: Some(self.shared.name.clone()),
                     uri: uri.into(),
                     message,
-                })
+                }
             }
             other => other,
         }

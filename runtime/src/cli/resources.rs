@@ -21,7 +21,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde::Serialize;
-use serde_json::json;
 
 use switchboard::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 use switchboard::{ConfigFile, Runtime, ServerHandle};
@@ -277,10 +276,9 @@ async fn read(
     };
     if args.json {
         let raw = interrupt
-            .guard(server.request("resources/read", Some(json!({ "uri": uri }))))
+            .guard(server.read_resource_raw(uri))
             .await
-            .map_err(interrupted)?;
-        let raw = raw.map_err(|e| not_found(e, uri))?;
+            .map_err(interrupted)??;
         return Ok(format!("{}\n", raw.get()));
     }
     let result = interrupt
@@ -313,25 +311,6 @@ async fn lister(
              name one with --server NAME to read it anyway",
             unsearched.join("; ")
         ))),
-    }
-}
-
-/// [`ServerHandle::read_resource`]'s not-found error for the raw request of `--json`, which
-/// only the typed method recognises: -32002, or -32602 as some servers answer.
-fn not_found(error: switchboard::Error, uri: &str) -> Failure {
-    match error {
-        switchboard::Error::Rpc {
-            server,
-            code: -32002 | -32602,
-            message,
-            ..
-        } => switchboard::Error::ResourceNotFound {
-            server,
-            uri: uri.into(),
-            message,
-        }
-        .into(),
-        other => other.into(),
     }
 }
 
@@ -414,6 +393,7 @@ fn match_parts(parts: &[Part<'_>], uri: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn level_one_templates() {
