@@ -37,10 +37,15 @@ use super::{print, progress};
 /// The client handlers of every runtime the CLI starts: form elicitation on the terminal.
 /// Must be called within the CLI's tokio runtime, whose blocking pool asks the questions.
 pub(crate) fn handlers() -> ClientHandlers {
-    ClientHandlers::new().elicitation(Terminal {
+    let handlers = ClientHandlers::new().elicitation(Terminal {
         cli: Handle::current(),
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
-    })
+    });
+    // `--root DIR` declares roots too.
+    match super::roots::handler() {
+        Some(roots) => handlers.roots(roots),
+        None => handlers,
+    }
 }
 
 /// Asks on the terminal, if there is one.

@@ -39,6 +39,7 @@ mod print;
 mod progress;
 mod prompts;
 mod resources;
+mod roots;
 mod serve_metrics;
 mod tools;
 
@@ -55,6 +56,10 @@ struct Cli {
     /// 127.0.0.1:9464 (port 0 picks a free one; -v logs where).
     #[arg(long, value_name = "ADDR", global = true)]
     metrics: Option<std::net::SocketAddr>,
+    /// Offer this folder to the servers as a root (repeatable); without it, no roots are
+    /// declared.
+    #[arg(long = "root", value_name = "DIR", global = true)]
+    roots: Vec<std::path::PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -229,6 +234,9 @@ pub(crate) fn main() -> ExitCode {
     init_logging(cli.verbose);
     if let Some(addr) = cli.metrics {
         let _ = METRICS.set(addr);
+    }
+    if let Err(failure) = roots::set(&cli.roots) {
+        return fail(&failure);
     }
     let tokio = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

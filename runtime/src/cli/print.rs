@@ -156,9 +156,15 @@ pub(crate) fn tool(tool: &Tool) -> String {
     tool_as(&tool.name, tool)
 }
 
-/// [`tool`] under another name, such as its catalogue name.
+/// [`tool`] under another name, such as its catalogue name. A tool that can only run as a
+/// task, which the runtime refuses to call, says so.
 pub(crate) fn tool_as(name: &str, tool: &Tool) -> String {
-    named(name, tool.description.as_deref())
+    let line = named(name, tool.description.as_deref());
+    if tool.requires_task() {
+        format!("{line} [task only: not callable here]")
+    } else {
+        line
+    }
 }
 
 /// `name — description` (the description's first line), or just the name, both escaped.
@@ -218,6 +224,11 @@ mod tests {
         let t: Tool = serde_json::from_value(json!({"name": "bare", "description": " "})).unwrap();
         assert_eq!(tool(&t), "bare");
         assert_eq!(tool_as("s__bare", &t), "s__bare");
+        let t: Tool = serde_json::from_value(
+            json!({"name": "long", "execution": {"taskSupport": "required"}}),
+        )
+        .unwrap();
+        assert_eq!(tool(&t), "long [task only: not callable here]");
         let t: Tool = serde_json::from_value(
             json!({"name": "t\u{1b}]0;owned\u{7}", "description": "Clears\u{1b}[2J it."}),
         )

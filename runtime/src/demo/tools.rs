@@ -506,6 +506,8 @@ async fn ping_client(session: &Session, args: &Value) -> ToolResult {
     match session.request_client(method, PING_TIMEOUT).await {
         Ok(Outcome::Result(raw)) => match serde_json::from_str::<Value>(raw.get()) {
             Ok(Value::Object(map)) if map.is_empty() => Ok(text("pong")),
+            // Any other method's answer is shown as it came (`roots/list`, say).
+            Ok(answer) if method != "ping" => Ok(text(answer.to_string())),
             _ => Err(format!("the client answered {method} with {}, not {{}}", raw.get()).into()),
         },
         Ok(Outcome::Error(e)) => Err(format!(

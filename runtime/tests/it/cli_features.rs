@@ -428,3 +428,37 @@ fn help_has_examples() {
         assert!(out.contains("--json"), "{command}: {out}");
     }
 }
+
+#[test]
+fn root_offers_the_folder_to_servers_and_without_it_no_roots_are_declared() {
+    let dir = std::env::temp_dir().join(format!("switchboard-root-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let canonical = std::fs::canonicalize(&dir).expect("canonical");
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let asked = against_demo(&[
+        "call",
+        "ping_client",
+        r#"{"method":"roots/list"}"#,
+        "--root",
+        &dir_arg,
+    ]);
+    let text = succeeded(&asked);
+    let answer: Value = serde_json::from_str(text.trim()).expect("the roots/list answer");
+    assert_eq!(
+        answer["roots"][0]["uri"],
+        format!("file://{}", canonical.display())
+    );
+    // Without --root the client declares no roots and answers the request -32601: the tool
+    // reports that as its error.
+    let refused = against_demo(&["call", "ping_client", r#"{"method":"roots/list"}"#]);
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "stderr: {}",
+        stderr(&refused)
+    );
+    // A folder that is not there is a usage error.
+    let missing = against_demo(&["tools", "--root", "/nonexistent/switchboard-root"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let _ = std::fs::remove_dir(&dir);
+}
