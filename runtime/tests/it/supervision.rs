@@ -318,3 +318,60 @@ async fn one_broken_server_does_not_disturb_two_others() {
     }
     rt.shutdown().await;
 }
+
+/// Answers `roots/list` slowly, counting the requests it finished.
+#[derive(Debug)]
+struct SlowRoots(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl switchboard::client::RootsHandler for SlowRoots {
+    fn list_roots(
+        &self,
+        _server: &str,
+    ) -> switchboard::client::BoxFuture<Result<Vec<switchboard::client::Root>, String>> {
+        let done = self.0.clone();
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(vec![switchboard::client::Root::new("file:///tmp")])
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_server_request_in_flight_across_a_restart_is_answered_into_the_void_not_leaked() {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let handlers = switchboard::client::ClientHandlers::new().roots(SlowRoots(done.clone()));
+    let config = demo_stdio(&["--faults"])
+        .restart(fast_restarts())
+        .client_handlers(handlers);
+    let (rt, server) = runtime_with(config).await;
+    // The server asks for roots, and crashes while the handler is still working on it.
+    let asking = tokio::spawn({
+        let server = server.clone();
+        async move {
+            server
+                .call_tool("ping_client", json!({"method": "roots/list"}))
+                .await
+        }
+    });
+    assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
+    let _ = server.call_tool("crash", json!({"code": 1})).await;
+    let lost = asking.await.unwrap().unwrap_err();
+    assert!(matches!(lost, Error::Disconnected { .. }), "{lost:?}");
+    // The handler finishes, its answer goes nowhere, and the new session works.
+    assert!(
+        eventually(Duration::from_secs(5), || done
+            .load(std::sync::atomic::Ordering::SeqCst)
+            == 1)
+        .await
+    );
+    assert_back_after_a_restart(&server, "after").await;
+    assert_eq!(server.in_flight(), 0);
+    // The restarted server's own request is answered as usual.
+    let again = server
+        .call_tool("ping_client", json!({"method": "roots/list"}))
+        .await
+        .unwrap();
+    assert!(again.text().contains("file:///tmp"), "{}", again.text());
+    rt.shutdown().await;
+}
