@@ -301,3 +301,36 @@ async fn the_cli_serves_a_config_files_metrics_until_interrupted() {
     assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn feature_requests_are_labelled_by_method_never_by_uri_or_argument() {
+    let (rt, addr) = runtime_exporting("demo", demo_memory(&[])).await;
+    let server = rt.server("demo").unwrap();
+    server.read_resource("demo://text/hello").await.unwrap();
+    server.read_resource("demo://note/31337").await.unwrap();
+    let _ = server.read_resource("demo://missing").await.unwrap_err();
+    server
+        .get_prompt("greeting", [("name", "Zebediah")])
+        .await
+        .unwrap();
+    let body = scrape(addr);
+    assert_eq!(
+        value(
+            &body,
+            r#"switchboard_requests_total{server="demo",method="resources/read",outcome="ok"}"#
+        ),
+        Some(2.0),
+        "{body}"
+    );
+    assert_eq!(
+        value(
+            &body,
+            r#"switchboard_requests_total{server="demo",method="prompts/get",outcome="ok"}"#
+        ),
+        Some(1.0)
+    );
+    for secret in ["demo://", "31337", "Zebediah"] {
+        assert!(!body.contains(secret), "`{secret}` became a label value");
+    }
+    rt.shutdown().await;
+}
