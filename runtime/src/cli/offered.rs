@@ -12,13 +12,14 @@
 //! of one, else to the one server whose listing has what they were asked for ([`unique`]).
 
 use std::future::Future;
+use std::process::ExitCode;
 
 use futures_util::future::join_all;
 
 use switchboard::{ConfigFile, Runtime, ServerHandle};
 
 use super::config::{self, Report};
-use super::{ready, Failure, Interrupt, Interrupted};
+use super::{print, ready, Failure, Interrupt, Interrupted};
 
 /// JSON-RPC "method not found", which a server that predates declared capabilities answers
 /// for a feature it does not have.
@@ -222,4 +223,38 @@ pub(crate) fn unique<'a, T>(listings: &'a [Listing<T>], has: impl Fn(&T) -> bool
 pub(crate) fn quoted(names: &[&str]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     quoted.join(", ")
+}
+
+/// `switchboard resources` and `switchboard prompts`: starts `file`'s servers, lists `what`
+/// on each ready one, prints the listings (`document` with `--json`, else `text`), and exits
+/// as `tools` does: one server's failure is its own error, several are printed, then exit 3.
+pub(crate) async fn run_listing<T, F, Fut>(
+    file: &ConfigFile,
+    json: bool,
+    what: &str,
+    interrupt: &mut Interrupt,
+    list: F,
+    document: fn(&[Listing<T>]) -> Result<String, Failure>,
+    text: fn(&[Listing<T>]) -> String,
+) -> Result<ExitCode, Failure>
+where
+    F: Fn(ServerHandle) -> Fut,
+    Fut: Future<Output = switchboard::Result<Option<T>>>,
+{
+    let runtime = config::start_all(file, interrupt).await?;
+    let listings = list_each(&runtime, file, what, interrupt, list).await;
+    runtime.shutdown().await;
+    let listings = listings?;
+    if let Some(failure) = only_failure(&listings) {
+        return Err(failure);
+    }
+    print::emit(&if json {
+        document(&listings)?
+    } else {
+        text(&listings)
+    });
+    match failure(&listings, what) {
+        Some(failure) => Err(failure),
+        None => Ok(ExitCode::SUCCESS),
+    }
 }

@@ -108,22 +108,7 @@ pub(crate) async fn run_list(
     interrupt: &mut Interrupt,
 ) -> Result<ExitCode, Failure> {
     let file = config::servers(&args.config, &args.server)?;
-    let runtime = config::start_all(&file, interrupt).await?;
-    let listings = offered::list_each(&runtime, &file, "prompts", interrupt, list).await;
-    runtime.shutdown().await;
-    let listings = listings?;
-    if let Some(failure) = offered::only_failure(&listings) {
-        return Err(failure);
-    }
-    print::emit(&if args.json {
-        document(&listings)?
-    } else {
-        text(&listings)
-    });
-    match offered::failure(&listings, "prompts") {
-        Some(failure) => Err(failure),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    offered::run_listing(&file, args.json, "prompts", interrupt, list, document, text).await
 }
 
 /// The `prompts --json` document.
