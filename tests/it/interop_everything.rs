@@ -17,6 +17,10 @@ use switchboard::{Error, Runtime, ServerConfig, ServerHandle};
 use tokio::sync::broadcast;
 
 use crate::interop::{enabled, one_server_runtime, peer_bin, AcceptWithName, HttpPeer};
+use switchboard::client::{
+    BoxFuture, ElicitationHandler, ElicitationRequest, ElicitationResponse, Root, RootsHandler,
+    SamplingHandler, SamplingRequest, SamplingResponse, UrlElicitation,
+};
 
 mod tools;
 
@@ -46,7 +50,7 @@ async fn interop_everything_features_over_stdio() {
     let rt = one_server_runtime(
         ServerConfig::stdio(&bin)
             .arg("stdio")
-            .client_handlers(ClientHandlers::new().elicitation(AcceptWithName)),
+            .client_handlers(all_handlers()),
     )
     .await;
     every_feature(&rt).await;
@@ -62,7 +66,7 @@ async fn interop_everything_features_over_streamable_http() {
     let peer = HttpPeer::start("streamableHttp");
     let rt = one_server_runtime(
         ServerConfig::http(peer.url("/mcp"), HttpKind::StreamableHttp)
-            .client_handlers(ClientHandlers::new().elicitation(AcceptWithName)),
+            .client_handlers(all_handlers()),
     )
     .await;
     every_feature(&rt).await;
@@ -420,4 +424,75 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// The root the runtime offers server-everything.
+pub(crate) const INTEROP_ROOT: &str = "file:///tmp/switchboard-interop";
+
+/// Every client handler, so that the server registers every tool that needs one.
+fn all_handlers() -> ClientHandlers {
+    ClientHandlers::new()
+        .elicitation(FormsAndUrls)
+        .roots(OneRoot)
+        .sampling(EchoModel)
+}
+
+/// Accepts forms as [`AcceptWithName`] does, and every URL (nobody opens it in a test).
+#[derive(Debug)]
+struct FormsAndUrls;
+
+impl ElicitationHandler for FormsAndUrls {
+    fn elicit(
+        &self,
+        server: &str,
+        request: ElicitationRequest,
+    ) -> BoxFuture<Result<ElicitationResponse, String>> {
+        AcceptWithName.elicit(server, request)
+    }
+
+    fn handles_url(&self) -> bool {
+        true
+    }
+
+    fn elicit_url(
+        &self,
+        _server: &str,
+        request: UrlElicitation,
+    ) -> BoxFuture<Result<ElicitationResponse, String>> {
+        assert_eq!(request.url, "https://example.invalid/authorize");
+        Box::pin(async { Ok(ElicitationResponse::accept_url()) })
+    }
+}
+
+#[derive(Debug)]
+struct OneRoot;
+
+impl RootsHandler for OneRoot {
+    fn list_roots(&self, _server: &str) -> BoxFuture<Result<Vec<Root>, String>> {
+        Box::pin(async { Ok(vec![Root::new(INTEROP_ROOT).name("interop")]) })
+    }
+}
+
+/// A "model" that answers with the text it was given.
+#[derive(Debug)]
+struct EchoModel;
+
+impl SamplingHandler for EchoModel {
+    fn create_message(
+        &self,
+        _server: &str,
+        request: SamplingRequest,
+    ) -> BoxFuture<Result<SamplingResponse, String>> {
+        let said: String = request
+            .messages
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .filter_map(|c| match c {
+                Content::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let answer = Content::text(format!("sampled: {said}"));
+        Box::pin(async move { Ok(SamplingResponse::new("switchboard-test-model", [answer])) })
+    }
 }

@@ -10,24 +10,19 @@ use switchboard::{Error, ServerHandle};
 
 use super::{base64_decode, tool_names};
 
-/// Tools that send the client requests it has no handler for yet. They are registered only
-/// for a client that declares the capability, so this runtime never sees them listed; should
-/// one be listed anyway, it is not called. They wait for the client handlers:
-/// roots (`roots/list`), sampling (`sampling/createMessage`), URL-mode elicitation, and the
-/// task-augmented sampling and elicitation requests.
-const AWAITING_CLIENT_HANDLERS: &[&str] = &[
-    "get-roots-list",
-    "trigger-sampling-request",
+/// Tools that send the client task-augmented requests, which Switchboard does not run. The
+/// server registers them only for a client that declares `tasks.requests`, which this one
+/// does not, so they are never listed; should one be listed anyway, it is not called.
+const NEED_CLIENT_TASKS: &[&str] = &[
     "trigger-sampling-request-async",
     "trigger-elicitation-request-async",
-    "trigger-url-elicitation",
 ];
 
 /// Tools called by the logging and subscription checks, which need them in a set order.
 const CALLED_BY_OTHER_CHECKS: &[&str] = &["toggle-simulated-logging", "toggle-subscriber-updates"];
 
 /// The tools the server always lists, plus the conditional ones this client's capabilities
-/// (elicitation only) make it register after `initialized`.
+/// (roots, sampling, form and URL elicitation) make it register after `initialized`.
 const EXPECTED_TOOLS: &[&str] = &[
     "echo",
     "get-annotated-message",
@@ -43,6 +38,9 @@ const EXPECTED_TOOLS: &[&str] = &[
     "trigger-long-running-operation",
     "simulate-research-query",
     "trigger-elicitation-request",
+    "get-roots-list",
+    "trigger-sampling-request",
+    "trigger-url-elicitation",
 ];
 
 /// Arguments for a tool: chosen here where the values matter, else derived from its input
@@ -55,6 +53,11 @@ fn arguments_for(tool: &Tool) -> Value {
         "get-annotated-message" => json!({"messageType": "success", "includeImage": true}),
         "get-resource-links" => json!({"count": 2}),
         "get-resource-reference" => json!({"resourceType": "Blob", "resourceId": 2}),
+        "trigger-sampling-request" => json!({"prompt": "name a colour", "maxTokens": 20}),
+        "trigger-url-elicitation" => json!({
+            "url": "https://example.invalid/authorize",
+            "message": "Authorize Switchboard"
+        }),
         // No internet on test machines: the file comes in a `data:` URI.
         "gzip-file-as-resource" => json!({
             "name": "interop.txt.gz",
@@ -99,7 +102,7 @@ pub(super) async fn every_tool(server: &ServerHandle) {
     let mut called = BTreeSet::new();
     for tool in tools.iter() {
         let name = tool.name.as_str();
-        if AWAITING_CLIENT_HANDLERS.contains(&name) || CALLED_BY_OTHER_CHECKS.contains(&name) {
+        if NEED_CLIENT_TASKS.contains(&name) || CALLED_BY_OTHER_CHECKS.contains(&name) {
             continue;
         }
         if tool.requires_task() {
@@ -150,7 +153,7 @@ pub(super) async fn every_tool(server: &ServerHandle) {
     let expected: BTreeSet<String> = listed
         .iter()
         .filter(|n| {
-            !AWAITING_CLIENT_HANDLERS.contains(&n.as_str())
+            !NEED_CLIENT_TASKS.contains(&n.as_str())
                 && !CALLED_BY_OTHER_CHECKS.contains(&n.as_str())
         })
         .cloned()
@@ -163,6 +166,17 @@ async fn check_tool_result(server: &ServerHandle, name: &str, result: &CallToolR
     let text = result.text();
     match name {
         "echo" => assert_eq!(text, "Echo: hello from switchboard"),
+        // The roots the runtime's handler gave, as the server got them.
+        "get-roots-list" => {
+            assert!(text.contains(super::INTEROP_ROOT), "{text}");
+            assert!(text.contains("interop"), "{text}");
+        }
+        // The handler saw the server's prompt, and its answer came back in the result.
+        "trigger-sampling-request" => {
+            assert!(text.contains("sampled: Resource trigger-sampling-request context: name a colour"), "{text}");
+            assert!(text.contains("switchboard-test-model"), "{text}");
+        }
+        "trigger-url-elicitation" => assert!(text.to_lowercase().contains("accept"), "{text}"),
         "get-sum" => assert!(text.contains("42"), "{text}"),
         "get-annotated-message" => {
             assert!(text.contains("Operation completed successfully"), "{text}");
