@@ -51,7 +51,10 @@ pub(crate) async fn run(interrupt: &mut Interrupt) -> Result<ExitCode, Failure> 
         .tool_timeout("hang", HANG_TIMEOUT)
         .restart(switchboard::RestartPolicy::off());
     // The tour is the same everywhere: MCP_TIMEOUT and MCP_TOOL_TIMEOUT are not read.
-    let builder = Runtime::builder().server(SERVER, config);
+    // Like every subcommand, it answers form elicitation on a terminal (and `--root`).
+    let builder = Runtime::builder()
+        .client_handlers(super::elicit::handlers())
+        .server(SERVER, config);
     let runtime = start(
         builder,
         format!("server `{SERVER}` was starting"),
