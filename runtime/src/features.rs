@@ -1,5 +1,6 @@
 //! Typed methods for the server features besides tools: resources, prompts, completion,
-//! logging and ping, each one more request on the one call path.
+//! logging and ping, each one more request on the one call path; and the runtime's routing
+//! of a URI or a prompt name to the one server that offers it.
 //!
 //! Every `list_*` follows the pages to the end (with the same cap as `tools/list`); a
 //! `list_*_page` returns one page. From protocol 2025-06-18 on, a method whose capability the
@@ -339,5 +340,91 @@ fn page_params(cursor: Option<&str>) -> Value {
     match cursor {
         Some(cursor) => json!({ "cursor": cursor }),
         None => json!({}),
+    }
+}
+
+/// The runtime's side: a URI or a prompt name is routed to the one server that offers it.
+impl crate::Runtime {
+    /// Every ready server's prompts, named as the tool catalogue names tools: a prompt is
+    /// prefixed with its server only when another server has one of the same name (with the
+    /// default naming). The entries' `tool` is the prompt's name, title and description.
+    pub fn prompt_catalogue(&self) -> Arc<crate::Catalogue> {
+        self.inner.registry.prompts.load_full()
+    }
+
+    /// Fetches a prompt by its name in [`prompt_catalogue`](Self::prompt_catalogue), from
+    /// the server that offers it.
+    pub async fn get_prompt<K, V>(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<crate::model::GetPromptResult>
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let (server, prompt) = {
+            let prompts = self.inner.registry.prompts.load();
+            match prompts.resolve(name) {
+                Ok(entry) => (entry.server.clone(), entry.tool.name.clone()),
+                Err(crate::catalogue::Unresolved::Unknown) => {
+                    return Err(Error::UnknownPrompt { name: name.into() })
+                }
+                Err(crate::catalogue::Unresolved::Ambiguous(collision)) => {
+                    return Err(Error::AmbiguousPrompt {
+                        name: name.into(),
+                        servers: collision.servers.clone(),
+                    })
+                }
+            }
+        };
+        self.server(&server)?.get_prompt(&prompt, arguments).await
+    }
+
+    /// The ready servers that list `uri` as a resource, or else a template matching it.
+    pub fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {
+        let servers = self.servers();
+        let ready: Vec<(ServerHandle, crate::ServerStatus)> = servers
+            .into_iter()
+            .map(|h| {
+                let status = h.status();
+                (h, status)
+            })
+            .filter(|(_, status)| status.is_ready())
+            .collect();
+        let listing: Vec<ServerHandle> = ready
+            .iter()
+            .filter(|(_, s)| s.resources.iter().any(|r| r.uri == uri))
+            .map(|(h, _)| h.clone())
+            .collect();
+        if !listing.is_empty() {
+            return listing;
+        }
+        ready
+            .into_iter()
+            .filter(|(_, s)| {
+                s.resource_templates
+                    .iter()
+                    .any(|t| crate::uri_template::matches(&t.uri_template, uri))
+            })
+            .map(|(h, _)| h)
+            .collect()
+    }
+
+    /// Reads a resource from the one server that lists it (or a template matching it).
+    pub async fn read_resource(&self, uri: &str) -> Result<crate::model::ReadResourceResult> {
+        let owners = self.resource_owners(uri);
+        match &owners[..] {
+            [one] => one.read_resource(uri).await,
+            [] => Err(Error::ResourceNotFound {
+                server: None,
+                uri: uri.into(),
+                message: "no ready server lists it or a template that matches it".into(),
+            }),
+            several => Err(Error::AmbiguousResource {
+                uri: uri.into(),
+                servers: several.iter().map(|h| Arc::from(h.name())).collect(),
+            }),
+        }
     }
 }

@@ -11,17 +11,20 @@
 //!
 //! The work is split by concern: [`lifecycle`] (connecting, handshake, going down,
 //! restarts), [`liveness`] (pings and silence), [`inbound`] (what the server sends that is
-//! not an answer), [`handlers`] (the server's requests, answered by the application).
+//! not an answer), [`handlers`] (the server's requests, answered by the application),
+//! [`features`] (resources and prompts listed into the status), [`own`] (the actor's own
+//! requests).
 
 mod features;
 mod handlers;
 mod inbound;
 mod lifecycle;
 mod liveness;
+mod own;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,16 +41,15 @@ use switchboard_transports::connection::{Control, Event, KillHandle};
 use switchboard_transports::{CloseReason, Connection};
 use tokio::sync::{mpsc, watch};
 
-use crate::calls::request::{self, Spec};
 use crate::calls::table::{Silence, Table};
 use crate::calls::Gate;
 use crate::config::ServerConfig;
-use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::error::Error;
 use crate::metrics::CancelReason;
 use crate::restart::{Backoff, Liveness};
 use crate::status::{ServerState, ServerStatus};
 use crate::transport::{Transport, TransportKind};
+use own::OwnRequests;
 
 /// How long a burst of `notifications/tools/list_changed` is gathered into one re-list.
 const RELIST_DEBOUNCE: Duration = Duration::from_millis(100);
@@ -523,56 +525,6 @@ impl Handler<InjectPanic> for ServerActor {
 
     fn handle(&mut self, _: InjectPanic, _ctx: &mut Context<Self>) {
         panic!("panic injected into the actor of server `{}`", self.name);
-    }
-}
-
-/// What the actor's own requests need, apart from the actor: they run as futures of its own.
-#[derive(Clone)]
-struct OwnRequests {
-    table: Arc<Table>,
-    ids: Arc<AtomicI64>,
-    /// The actor's own requests in flight, which liveness does not count as callers'.
-    outstanding: Arc<AtomicUsize>,
-}
-
-/// Counts one of the actor's own requests while it is in flight.
-struct Outstanding(Arc<AtomicUsize>);
-
-impl Drop for Outstanding {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl OwnRequests {
-    fn frame<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> (i64, bytes::Bytes) {
-        let id = self.ids.fetch_add(1, Ordering::Relaxed);
-        (id, frame::request(id, method, params))
-    }
-
-    /// Sends one request; `None` when the table is closed (the connection is gone).
-    async fn send(
-        &self,
-        method: &'static str,
-        (id, frame): (i64, bytes::Bytes),
-        timeout: Option<Duration>,
-    ) -> Option<Result<Box<RawValue>, Error>> {
-        let spec = Spec {
-            method: method.into(),
-            tool: None,
-            started: Instant::now(),
-            policy: timeout
-                .map(|t| DeadlinePolicy::resolve(&ToolPolicy::new().timeout(t), None, None, t)),
-            progress: None,
-            // `initialize` is never cancelled: the startup timeout closes the connection.
-            cancellable: method != mcp::methods::INITIALIZE,
-            reports_silence: true,
-        };
-        self.outstanding.fetch_add(1, Ordering::Relaxed);
-        let _counted = Outstanding(self.outstanding.clone());
-        request::send(&self.table, id, frame, &spec, None)
-            .await
-            .ok()
     }
 }
 
