@@ -258,3 +258,37 @@ where
         None => Ok(ExitCode::SUCCESS),
     }
 }
+
+/// The human listing of `what`: `lines` for one server, else each server's line (name, state,
+/// error or "no WHAT") with its own lines indented under it.
+pub(crate) fn grouped_text<T>(
+    listings: &[Listing<T>],
+    what: &str,
+    lines: impl Fn(&mut String, &str, &T),
+) -> String {
+    let mut out = String::new();
+    if let [only] = listings {
+        match &only.offer {
+            Offer::Listed(listed) => lines(&mut out, "", listed),
+            _ => eprintln!("server `{}`: no {what}", only.report.name),
+        }
+        return out;
+    }
+    for listing in listings {
+        out.push_str(&listing.report.name);
+        out.push_str(" (");
+        out.push_str(listing.report.state);
+        if let Some(error) = listing.error() {
+            out.push_str(", ");
+            out.push_str(error);
+        } else if matches!(listing.offer, Offer::NotOffered) {
+            out.push_str(", no ");
+            out.push_str(what);
+        }
+        out.push_str(")\n");
+        if let Offer::Listed(listed) = &listing.offer {
+            lines(&mut out, "  ", listed);
+        }
+    }
+    out
+}

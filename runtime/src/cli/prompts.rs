@@ -147,30 +147,9 @@ fn document(listings: &[Listing<Vec<Prompt>>]) -> Result<String, Failure> {
 /// A line per prompt and one per argument under it; grouped under a line per server when
 /// there are several servers.
 fn text(listings: &[Listing<Vec<Prompt>>]) -> String {
-    let mut out = String::new();
-    if let [only] = listings {
-        match &only.offer {
-            Offer::Listed(prompts) => lines(&mut out, "", prompts),
-            _ => eprintln!("server `{}`: no prompts", only.report.name),
-        }
-        return out;
-    }
-    for listing in listings {
-        out.push_str(&listing.report.name);
-        out.push_str(" (");
-        out.push_str(listing.report.state);
-        if let Some(error) = listing.error() {
-            out.push_str(", ");
-            out.push_str(error);
-        } else if matches!(listing.offer, Offer::NotOffered) {
-            out.push_str(", no prompts");
-        }
-        out.push_str(")\n");
-        if let Offer::Listed(prompts) = &listing.offer {
-            lines(&mut out, "  ", prompts);
-        }
-    }
-    out
+    offered::grouped_text(listings, "prompts", |out, indent, prompts: &Vec<Prompt>| {
+        lines(out, indent, prompts)
+    })
 }
 
 fn lines(out: &mut String, indent: &str, prompts: &[Prompt]) {

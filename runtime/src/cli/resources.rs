@@ -182,30 +182,7 @@ fn document(listings: &[Listing<Listed>]) -> Result<String, Failure> {
 /// One line per resource and template; grouped under a line per server when there are
 /// several servers.
 fn text(listings: &[Listing<Listed>]) -> String {
-    let mut out = String::new();
-    if let [only] = listings {
-        match &only.offer {
-            Offer::Listed(listed) => lines(&mut out, "", listed),
-            _ => eprintln!("server `{}`: no resources", only.report.name),
-        }
-        return out;
-    }
-    for listing in listings {
-        out.push_str(&listing.report.name);
-        out.push_str(" (");
-        out.push_str(listing.report.state);
-        if let Some(error) = listing.error() {
-            out.push_str(", ");
-            out.push_str(error);
-        } else if matches!(listing.offer, Offer::NotOffered) {
-            out.push_str(", no resources");
-        }
-        out.push_str(")\n");
-        if let Offer::Listed(listed) = &listing.offer {
-            lines(&mut out, "  ", listed);
-        }
-    }
-    out
+    offered::grouped_text(listings, "resources", lines)
 }
 
 fn lines(out: &mut String, indent: &str, listed: &Listed) {
