@@ -2,22 +2,23 @@
 //! `.ci/peers`), through the typed methods of `ServerHandle`: the same test body over stdio
 //! and over Streamable HTTP.
 //!
-//! Runs only with `SWITCHBOARD_INTEROP=1` (see `interop.rs`). The runtime declares the one
-//! client capability it has a handler for (elicitation), so the server lists its always-present
-//! tools, `simulate-research-query` (task-only) and `trigger-elicitation-request`.
+//! Runs only with `SWITCHBOARD_INTEROP=1` (see `interop.rs`). The runtime has roots, sampling
+//! and elicitation (form and URL mode) handlers ([`client::Recorder`]), so after `initialized`
+//! the server registers the tools that send those requests, beside its always-present tools
+//! and `simulate-research-query` (task-only).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use switchboard::client::ClientHandlers;
 use switchboard::model::{CompletionReference, Content, LoggingLevel, ResourceContents, Tool};
 use switchboard::transport::HttpKind;
 use switchboard::{Error, Runtime, ServerConfig, ServerHandle};
 use tokio::sync::broadcast;
 
-use crate::interop::{enabled, one_server_runtime, peer_bin, AcceptWithName, HttpPeer};
+use crate::interop::{enabled, one_server_runtime, peer_bin, HttpPeer};
 
+mod client;
 mod tools;
 
 /// The static documents the server lists under `demo://resource/static/document/`.
@@ -43,13 +44,14 @@ async fn interop_everything_features_over_stdio() {
     }
     let bin = peer_bin("mcp-server-everything");
     assert!(bin.exists(), "peer not installed at {}", bin.display());
+    let client = client::Recorder::default();
     let rt = one_server_runtime(
         ServerConfig::stdio(&bin)
             .arg("stdio")
-            .client_handlers(ClientHandlers::new().elicitation(AcceptWithName)),
+            .client_handlers(client.handlers()),
     )
     .await;
-    every_feature(&rt).await;
+    every_feature(&rt, &client).await;
     rt.shutdown().await;
 }
 
@@ -60,17 +62,18 @@ async fn interop_everything_features_over_streamable_http() {
         return;
     }
     let peer = HttpPeer::start("streamableHttp");
+    let client = client::Recorder::default();
     let rt = one_server_runtime(
         ServerConfig::http(peer.url("/mcp"), HttpKind::StreamableHttp)
-            .client_handlers(ClientHandlers::new().elicitation(AcceptWithName)),
+            .client_handlers(client.handlers()),
     )
     .await;
-    every_feature(&rt).await;
+    every_feature(&rt, &client).await;
     rt.shutdown().await;
 }
 
 /// The test body shared by both transports.
-async fn every_feature(rt: &Runtime) {
+async fn every_feature(rt: &Runtime, client: &client::Recorder) {
     let server = rt.server("everything").unwrap();
     assert!(server.status().is_ready(), "{:?}", server.status().state);
     assert_eq!(
@@ -79,11 +82,7 @@ async fn every_feature(rt: &Runtime) {
     );
     // The conditional tools come with a `tools/list_changed` after `initialized`; the runtime
     // must have listed them before the task-only one can be refused locally.
-    wait_for_tools(
-        &server,
-        &["simulate-research-query", "trigger-elicitation-request"],
-    )
-    .await;
+    wait_for_tools(&server, tools::CONDITIONAL_TOOLS).await;
 
     static_resources(&server).await;
     resource_templates(&server).await;
@@ -92,7 +91,7 @@ async fn every_feature(rt: &Runtime) {
     completion(&server).await;
     logs(&server).await;
     subscription(&server).await;
-    tools::every_tool(&server).await;
+    tools::every_tool(&server, client).await;
 }
 
 async fn wait_for_tools(server: &ServerHandle, names: &[&str]) {
