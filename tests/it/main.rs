@@ -8,6 +8,7 @@ mod http_session;
 mod http_timeout;
 mod interop;
 mod interop_everything;
+mod interop_filesystem;
 mod interop_python;
 mod secrets;
 mod wire;
