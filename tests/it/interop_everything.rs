@@ -2,26 +2,23 @@
 //! `.ci/peers`), through the typed methods of `ServerHandle`: the same test body over stdio
 //! and over Streamable HTTP.
 //!
-//! Runs only with `SWITCHBOARD_INTEROP=1` (see `interop.rs`). The runtime declares the one
-//! client capability it has a handler for (elicitation), so the server lists its always-present
-//! tools, `simulate-research-query` (task-only) and `trigger-elicitation-request`.
+//! Runs only with `SWITCHBOARD_INTEROP=1` (see `interop.rs`). The runtime has roots, sampling
+//! and elicitation (form and URL mode) handlers ([`client::Recorder`]), so after `initialized`
+//! the server registers the tools that send those requests, beside its always-present tools
+//! and `simulate-research-query` (task-only).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use switchboard::client::ClientHandlers;
 use switchboard::model::{CompletionReference, Content, LoggingLevel, ResourceContents, Tool};
 use switchboard::transport::HttpKind;
 use switchboard::{Error, Runtime, ServerConfig, ServerHandle};
 use tokio::sync::broadcast;
 
-use crate::interop::{enabled, one_server_runtime, peer_bin, AcceptWithName, HttpPeer};
-use switchboard::client::{
-    BoxFuture, ElicitationHandler, ElicitationRequest, ElicitationResponse, Root, RootsHandler,
-    SamplingHandler, SamplingRequest, SamplingResponse, UrlElicitation,
-};
+use crate::interop::{enabled, one_server_runtime, peer_bin, HttpPeer};
 
+mod client;
 mod tools;
 
 /// The static documents the server lists under `demo://resource/static/document/`.
@@ -47,13 +44,14 @@ async fn interop_everything_features_over_stdio() {
     }
     let bin = peer_bin("mcp-server-everything");
     assert!(bin.exists(), "peer not installed at {}", bin.display());
+    let client = client::Recorder::default();
     let rt = one_server_runtime(
         ServerConfig::stdio(&bin)
             .arg("stdio")
-            .client_handlers(all_handlers()),
+            .client_handlers(client.handlers()),
     )
     .await;
-    every_feature(&rt).await;
+    every_feature(&rt, &client).await;
     rt.shutdown().await;
 }
 
@@ -64,17 +62,18 @@ async fn interop_everything_features_over_streamable_http() {
         return;
     }
     let peer = HttpPeer::start("streamableHttp");
+    let client = client::Recorder::default();
     let rt = one_server_runtime(
         ServerConfig::http(peer.url("/mcp"), HttpKind::StreamableHttp)
-            .client_handlers(all_handlers()),
+            .client_handlers(client.handlers()),
     )
     .await;
-    every_feature(&rt).await;
+    every_feature(&rt, &client).await;
     rt.shutdown().await;
 }
 
 /// The test body shared by both transports.
-async fn every_feature(rt: &Runtime) {
+async fn every_feature(rt: &Runtime, client: &client::Recorder) {
     let server = rt.server("everything").unwrap();
     assert!(server.status().is_ready(), "{:?}", server.status().state);
     assert_eq!(
@@ -83,11 +82,7 @@ async fn every_feature(rt: &Runtime) {
     );
     // The conditional tools come with a `tools/list_changed` after `initialized`; the runtime
     // must have listed them before the task-only one can be refused locally.
-    wait_for_tools(
-        &server,
-        &["simulate-research-query", "trigger-elicitation-request"],
-    )
-    .await;
+    wait_for_tools(&server, tools::CONDITIONAL_TOOLS).await;
 
     static_resources(&server).await;
     resource_templates(&server).await;
@@ -96,7 +91,7 @@ async fn every_feature(rt: &Runtime) {
     completion(&server).await;
     logs(&server).await;
     subscription(&server).await;
-    tools::every_tool(&server).await;
+    tools::every_tool(&server, client).await;
 }
 
 async fn wait_for_tools(server: &ServerHandle, names: &[&str]) {
@@ -424,75 +419,4 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
-}
-
-/// The root the runtime offers server-everything.
-pub(crate) const INTEROP_ROOT: &str = "file:///tmp/switchboard-interop";
-
-/// Every client handler, so that the server registers every tool that needs one.
-fn all_handlers() -> ClientHandlers {
-    ClientHandlers::new()
-        .elicitation(FormsAndUrls)
-        .roots(OneRoot)
-        .sampling(EchoModel)
-}
-
-/// Accepts forms as [`AcceptWithName`] does, and every URL (nobody opens it in a test).
-#[derive(Debug)]
-struct FormsAndUrls;
-
-impl ElicitationHandler for FormsAndUrls {
-    fn elicit(
-        &self,
-        server: &str,
-        request: ElicitationRequest,
-    ) -> BoxFuture<Result<ElicitationResponse, String>> {
-        AcceptWithName.elicit(server, request)
-    }
-
-    fn handles_url(&self) -> bool {
-        true
-    }
-
-    fn elicit_url(
-        &self,
-        _server: &str,
-        request: UrlElicitation,
-    ) -> BoxFuture<Result<ElicitationResponse, String>> {
-        assert_eq!(request.url, "https://example.invalid/authorize");
-        Box::pin(async { Ok(ElicitationResponse::accept_url()) })
-    }
-}
-
-#[derive(Debug)]
-struct OneRoot;
-
-impl RootsHandler for OneRoot {
-    fn list_roots(&self, _server: &str) -> BoxFuture<Result<Vec<Root>, String>> {
-        Box::pin(async { Ok(vec![Root::new(INTEROP_ROOT).name("interop")]) })
-    }
-}
-
-/// A "model" that answers with the text it was given.
-#[derive(Debug)]
-struct EchoModel;
-
-impl SamplingHandler for EchoModel {
-    fn create_message(
-        &self,
-        _server: &str,
-        request: SamplingRequest,
-    ) -> BoxFuture<Result<SamplingResponse, String>> {
-        let said: String = request
-            .messages
-            .iter()
-            .flat_map(|m| m.content.iter())
-            .filter_map(|c| match c {
-                Content::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect();
-        let answer = Content::text(format!("sampled: {said}"));
-        Box::pin(async move { Ok(SamplingResponse::new("switchboard-test-model", [answer])) })
-    }
 }

@@ -5,14 +5,17 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
-use switchboard::model::{CallToolResult, Content, ResourceContents, Tool};
+use switchboard::model::{CallToolResult, Content, ResourceContents, Role, Tool};
 use switchboard::{Error, ServerHandle};
 
+use super::client::{self, Recorder, MODEL, SAMPLED_PREFIX};
 use super::{base64_decode, tool_names};
 
-/// Tools that send the client task-augmented requests, which Switchboard does not run. The
-/// server registers them only for a client that declares `tasks.requests`, which this one
-/// does not, so they are never listed; should one be listed anyway, it is not called.
+/// Tools that send sampling and elicitation requests the client is to run as tasks of its
+/// own (`params.task`). The server registers them only for a client that declares
+/// `tasks.requests.sampling.createMessage` / `tasks.requests.elicitation.create`; the runtime
+/// has no client-side task system and declares neither, so they must not be listed (and are
+/// never called).
 const NEED_CLIENT_TASKS: &[&str] = &[
     "trigger-sampling-request-async",
     "trigger-elicitation-request-async",
@@ -21,9 +24,8 @@ const NEED_CLIENT_TASKS: &[&str] = &[
 /// Tools called by the logging and subscription checks, which need them in a set order.
 const CALLED_BY_OTHER_CHECKS: &[&str] = &["toggle-simulated-logging", "toggle-subscriber-updates"];
 
-/// The tools the server always lists, plus the conditional ones this client's capabilities
-/// (roots, sampling, form and URL elicitation) make it register after `initialized`.
-const EXPECTED_TOOLS: &[&str] = &[
+/// The tools the server always lists.
+const ALWAYS_LISTED: &[&str] = &[
     "echo",
     "get-annotated-message",
     "get-env",
@@ -36,12 +38,24 @@ const EXPECTED_TOOLS: &[&str] = &[
     "toggle-simulated-logging",
     "toggle-subscriber-updates",
     "trigger-long-running-operation",
+];
+
+/// The tools the server registers after `initialized` for this client's capabilities (roots,
+/// sampling, form and URL elicitation), announced with `tools/list_changed`.
+pub(super) const CONDITIONAL_TOOLS: &[&str] = &[
     "simulate-research-query",
-    "trigger-elicitation-request",
     "get-roots-list",
     "trigger-sampling-request",
+    "trigger-elicitation-request",
     "trigger-url-elicitation",
 ];
+
+/// The prompt given to `trigger-sampling-request`.
+const SAMPLING_PROMPT: &str = "what does switchboard do?";
+
+/// The URL given to `trigger-url-elicitation` (request path), and its elicitation id.
+const CONSENT_URL: &str = "https://example.com/switchboard/consent";
+const CONSENT_ID: &str = "switchboard-interop-consent";
 
 /// Arguments for a tool: chosen here where the values matter, else derived from its input
 /// schema (each required property gets its default, its first enum value, or a value of its
@@ -53,17 +67,14 @@ fn arguments_for(tool: &Tool) -> Value {
         "get-annotated-message" => json!({"messageType": "success", "includeImage": true}),
         "get-resource-links" => json!({"count": 2}),
         "get-resource-reference" => json!({"resourceType": "Blob", "resourceId": 2}),
-        "trigger-sampling-request" => json!({"prompt": "name a colour", "maxTokens": 20}),
-        "trigger-url-elicitation" => json!({
-            "url": "https://example.invalid/authorize",
-            "message": "Authorize Switchboard"
-        }),
         // No internet on test machines: the file comes in a `data:` URI.
         "gzip-file-as-resource" => json!({
             "name": "interop.txt.gz",
             "data": "data:text/plain,hello%20from%20switchboard",
             "outputType": "resourceLink",
         }),
+        "trigger-sampling-request" => json!({"prompt": SAMPLING_PROMPT, "maxTokens": 64}),
+        "trigger-url-elicitation" => json!({"url": CONSENT_URL, "elicitationId": CONSENT_ID}),
         _ => derive_arguments(&tool.input_schema),
     }
 }
@@ -90,19 +101,25 @@ fn derive_arguments(schema: &Value) -> Value {
     Value::Object(arguments)
 }
 
-pub(super) async fn every_tool(server: &ServerHandle) {
+pub(super) async fn every_tool(server: &ServerHandle, client: &Recorder) {
     let tools = server.tools();
     let listed = tool_names(&tools);
-    for expected in EXPECTED_TOOLS {
+    for expected in ALWAYS_LISTED.iter().chain(CONDITIONAL_TOOLS) {
         assert!(
             listed.contains(*expected),
             "{expected} not listed: {listed:?}"
         );
     }
+    for unexpected in NEED_CLIENT_TASKS {
+        assert!(
+            !listed.contains(*unexpected),
+            "{unexpected} listed, but the runtime declares no client tasks: {listed:?}"
+        );
+    }
     let mut called = BTreeSet::new();
     for tool in tools.iter() {
         let name = tool.name.as_str();
-        if NEED_CLIENT_TASKS.contains(&name) || CALLED_BY_OTHER_CHECKS.contains(&name) {
+        if CALLED_BY_OTHER_CHECKS.contains(&name) {
             continue;
         }
         if tool.requires_task() {
@@ -147,36 +164,27 @@ pub(super) async fn every_tool(server: &ServerHandle) {
             );
             assert_eq!(result.output_schema_mismatch, None, "{name}");
         }
-        check_tool_result(server, name, &result).await;
+        check_tool_result(server, client, name, &result).await;
         called.insert(name.to_owned());
     }
     let expected: BTreeSet<String> = listed
         .iter()
-        .filter(|n| {
-            !NEED_CLIENT_TASKS.contains(&n.as_str())
-                && !CALLED_BY_OTHER_CHECKS.contains(&n.as_str())
-        })
+        .filter(|n| !CALLED_BY_OTHER_CHECKS.contains(&n.as_str()))
         .cloned()
         .collect();
     assert_eq!(called, expected);
 }
 
 /// What each known tool must have answered, beyond success.
-async fn check_tool_result(server: &ServerHandle, name: &str, result: &CallToolResult) {
+async fn check_tool_result(
+    server: &ServerHandle,
+    client: &Recorder,
+    name: &str,
+    result: &CallToolResult,
+) {
     let text = result.text();
     match name {
         "echo" => assert_eq!(text, "Echo: hello from switchboard"),
-        // The roots the runtime's handler gave, as the server got them.
-        "get-roots-list" => {
-            assert!(text.contains(super::INTEROP_ROOT), "{text}");
-            assert!(text.contains("interop"), "{text}");
-        }
-        // The handler saw the server's prompt, and its answer came back in the result.
-        "trigger-sampling-request" => {
-            assert!(text.contains("sampled: Resource trigger-sampling-request context: name a colour"), "{text}");
-            assert!(text.contains("switchboard-test-model"), "{text}");
-        }
-        "trigger-url-elicitation" => assert!(text.to_lowercase().contains("accept"), "{text}"),
         "get-sum" => assert!(text.contains("42"), "{text}"),
         "get-annotated-message" => {
             assert!(text.contains("Operation completed successfully"), "{text}");
@@ -222,12 +230,10 @@ async fn check_tool_result(server: &ServerHandle, name: &str, result: &CallToolR
             let bytes = base64_decode(&blob.blob).expect("base64");
             assert_eq!(bytes[..2], [0x1f, 0x8b], "not gzip");
         }
-        "trigger-elicitation-request" => {
-            assert!(
-                text.contains("User provided the requested information"),
-                "{text}"
-            );
-        }
+        "get-roots-list" => roots_listed(client, &text),
+        "trigger-sampling-request" => sampled(client, &text),
+        "trigger-elicitation-request" => form_elicited(client, &text),
+        "trigger-url-elicitation" => url_elicited(server, client, &text).await,
         "trigger-long-running-operation" => {
             assert!(text.contains("Steps: 3"), "{text}");
         }
@@ -241,4 +247,129 @@ fn has_png(result: &CallToolResult) -> bool {
             if image.mime_type == "image/png"
                 && base64_decode(&image.data).is_some_and(|b| b.starts_with(b"\x89PNG")))
     })
+}
+
+/// `get-roots-list` shows the roots the handler gave, which the server asked for itself.
+fn roots_listed(client: &Recorder, text: &str) {
+    assert!(
+        client.seen(|s| s.roots) >= 1,
+        "roots/list never reached the handler"
+    );
+    let roots = client::roots();
+    assert!(
+        text.starts_with(&format!("Current MCP Roots ({} total):", roots.len())),
+        "{text}"
+    );
+    for (i, root) in roots.iter().enumerate() {
+        let name = root.name.as_deref().unwrap_or("Unnamed Root");
+        let entry = format!("{}. {name}\n   URI: {}", i + 1, root.uri);
+        assert!(text.contains(&entry), "{entry:?} not in {text}");
+    }
+}
+
+/// `trigger-sampling-request` sent one `sampling/createMessage` with the prompt, and its
+/// result is the handler's answer.
+fn sampled(client: &Recorder, text: &str) {
+    let expected_prompt = format!("Resource trigger-sampling-request context: {SAMPLING_PROMPT}");
+    client.seen(|seen| {
+        assert_eq!(seen.sampling.len(), 1, "{:?}", seen.sampling);
+        let request = &seen.sampling[0];
+        assert_eq!(request.messages.len(), 1, "{:?}", request.messages);
+        assert_eq!(request.messages[0].role, Role::User);
+        assert_eq!(
+            request.messages[0].content,
+            [Content::text(expected_prompt.clone())]
+        );
+        assert_eq!(
+            request.system_prompt.as_deref(),
+            Some("You are a helpful test server.")
+        );
+        assert_eq!(request.max_tokens, 64);
+        assert_eq!(request.temperature, Some(0.7));
+        assert!(request.tools.is_none() && request.tool_choice.is_none());
+    });
+    // The server returns the `CreateMessageResult` it got, as JSON after a header line.
+    let json = text
+        .strip_prefix("LLM sampling result: \n")
+        .unwrap_or_else(|| panic!("unexpected result: {text}"));
+    let answer: Value = serde_json::from_str(json).unwrap();
+    assert_eq!(answer["model"], MODEL, "{answer}");
+    assert_eq!(answer["role"], "assistant", "{answer}");
+    assert_eq!(answer["stopReason"], "endTurn", "{answer}");
+    assert_eq!(
+        answer["content"],
+        json!({"type": "text", "text": format!("{SAMPLED_PREFIX}{expected_prompt}")}),
+        "{answer}"
+    );
+}
+
+/// `trigger-elicitation-request` sent its form; the handler's answer (defaults and a name)
+/// came back.
+fn form_elicited(client: &Recorder, text: &str) {
+    client.seen(|seen| {
+        assert_eq!(seen.forms.len(), 1, "{:?}", seen.forms);
+        let form = &seen.forms[0];
+        assert_eq!(
+            form.message,
+            "Please provide inputs for the following fields:"
+        );
+        assert_eq!(form.requested_schema["type"], "object");
+        assert_eq!(form.requested_schema["required"], json!(["name"]));
+        assert_eq!(form.defaults()["integer"], 42);
+    });
+    assert!(
+        text.contains("User provided the requested information"),
+        "{text}"
+    );
+    assert!(text.contains("- Name: Switchboard"), "{text}");
+    assert!(text.contains("- Favorite Integer: 42"), "{text}");
+}
+
+/// `trigger-url-elicitation`: the request path reached the URL handler; then the error path
+/// (-32042) comes back as a typed error naming the prerequisite URL, and the retry goes
+/// through the request path.
+async fn url_elicited(server: &ServerHandle, client: &Recorder, text: &str) {
+    client.seen(|seen| {
+        assert_eq!(seen.urls.len(), 1, "{:?}", seen.urls);
+        let request = &seen.urls[0];
+        assert_eq!(request.url, CONSENT_URL);
+        assert_eq!(request.elicitation_id, CONSENT_ID);
+        assert_eq!(
+            request.message,
+            "Please open the link to complete this action."
+        );
+        assert_eq!(request.raw["mode"], "url");
+    });
+    assert!(
+        text.contains("User completed the URL elicitation flow"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("Elicitation ID: {CONSENT_ID}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("URL: {CONSENT_URL}")), "{text}");
+
+    let name = "trigger-url-elicitation";
+    let arguments = json!({"url": "https://example.com/switchboard/retry", "errorPath": true});
+    match server.call_tool(name, arguments.clone()).await {
+        Err(Error::UrlElicitationRequired {
+            tool, elicitations, ..
+        }) => {
+            assert_eq!(tool.as_deref(), Some(name));
+            assert_eq!(elicitations.len(), 1, "{elicitations:?}");
+            assert_eq!(elicitations[0].url, "https://modelcontextprotocol.io");
+            assert!(!elicitations[0].elicitation_id.is_empty());
+        }
+        other => panic!("{name} with errorPath: expected UrlElicitationRequired, got {other:?}"),
+    }
+    // The error path went to the caller, not to the handler.
+    assert_eq!(client.seen(|s| s.urls.len()), 1);
+    let retried = server.call_tool(name, arguments).await.unwrap();
+    assert!(!retried.is_error(), "{}", retried.text());
+    let last = client.seen(|s| s.urls.last().map(|u| u.url.clone()));
+    assert_eq!(
+        last.as_deref(),
+        Some("https://example.com/switchboard/retry")
+    );
 }
