@@ -7,9 +7,9 @@ use switchboard_codecs::jsonrpc::{
     ErrorObject, Id, Message, Notification, Outcome, Request, Response,
 };
 use switchboard_codecs::lines::{Frame, LinesCodec, SkipKind};
-use tokio_util::codec::{Decoder, Encoder};
+use tokio_util::codec::Encoder;
 
-use crate::support::{chunk_sizes, chunks, json_text, summary};
+use crate::support::{chunk_sizes, decode_all, json_text, summary};
 
 fn raw(text: String) -> Box<RawValue> {
     RawValue::from_string(text).unwrap()
@@ -61,18 +61,7 @@ fn message() -> impl Strategy<Value = Message> {
 
 /// Decodes `input` fed in the given chunks, then at end of input.
 fn decode(codec: &mut LinesCodec, input: &[u8], sizes: &[usize]) -> Vec<Frame> {
-    let mut buf = BytesMut::new();
-    let mut out = Vec::new();
-    for chunk in chunks(input, sizes) {
-        buf.extend_from_slice(chunk);
-        while let Some(frame) = codec.decode(&mut buf).unwrap() {
-            out.push(frame);
-        }
-    }
-    while let Some(frame) = codec.decode_eof(&mut buf).unwrap() {
-        out.push(frame);
-    }
-    out
+    decode_all(codec, input, sizes)
 }
 
 /// What a frame says, minus what legitimately depends on chunking (how much of an oversized

@@ -1,26 +1,12 @@
 //! Properties of the SSE decoder.
 
-use bytes::BytesMut;
 use proptest::prelude::*;
 use switchboard_codecs::sse::{SseCodec, SseFrame};
-use tokio_util::codec::Decoder;
 
-use crate::support::{chunk_sizes, chunks};
+use crate::support::{chunk_sizes, decode_all};
 
 fn decode(max: usize, input: &[u8], sizes: &[usize]) -> Vec<SseFrame> {
-    let mut codec = SseCodec::with_max_event_size(max);
-    let mut buf = BytesMut::new();
-    let mut out = Vec::new();
-    for chunk in chunks(input, sizes) {
-        buf.extend_from_slice(chunk);
-        while let Some(frame) = codec.decode(&mut buf).unwrap() {
-            out.push(frame);
-        }
-    }
-    while let Some(frame) = codec.decode_eof(&mut buf).unwrap() {
-        out.push(frame);
-    }
-    out
+    decode_all(&mut SseCodec::with_max_event_size(max), input, sizes)
 }
 
 /// Bytes that look like an event stream often enough to exercise every field.

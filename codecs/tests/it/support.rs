@@ -1,8 +1,10 @@
 //! Generators and helpers shared by the properties.
 
+use bytes::BytesMut;
 use proptest::prelude::*;
 use serde_json::Value;
 use switchboard_codecs::jsonrpc::{Message, Outcome};
+use tokio_util::codec::Decoder;
 
 /// Any JSON value without floats (they would compare inexactly), strings with any characters.
 pub(crate) fn json_value() -> impl Strategy<Value = Value> {
@@ -47,6 +49,25 @@ pub(crate) fn chunks<'a>(bytes: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
         let (chunk, tail) = rest.split_at(size);
         out.push(chunk);
         rest = tail;
+    }
+    out
+}
+
+/// Everything `codec` decodes from `input` fed in chunks of `sizes`, then at end of input.
+pub(crate) fn decode_all<D: Decoder>(codec: &mut D, input: &[u8], sizes: &[usize]) -> Vec<D::Item>
+where
+    D::Error: std::fmt::Debug,
+{
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    for chunk in chunks(input, sizes) {
+        buf.extend_from_slice(chunk);
+        while let Some(frame) = codec.decode(&mut buf).unwrap() {
+            out.push(frame);
+        }
+    }
+    while let Some(frame) = codec.decode_eof(&mut buf).unwrap() {
+        out.push(frame);
     }
     out
 }
