@@ -2,12 +2,13 @@
 //! initializes a new session once, resends only the request the server rejected, fails the
 //! other request that was in flight on the old session, and ends the new session with DELETE.
 
+use crate::http_fixture::{empty, json_response, read};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -58,25 +59,6 @@ impl Script {
     }
 }
 
-fn json_response(status: StatusCode, session: Option<&str>, body: Value) -> Response<Full<Bytes>> {
-    let mut builder = Response::builder()
-        .status(status)
-        .header("content-type", "application/json");
-    if let Some(session) = session {
-        builder = builder.header("mcp-session-id", session);
-    }
-    builder
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap()
-}
-
-fn empty(status: StatusCode) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .body(Full::new(Bytes::new()))
-        .unwrap()
-}
-
 /// How long a handler waits for the next step of the script before giving up on it.
 const STEP: Duration = Duration::from_secs(10);
 
@@ -84,18 +66,7 @@ async fn handle(
     script: Arc<Script>,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    let verb = request.method().clone();
-    let session = request
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let (verb, session, body) = read(request).await;
     let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let seen = Seen {
         verb: verb.clone(),

@@ -2,12 +2,13 @@
 //! server gets `notifications/cancelled` for that request, in its session, as a POST of its
 //! own. Against a scripted server on 127.0.0.1 whose `hang` tool holds its POST open.
 
+use crate::http_fixture::{empty, json_response, read};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -29,41 +30,11 @@ struct Wire {
     cancels: mpsc::UnboundedSender<Posted>,
 }
 
-fn answer(session: Option<&str>, body: Value) -> Response<Full<Bytes>> {
-    let mut builder = Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "application/json");
-    if let Some(session) = session {
-        builder = builder.header("mcp-session-id", session);
-    }
-    builder
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap()
-}
-
-fn empty(status: StatusCode) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .body(Full::new(Bytes::new()))
-        .unwrap()
-}
-
 async fn handle(
     wire: Arc<Wire>,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    let verb = request.method().clone();
-    let session = request
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let (verb, session, body) = read(request).await;
     if verb != Method::POST {
         // No GET stream; DELETE ends the session.
         return Ok(empty(if verb == Method::DELETE {
@@ -78,7 +49,8 @@ async fn handle(
     let message = &posted.message;
     let id = &message["id"];
     let response = match message["method"].as_str() {
-        Some("initialize") => answer(
+        Some("initialize") => json_response(
+            StatusCode::OK,
             Some("s1"),
             json!({"jsonrpc": "2.0", "id": id, "result": {
                 "protocolVersion": "2025-11-25",
@@ -91,7 +63,8 @@ async fn handle(
             empty(StatusCode::ACCEPTED)
         }
         _ if id.is_null() => empty(StatusCode::ACCEPTED),
-        Some("tools/list") => answer(
+        Some("tools/list") => json_response(
+            StatusCode::OK,
             None,
             json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
                 {"name": "hang", "inputSchema": {"type": "object"}}
@@ -99,7 +72,11 @@ async fn handle(
         ),
         // `hang`: the POST is never answered.
         Some("tools/call") => std::future::pending().await,
-        _ => answer(None, json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+        _ => json_response(
+            StatusCode::OK,
+            None,
+            json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        ),
     };
     Ok(response)
 }

@@ -4,6 +4,7 @@
 //! `SWITCHBOARD_INTEROP=1`).
 
 mod handlers;
+mod http_fixture;
 mod http_session;
 mod http_timeout;
 mod interop;
