@@ -253,8 +253,9 @@ async fn two_servers() -> switchboard::Runtime {
 #[tokio::test]
 async fn the_runtime_routes_a_uri_to_the_one_server_that_lists_it_and_names_both_when_two_do() {
     let rt = two_servers().await;
-    let alpha = rt.server("alpha").unwrap();
-    let listed = || alpha.status().resources.len() == 3;
+    let (alpha, beta) = (rt.server("alpha").unwrap(), rt.server("beta").unwrap());
+    // Both servers' lists are cached in their statuses, each once it is ready.
+    let listed = || alpha.status().resources.len() == 3 && beta.status().resources.len() == 3;
     assert!(
         eventually(Duration::from_secs(5), listed).await,
         "resources cached in the status"
