@@ -17,11 +17,15 @@ use serde::Serialize;
 
 use crate::mcp::methods;
 
+/// Room for a typical request or notification, so that building one allocates once (a
+/// `tools/call` with short arguments and its `_meta` is about 130 bytes).
+const TYPICAL_FRAME: usize = 256;
+
 /// `{"jsonrpc":"2.0","id":ID,"method":METHOD,"params":PARAMS}`.
 pub fn request(id: i64, method: &str, params: &(impl Serialize + ?Sized)) -> Bytes {
-    let mut out = Vec::with_capacity(128);
+    let mut out = Vec::with_capacity(TYPICAL_FRAME);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    out.extend_from_slice(id.to_string().as_bytes());
+    push_json(&mut out, &id);
     out.extend_from_slice(br#","method":"#);
     push_json(&mut out, method);
     out.extend_from_slice(br#","params":"#);
@@ -32,7 +36,7 @@ pub fn request(id: i64, method: &str, params: &(impl Serialize + ?Sized)) -> Byt
 
 /// `{"jsonrpc":"2.0","method":METHOD,"params":PARAMS}`.
 pub fn notification(method: &str, params: &(impl Serialize + ?Sized)) -> Bytes {
-    let mut out = Vec::with_capacity(96);
+    let mut out = Vec::with_capacity(TYPICAL_FRAME);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
     push_json(&mut out, method);
     out.extend_from_slice(br#","params":"#);

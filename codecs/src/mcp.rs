@@ -19,7 +19,9 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
-use serde::de::Error as _;
+use std::fmt;
+
+use serde::de::{self, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -418,7 +420,7 @@ pub struct CallToolParams {
 
 /// The result of `tools/call`. A tool's own failure is a result with `isError`, not a
 /// JSON-RPC error.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// The unstructured result.
@@ -459,6 +461,103 @@ impl CallToolResult {
             })
             .collect();
         texts.join("\n")
+    }
+}
+
+// Read by hand: the derived reader of a struct with a `flatten`ed field first copies the whole
+// result into a buffer of its own, and every call's answer is read through this.
+impl<'de> Deserialize<'de> for CallToolResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ResultVisitor;
+        impl<'de> de::Visitor<'de> for ResultVisitor {
+            type Value = CallToolResult;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a CallToolResult object")
+            }
+
+            fn visit_map<A: de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<CallToolResult, A::Error> {
+                let mut result = CallToolResult::default();
+                let mut seen = [false; 4];
+                while let Some(key) = map.next_key::<ResultKey>()? {
+                    if let Some((slot, name)) = key.known() {
+                        if std::mem::replace(&mut seen[slot], true) {
+                            return Err(A::Error::duplicate_field(name));
+                        }
+                    }
+                    match key {
+                        ResultKey::Content => result.content = map.next_value()?,
+                        ResultKey::StructuredContent => {
+                            result.structured_content = map.next_value()?;
+                        }
+                        ResultKey::IsError => result.is_error = map.next_value()?,
+                        ResultKey::Meta => result.meta = map.next_value()?,
+                        ResultKey::Other(name) => {
+                            result.extra.insert(name, map.next_value()?);
+                        }
+                    }
+                }
+                Ok(result)
+            }
+        }
+        d.deserialize_map(ResultVisitor)
+    }
+}
+
+/// A key of a `CallToolResult`, read without allocating for the known ones.
+enum ResultKey {
+    Content,
+    StructuredContent,
+    IsError,
+    Meta,
+    Other(String),
+}
+
+impl ResultKey {
+    /// A known field's slot and wire name.
+    fn known(&self) -> Option<(usize, &'static str)> {
+        match self {
+            ResultKey::Content => Some((0, "content")),
+            ResultKey::StructuredContent => Some((1, "structuredContent")),
+            ResultKey::IsError => Some((2, "isError")),
+            ResultKey::Meta => Some((3, "_meta")),
+            ResultKey::Other(_) => None,
+        }
+    }
+
+    fn from_name(name: &str) -> Option<ResultKey> {
+        Some(match name {
+            "content" => ResultKey::Content,
+            "structuredContent" => ResultKey::StructuredContent,
+            "isError" => ResultKey::IsError,
+            "_meta" => ResultKey::Meta,
+            _ => return None,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ResultKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl de::Visitor<'_> for KeyVisitor {
+            type Value = ResultKey;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ResultKey, E> {
+                Ok(ResultKey::from_name(v).unwrap_or_else(|| ResultKey::Other(v.to_owned())))
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<ResultKey, E> {
+                Ok(ResultKey::from_name(&v).unwrap_or(ResultKey::Other(v)))
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
     }
 }
 

@@ -3,7 +3,10 @@
 //!
 //! Split out of [`mcp`](super) for size; everything here is re-exported there.
 
-use serde::de::{DeserializeOwned, IgnoredAny};
+use std::fmt;
+
+use serde::de::value::SeqAccessDeserializer;
+use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -120,7 +123,206 @@ impl Serialize for Content {
 
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(Content::from_value)
+        d.deserialize_any(ContentVisitor)
+    }
+}
+
+/// Reads a content block. A text block whose `type` comes first (what every SDK writes) is
+/// read straight into [`TextContent`]; anything else goes through a `Value` and
+/// [`Content::from_value`]. Both roads give the same block: a text block read directly would
+/// have read the same through the `Value`.
+struct ContentVisitor;
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = Content;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
+        let mut fields = Map::new();
+        match map.next_key::<BlockKey>()? {
+            None => return Ok(Content::Unknown(Value::Object(fields))),
+            Some(BlockKey::Type) => {
+                let kind: Value = map.next_value()?;
+                if kind.as_str() == Some("text") {
+                    return text_block(map);
+                }
+                fields.insert("type".to_owned(), kind);
+            }
+            Some(key) => {
+                fields.insert(key.into_name(), map.next_value()?);
+            }
+        }
+        rest_of_block(fields, map)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Content::Unknown)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::from(v)))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::from(v)))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::from(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::String(v.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::String(v)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::Null))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::Null))
+    }
+}
+
+/// The rest of a block that is not read directly: every field into `fields` (a repeated
+/// key keeps its last value, as in a `Value`), then the block by its `type`.
+fn rest_of_block<'de, A: MapAccess<'de>>(
+    mut fields: Map<String, Value>,
+    mut map: A,
+) -> Result<Content, A::Error> {
+    while let Some(key) = map.next_key::<BlockKey>()? {
+        fields.insert(key.into_name(), map.next_value()?);
+    }
+    Ok(Content::from_value(Value::Object(fields)))
+}
+
+/// A text block after its `"type": "text"`.
+fn text_block<'de, A: MapAccess<'de>>(mut map: A) -> Result<Content, A::Error> {
+    let mut text: Option<Value> = None;
+    let mut annotations: Option<Value> = None;
+    let mut meta: Option<Value> = None;
+    let mut extra = Map::new();
+    while let Some(key) = map.next_key::<BlockKey>()? {
+        match key {
+            BlockKey::Text => text = Some(map.next_value()?),
+            BlockKey::Annotations => annotations = Some(map.next_value()?),
+            BlockKey::Meta => meta = Some(map.next_value()?),
+            BlockKey::Other(name) => {
+                extra.insert(name, map.next_value()?);
+            }
+            // A second `type` may change what the block is: read it the general way.
+            BlockKey::Type => {
+                let mut fields = extra;
+                fields.insert("type".to_owned(), map.next_value()?);
+                for (name, value) in [
+                    ("text", text),
+                    ("annotations", annotations),
+                    ("_meta", meta),
+                ] {
+                    if let Some(value) = value {
+                        fields.entry(name).or_insert(value);
+                    }
+                }
+                return rest_of_block(fields, map);
+            }
+        }
+    }
+    let parsed_annotations = match &annotations {
+        None | Some(Value::Null) => Some(None),
+        Some(value) => Annotations::deserialize(value).ok().map(Some),
+    };
+    let meta_fits = matches!(meta, None | Some(Value::Null | Value::Object(_)));
+    match (text, parsed_annotations) {
+        (Some(Value::String(text)), Some(annotations)) if meta_fits => {
+            let meta = match meta {
+                Some(Value::Object(meta)) => Some(meta),
+                _ => None,
+            };
+            Ok(Content::Text(TextContent {
+                text,
+                annotations,
+                meta,
+                extra,
+            }))
+        }
+        // Fields that do not fit a text block: kept raw, as `from_value` would.
+        (text, _) => {
+            let mut fields = extra;
+            fields.insert("type".to_owned(), Value::String("text".to_owned()));
+            for (name, value) in [
+                ("text", text),
+                ("annotations", annotations),
+                ("_meta", meta),
+            ] {
+                if let Some(value) = value {
+                    fields.insert(name.to_owned(), value);
+                }
+            }
+            Ok(Content::Unknown(Value::Object(fields)))
+        }
+    }
+}
+
+/// A key of a content block, read without allocating for the ones a text block knows.
+enum BlockKey {
+    Type,
+    Text,
+    Annotations,
+    Meta,
+    Other(String),
+}
+
+impl BlockKey {
+    fn into_name(self) -> String {
+        match self {
+            BlockKey::Type => "type".to_owned(),
+            BlockKey::Text => "text".to_owned(),
+            BlockKey::Annotations => "annotations".to_owned(),
+            BlockKey::Meta => "_meta".to_owned(),
+            BlockKey::Other(name) => name,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BlockKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = BlockKey;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<BlockKey, E> {
+                Ok(match v {
+                    "type" => BlockKey::Type,
+                    "text" => BlockKey::Text,
+                    "annotations" => BlockKey::Annotations,
+                    "_meta" => BlockKey::Meta,
+                    other => BlockKey::Other(other.to_owned()),
+                })
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<BlockKey, E> {
+                match v.as_str() {
+                    "type" | "text" | "annotations" | "_meta" => self.visit_str(&v),
+                    _ => Ok(BlockKey::Other(v)),
+                }
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
     }
 }
 
@@ -354,6 +556,44 @@ mod tests {
             let c: Content = serde_json::from_value(block.clone()).unwrap();
             assert_eq!(serde_json::to_value(&c).unwrap(), block);
             assert_eq!(c, Content::Unknown(block));
+        }
+    }
+
+    /// The direct reader of text blocks agrees with the general one (`Value`, then
+    /// `from_value`) on every shape of block, read from text and from a `Value`.
+    #[test]
+    fn the_direct_text_reader_reads_what_the_general_one_does() {
+        let blocks = [
+            r#"{"type":"text","text":"hi"}"#,
+            r#"{"type":"text","text":"hi","extra":[1,2],"more":{"a":null}}"#,
+            r#"{"type":"text","text":"a\"b\u00e9","annotations":{"audience":["user"],"priority":0.5,"x":1}}"#,
+            r#"{"type":"text","text":"hi","annotations":null,"_meta":null}"#,
+            r#"{"type":"text","text":"hi","_meta":{"k":"v"}}"#,
+            r#"{"type":"text","text":"hi","_meta":5}"#,
+            r#"{"type":"text","text":"hi","annotations":{"priority":"high"}}"#,
+            r#"{"type":"text","text":5}"#,
+            r#"{"type":"text"}"#,
+            r#"{"type":"text","text":"first","text":"last"}"#,
+            r#"{"type":"text","text":"x","type":"image","data":"AA==","mimeType":"image/png"}"#,
+            r#"{"type":"text","text":"x","type":"unknown"}"#,
+            r#"{"text":"type second","type":"text"}"#,
+            r#"{"type":"image","data":"AA==","mimeType":"image/png"}"#,
+            r#"{"type":null}"#,
+            r#"{}"#,
+            r#"[1,{"type":"text","text":"x"}]"#,
+            r#""a string""#,
+            r#"3.5"#,
+            r#"-7"#,
+            r#"true"#,
+            r#"null"#,
+        ];
+        for block in blocks {
+            let value: Value = serde_json::from_str(block).unwrap();
+            let general = Content::from_value(value.clone());
+            let direct: Content = serde_json::from_str(block).unwrap();
+            assert_eq!(direct, general, "from text: {block}");
+            let from_value: Content = serde_json::from_value(value).unwrap();
+            assert_eq!(from_value, general, "from a Value: {block}");
         }
     }
 

@@ -166,6 +166,33 @@ fn call_result_with_every_block_kind() {
 }
 
 #[test]
+fn call_result_keeps_unknown_fields_and_refuses_what_the_derived_reader_refused() {
+    let r: CallToolResult = serde_json::from_str(
+        r#"{"future":{"x":[1]},"content":[{"type":"text","text":"a"}],"isError":null,"z":1}"#,
+    )
+    .unwrap();
+    assert_eq!(r.text(), "a");
+    assert_eq!(r.is_error, None);
+    assert_eq!(r.extra.get("future"), Some(&json!({"x": [1]})));
+    assert_eq!(r.extra.get("z"), Some(&json!(1)));
+    for bad in [
+        r#"{"content":[],"content":[]}"#,
+        r#"{"isError":true,"isError":false}"#,
+        r#"{"content":null}"#,
+        r#"{"content":{"type":"text"}}"#,
+        r#"{"isError":"yes"}"#,
+        r#"{"_meta":[]}"#,
+        r#"[[]]"#,
+        r#""text""#,
+    ] {
+        assert!(
+            serde_json::from_str::<CallToolResult>(bad).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
 fn call_result_defaults() {
     let r: CallToolResult = serde_json::from_value(json!({})).unwrap();
     assert!(!r.is_error());
