@@ -6,9 +6,11 @@
 //! close event always comes after the last message.
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::StreamExt;
+use switchboard_codecs::jsonrpc::Message;
 use switchboard_codecs::lines::{Frame, LinesCodec};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot};
@@ -26,6 +28,31 @@ const WRITE_BATCH: usize = 64;
 
 /// Longest excerpt of a skipped frame that goes into a log line.
 const LOG_EXCERPT: usize = 120;
+
+/// Requests written and not yet answered, as the writer and the reader of one connection
+/// count them: the writer's hint that a burst of calls is under way.
+///
+/// A request that is never answered (cancelled, timed out) stays counted; the count then
+/// only makes the writer yield once per batch when it need not, never lose a frame.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Outstanding(Arc<AtomicUsize>);
+
+impl Outstanding {
+    fn written(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn answered(&self) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+
+    /// Whether earlier requests still wait for their answers.
+    fn busy(&self) -> bool {
+        self.0.load(Ordering::Relaxed) > 0
+    }
+}
 
 /// How the reader task ended.
 #[derive(Debug)]
@@ -50,6 +77,7 @@ pub(crate) fn spawn_reader<R>(
     codec: LinesCodec,
     events: mpsc::Sender<Event>,
     mut stop: oneshot::Receiver<()>,
+    outstanding: Outstanding,
 ) -> JoinHandle<ReadEnd>
 where
     R: AsyncRead + Send + Unpin + 'static,
@@ -69,7 +97,12 @@ where
                     tracing::debug!(server = %server, error = %e, "reading from the server failed");
                     return ReadEnd::Failed(e);
                 }
-                Some(Ok(Frame::Message(message))) => Event::Message(message),
+                Some(Ok(Frame::Message(message))) => {
+                    if matches!(message, Message::Response(_)) {
+                        outstanding.answered();
+                    }
+                    Event::Message(message)
+                }
                 Some(Ok(Frame::Skipped(skipped))) => {
                     tracing::warn!(
                         server = %server,
@@ -98,13 +131,14 @@ pub(crate) fn spawn_writer<W>(
     writer: W,
     mut outbound: mpsc::UnboundedReceiver<Outbound>,
     mut shutdown: oneshot::Receiver<()>,
+    outstanding: Outstanding,
 ) -> JoinHandle<io::Result<()>>
 where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     tokio::spawn(async move {
         let mut writer = BufWriter::new(writer);
-        let result = write_all(&mut writer, &mut outbound, &mut shutdown).await;
+        let result = write_all(&mut writer, &mut outbound, &mut shutdown, &outstanding).await;
         let result = match result {
             Ok(()) => match writer.flush().await {
                 Ok(()) => writer.shutdown().await,
@@ -123,6 +157,7 @@ async fn write_all<W>(
     writer: &mut BufWriter<W>,
     outbound: &mut mpsc::UnboundedReceiver<Outbound>,
     shutdown: &mut oneshot::Receiver<()>,
+    outstanding: &Outstanding,
 ) -> io::Result<()>
 where
     W: AsyncWrite + Unpin,
@@ -143,8 +178,25 @@ where
         if received == 0 {
             return Ok(());
         }
+        if received < WRITE_BATCH && outstanding.busy() {
+            // tokio runs a woken task right after the one that woke it, so under a burst of
+            // calls the writer would wake once per caller and make one write (and wake the
+            // server once) per request. Yielding lets the callers that are ready now queue
+            // their frames, and the burst goes out in one write. Not when nothing else is
+            // outstanding: a lone call goes out at once (a yield would wake an idle worker).
+            tokio::task::yield_now().await;
+            while batch.len() < WRITE_BATCH {
+                match outbound.try_recv() {
+                    Ok(message) => batch.push(message),
+                    Err(_) => break,
+                }
+            }
+        }
         for message in batch.drain(..) {
             write_line(writer, &message).await?;
+            if message.id.is_some() {
+                outstanding.written();
+            }
         }
         writer.flush().await?;
     }

@@ -116,8 +116,16 @@ pub fn connect_with(name: &str, config: &Config) -> (Connection, DuplexStream) {
     let (close_tx, close_rx) = oneshot::channel();
 
     let codec = LinesCodec::with_max_length(config.max_frame_length);
-    let reader = framed::spawn_reader(server.clone(), read, codec, events_tx.clone(), stop_rx);
-    let writer = framed::spawn_writer(server.clone(), write, outbound_rx, shutdown_rx);
+    let outstanding = framed::Outstanding::default();
+    let reader = framed::spawn_reader(
+        server.clone(),
+        read,
+        codec,
+        events_tx.clone(),
+        stop_rx,
+        outstanding.clone(),
+    );
+    let writer = framed::spawn_writer(server.clone(), write, outbound_rx, shutdown_rx, outstanding);
     tokio::spawn(supervise(Tasks {
         reader,
         writer,
