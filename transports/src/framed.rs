@@ -35,7 +35,7 @@ const LOG_EXCERPT: usize = 120;
 /// A request that is never answered (cancelled, timed out) stays counted; the count then
 /// only makes the writer yield once per batch when it need not, never lose a frame.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Outstanding(Arc<AtomicUsize>);
+struct Outstanding(Arc<AtomicUsize>);
 
 impl Outstanding {
     fn written(&self) {
@@ -65,13 +65,50 @@ pub(crate) enum ReadEnd {
     Failed(io::Error),
 }
 
+/// The two tasks of one byte-stream connection.
+pub(crate) struct Tasks {
+    /// Reads frames into the connection's events.
+    pub(crate) reader: JoinHandle<ReadEnd>,
+    /// Writes queued messages; returns the first write error.
+    pub(crate) writer: JoinHandle<io::Result<()>>,
+}
+
+/// Starts the reader (see [`spawn_reader`]) and the writer (see [`spawn_writer`]) of one
+/// connection, which share the count of unanswered requests that batches the writes.
+pub(crate) fn spawn_tasks<R, W>(
+    server: Arc<str>,
+    (read, write): (R, W),
+    codec: LinesCodec,
+    events: mpsc::Sender<Event>,
+    outbound: mpsc::UnboundedReceiver<Outbound>,
+    stop: oneshot::Receiver<()>,
+    shutdown: oneshot::Receiver<()>,
+) -> Tasks
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let outstanding = Outstanding::default();
+    Tasks {
+        reader: spawn_reader(
+            server.clone(),
+            read,
+            codec,
+            events,
+            stop,
+            outstanding.clone(),
+        ),
+        writer: spawn_writer(server, write, outbound, shutdown, outstanding),
+    }
+}
+
 /// Reads frames from `reader` into `events` until EOF, an error, or `stop`.
 ///
 /// `stop` only wins while a read is pending: whatever the peer already wrote is delivered
 /// first, so an answer written just before an exit still arrives. Sending waits for room in
 /// `events` (backpressure); once the receiver is gone, frames are read and dropped so the
 /// peer never blocks on a full pipe.
-pub(crate) fn spawn_reader<R>(
+fn spawn_reader<R>(
     server: Arc<str>,
     reader: R,
     codec: LinesCodec,
@@ -126,7 +163,7 @@ where
 /// The task ends when every [`Sender`](crate::Sender) is gone or `shutdown` fires (or its
 /// sender is dropped); it then writes what is already queued, flushes and shuts `writer`
 /// down, which closes a child's stdin. It returns the first write error.
-pub(crate) fn spawn_writer<W>(
+fn spawn_writer<W>(
     server: Arc<str>,
     writer: W,
     mut outbound: mpsc::UnboundedReceiver<Outbound>,

@@ -116,16 +116,15 @@ pub fn connect_with(name: &str, config: &Config) -> (Connection, DuplexStream) {
     let (close_tx, close_rx) = oneshot::channel();
 
     let codec = LinesCodec::with_max_length(config.max_frame_length);
-    let outstanding = framed::Outstanding::default();
-    let reader = framed::spawn_reader(
+    let framed::Tasks { reader, writer } = framed::spawn_tasks(
         server.clone(),
-        read,
+        (read, write),
         codec,
         events_tx.clone(),
+        outbound_rx,
         stop_rx,
-        outstanding.clone(),
+        shutdown_rx,
     );
-    let writer = framed::spawn_writer(server.clone(), write, outbound_rx, shutdown_rx, outstanding);
     tokio::spawn(supervise(Tasks {
         reader,
         writer,

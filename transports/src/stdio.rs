@@ -284,16 +284,15 @@ pub async fn connect(name: &str, config: &Config) -> Result<Connection, Error> {
     let (close_tx, close_rx) = oneshot::channel();
 
     let codec = LinesCodec::with_max_length(config.max_frame_length);
-    let outstanding = framed::Outstanding::default();
-    let reader = framed::spawn_reader(
+    let framed::Tasks { reader, writer } = framed::spawn_tasks(
         server.clone(),
-        stdout,
+        (stdout, stdin),
         codec,
         events_tx.clone(),
+        outbound_rx,
         stop_rx,
-        outstanding.clone(),
+        shutdown_rx,
     );
-    let writer = framed::spawn_writer(server.clone(), stdin, outbound_rx, shutdown_rx, outstanding);
     let stderr = stderr::spawn_drain(server.clone(), stderr, ring.clone());
     let process = Process {
         server: server.clone(),
