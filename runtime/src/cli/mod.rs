@@ -32,6 +32,7 @@ mod call;
 mod check;
 mod config;
 mod conformance;
+mod conformance_auth;
 mod demo;
 mod elicit;
 mod offered;
