@@ -50,6 +50,7 @@ mod flow;
 mod loopback;
 mod net;
 mod registration;
+mod settings;
 mod store;
 mod token;
 
@@ -66,6 +67,7 @@ pub use self::authorizer::{AuthorizationRequest, Authorizer, Headless};
 pub use self::crypto::{PrivateKey, SigningAlgorithm};
 pub use self::error::{Error, Step};
 pub use self::loopback::Loopback;
+pub use self::settings::Settings;
 pub use self::store::{
     ClientRegistration, Credentials, FileStore, MemoryStore, StoreError, TokenSet, TokenStore,
 };
