@@ -205,6 +205,30 @@ async fn insufficient_scope_authorizes_again_with_the_wider_scope() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_authorization_server_means_a_new_registration() {
+    let fixture = serve(Knobs::default()).await;
+    let auth = client(&fixture);
+    let (rt, server) = runtime(&fixture, &auth).await;
+    assert_eq!(whoami(&server).await, "scopes: read");
+
+    // The server now names another authorization server and refuses the old tokens: the
+    // client looks again, registers there, and never shows it the first one's client id.
+    fixture.knobs.lock().unwrap().migrated = true;
+    assert_eq!(whoami(&server).await, "scopes: read");
+    assert_eq!(fixture.requests("/as2/register").len(), 1);
+    let authorize = fixture.requests("/as2/authorize");
+    assert_eq!(authorize.len(), 1);
+    assert_eq!(authorize[0].params["client_id"], "dyn-client-2");
+    assert!(
+        fixture.grants("refresh_token").is_empty(),
+        "the first server's refresh token is not used"
+    );
+    let stored = auth.credentials().await.unwrap();
+    assert_eq!(stored.client.unwrap().issuer, fixture.issuer());
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoked_refresh_token_is_a_typed_error_and_forgotten() {
     let fixture = serve(Knobs::default()).await;
     let auth = client(&fixture);

@@ -1,6 +1,7 @@
 //! A scripted authorization server and protected MCP server on one 127.0.0.1 port, for the
 //! OAuth tests: resource metadata at `/.well-known/oauth-protected-resource/mcp`, the
-//! authorization server at `/as` (metadata, `/as/authorize`, `/as/token`, `/as/register`),
+//! authorization server at `/as` (metadata, `/as/authorize`, `/as/token`, `/as/register`;
+//! a second one at `/as2` for a server that moves),
 //! and a Streamable HTTP endpoint at `/mcp` that checks bearer tokens and scopes.
 //!
 //! The authorization endpoint approves at once (302 to the redirect URI with a code), so
@@ -43,11 +44,16 @@ pub(crate) struct Knobs {
     pub(crate) redirect_iss: Option<String>,
     /// The token response, instead of a good one.
     pub(crate) token_body: Option<Value>,
+    /// The server moved to the second authorization server (`/as2`): its resource metadata
+    /// names that one, and only that one's tokens are accepted.
+    pub(crate) migrated: bool,
 }
 
 /// A token the fixture issued.
 #[derive(Debug, Clone)]
 struct Issued {
+    /// The authorization server that issued it (`as` or `as2`).
+    by: String,
     scopes: Vec<String>,
     expires: Instant,
     valid: bool,
@@ -89,9 +95,18 @@ impl Fixture {
         format!("{}/mcp", self.base)
     }
 
-    /// The authorization server's issuer.
+    /// The current authorization server's issuer.
     pub(crate) fn issuer(&self) -> String {
-        format!("{}/as", self.base)
+        format!("{}/{}", self.base, self.current_server())
+    }
+
+    /// `as`, or `as2` once migrated.
+    fn current_server(&self) -> &'static str {
+        if self.knobs.lock().unwrap().migrated {
+            "as2"
+        } else {
+            "as"
+        }
     }
 
     pub(crate) fn seen(&self) -> Vec<Seen> {
@@ -118,7 +133,7 @@ impl Fixture {
         }
     }
 
-    fn issue(&self, scopes: Vec<String>) -> Value {
+    fn issue(&self, by: &str, scopes: Vec<String>) -> Value {
         let knobs = self.knobs.lock().unwrap().clone();
         if let Some(body) = knobs.token_body {
             return body;
@@ -134,6 +149,7 @@ impl Fixture {
         self.tokens.lock().unwrap().insert(
             access.clone(),
             Issued {
+                by: by.to_owned(),
                 scopes: scopes.clone(),
                 expires: Instant::now() + Duration::from_secs(expires_in),
                 valid: true,
@@ -152,7 +168,7 @@ impl Fixture {
         })
     }
 
-    fn metadata(&self) -> Response<Full<Bytes>> {
+    fn metadata(&self, server: &str) -> Response<Full<Bytes>> {
         let knobs = self.knobs.lock().unwrap().clone();
         if let Some(body) = knobs.metadata_body {
             return Response::builder()
@@ -161,7 +177,7 @@ impl Fixture {
                 .body(Full::new(Bytes::from(body)))
                 .unwrap();
         }
-        let issuer = self.issuer();
+        let issuer = format!("{}/{server}", self.base);
         let mut doc = json!({
             "issuer": issuer,
             "authorization_endpoint": format!("{issuer}/authorize"),
@@ -236,14 +252,21 @@ impl Fixture {
                     "scopes_supported": ["read"],
                 }),
             ),
-            (Method::GET, "/.well-known/oauth-authorization-server/as") => self.metadata(),
-            (Method::GET, "/as/authorize") => self.authorize(&params),
+            (Method::GET, "/.well-known/oauth-authorization-server/as") => self.metadata("as"),
+            (Method::GET, "/.well-known/oauth-authorization-server/as2") => self.metadata("as2"),
+            (Method::GET, "/as/authorize" | "/as2/authorize") => self.authorize(&params),
             (Method::POST, "/as/register") => json_response(
                 StatusCode::CREATED,
                 None,
                 json!({"client_id": "dyn-client", "token_endpoint_auth_method": "none"}),
             ),
-            (Method::POST, "/as/token") => self.token(&params).await,
+            (Method::POST, "/as2/register") => json_response(
+                StatusCode::CREATED,
+                None,
+                json!({"client_id": "dyn-client-2", "token_endpoint_auth_method": "none"}),
+            ),
+            (Method::POST, "/as/token") => self.token("as", &params).await,
+            (Method::POST, "/as2/token") => self.token("as2", &params).await,
             (Method::POST, "/mcp") => self.mcp(authorization, &message),
             (Method::DELETE, "/mcp") => empty(StatusCode::OK),
             (Method::GET, "/mcp") => empty(StatusCode::METHOD_NOT_ALLOWED),
@@ -286,7 +309,7 @@ impl Fixture {
             .unwrap()
     }
 
-    async fn token(&self, params: &HashMap<String, String>) -> Response<Full<Bytes>> {
+    async fn token(&self, by: &str, params: &HashMap<String, String>) -> Response<Full<Bytes>> {
         let knobs = self.knobs.lock().unwrap().clone();
         let invalid = |error: &str| {
             json_response(
@@ -313,7 +336,7 @@ impl Fixture {
                 if s256(&verifier) != challenge || resource != self.mcp_url() {
                     return invalid("invalid_grant");
                 }
-                json_response(StatusCode::OK, None, self.issue(scopes))
+                json_response(StatusCode::OK, None, self.issue(by, scopes))
             }
             Some("refresh_token") => {
                 tokio::time::sleep(knobs.refresh_delay).await;
@@ -321,7 +344,7 @@ impl Fixture {
                 let scopes = self.refresh_tokens.lock().unwrap().get(&refresh).cloned();
                 match scopes {
                     Some(scopes) if !knobs.refresh_revoked => {
-                        json_response(StatusCode::OK, None, self.issue(scopes))
+                        json_response(StatusCode::OK, None, self.issue(by, scopes))
                     }
                     _ => invalid("invalid_grant"),
                 }
@@ -336,7 +359,9 @@ impl Fixture {
             .as_deref()
             .and_then(|a| a.strip_prefix("Bearer "));
         let issued = token.and_then(|t| self.tokens.lock().unwrap().get(t).cloned());
-        let Some(issued) = issued.filter(|i| i.valid && i.expires > Instant::now()) else {
+        let current = self.current_server();
+        let accepted = |i: &Issued| i.valid && i.expires > Instant::now() && i.by == current;
+        let Some(issued) = issued.filter(accepted) else {
             return self.challenge(StatusCode::UNAUTHORIZED, r#", scope="read""#);
         };
         let method = message["method"].as_str().unwrap_or_default();

@@ -332,9 +332,10 @@ pub(crate) fn secure(net: &Net, step: Step, url: &Url) -> Result<(), Error> {
     }
 }
 
-/// Issuers compare as strings (RFC 8414 §3.3), ignoring one trailing slash.
+/// Issuers compare as strings, without any normalization (RFC 8414 §3.3, RFC 9207 §2.4):
+/// `https://as.example/` is not `https://as.example`.
 pub(crate) fn same_issuer(a: &str, b: &str) -> bool {
-    a.trim_end_matches('/') == b.trim_end_matches('/')
+    a == b
 }
 
 /// Whether the resource metadata's `resource` names the endpoint: the same origin, and a
@@ -449,9 +450,8 @@ mod tests {
         let url =
             Url::parse("https://as.example/.well-known/oauth-authorization-server/t").unwrap();
         let issuer = Url::parse("https://as.example/t").unwrap();
-        let ok =
-            parse_server_metadata(&net(), &url, &doc(), Some("https://as.example/t/"), &issuer)
-                .unwrap();
+        let ok = parse_server_metadata(&net(), &url, &doc(), Some("https://as.example/t"), &issuer)
+            .unwrap();
         assert_eq!(ok.token_endpoint.as_str(), "https://as.example/t/token");
         let check = |d: Value| {
             parse_server_metadata(&net(), &url, &d, Some("https://as.example/t"), &issuer)
@@ -462,6 +462,12 @@ mod tests {
             check(wrong_issuer),
             Err(Error::IssuerMismatch { .. })
         ));
+        let mut slash = doc();
+        slash["issuer"] = "https://as.example/t/".into();
+        assert!(
+            matches!(check(slash), Err(Error::IssuerMismatch { .. })),
+            "no normalization"
+        );
         let mut no_pkce = doc();
         no_pkce
             .as_object_mut()

@@ -47,6 +47,8 @@ struct State {
     client: Option<ClientRegistration>,
     tokens: Option<TokenSet>,
     step_ups: u32,
+    /// The authorization server of the last discovery (kept when the discovery is redone).
+    discovered_issuer: Option<String>,
 }
 
 /// One server's OAuth client.
@@ -214,6 +216,11 @@ impl Inner {
                 .await?;
             return Ok(self.any_token());
         }
+        if rejected.is_some() {
+            // A token that stopped working may mean the server moved to another
+            // authorization server (MCP 2026-07-28): look again before refreshing.
+            self.rediscover(&mut state, &challenge).await;
+        }
         if rejected.is_some()
             && state
                 .tokens
@@ -273,6 +280,17 @@ impl Inner {
         })
     }
 
+    /// Runs discovery again; when it fails, the previous result (if any) is kept.
+    async fn rediscover(&self, state: &mut State, challenge: &Challenge) {
+        let Some(previous) = state.discovered.take() else {
+            return;
+        };
+        if let Err(e) = self.discovered(state, Some(challenge)).await {
+            tracing::warn!(server = %self.server, error = %e, "discovery failed again; keeping the previous authorization server");
+            state.discovered = Some(previous);
+        }
+    }
+
     async fn discovered(
         &self,
         state: &mut State,
@@ -282,12 +300,16 @@ impl Inner {
             return Ok(d.clone());
         }
         let found = discovery::discover(&self.net, &self.endpoint, challenge).await?;
-        // Credentials are kept per authorization server: another one means another client.
-        if state
+        // Credentials are kept per authorization server: another one means another client
+        // and other tokens.
+        let issuer_changed = state
             .client
             .as_ref()
-            .is_some_and(|c| c.issuer != found.server.identity)
-        {
+            .map(|c| c.issuer.as_str())
+            .or(state.discovered_issuer.as_deref())
+            .is_some_and(|issuer| issuer != found.server.identity);
+        state.discovered_issuer = Some(found.server.identity.clone());
+        if issuer_changed {
             tracing::info!(server = %self.server, "the authorization server changed; registering again");
             state.client = None;
             state.tokens = None;
