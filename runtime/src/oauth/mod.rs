@@ -43,6 +43,7 @@
 //! up for, and an authorization response's `state` and `iss` must be the expected ones.
 
 mod authorizer;
+mod code;
 mod crypto;
 mod discovery;
 mod error;
