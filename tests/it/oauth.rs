@@ -228,6 +228,85 @@ async fn a_new_authorization_server_means_a_new_registration() {
     rt.shutdown().await;
 }
 
+/// The service client `svc` with the client credentials grant: no authorizer, no browser.
+async fn client_credentials_call(fixture: &Fixture, config: oauth::Config) -> String {
+    let config = config
+        .grant(oauth::GrantType::ClientCredentials)
+        .client_id("svc");
+    let auth = OAuth::new("guarded", &fixture.mcp_url(), config).unwrap();
+    let (rt, server) = runtime(fixture, &auth).await;
+    let text = whoami(&server).await;
+    rt.shutdown().await;
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_with_client_secret_basic() {
+    let fixture = serve(Knobs::default()).await;
+    let config = oauth::Config::new().client_secret("svc-secret");
+    assert_eq!(
+        client_credentials_call(&fixture, config).await,
+        "scopes: read"
+    );
+    let grants = fixture.grants("client_credentials");
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].params["scope"], "read", "the challenge's scope");
+    assert_eq!(grants[0].params["resource"], fixture.mcp_url());
+    assert!(fixture.requests("/as/authorize").is_empty());
+    assert!(fixture.requests("/as/register").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_with_private_key_jwt() {
+    use base64::Engine;
+    use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
+    );
+    let fixture = serve(Knobs {
+        svc_key: Some(pair.public_key().as_ref().to_vec()),
+        ..Knobs::default()
+    })
+    .await;
+    let key = oauth::PrivateKey::from_pem(pem, oauth::SigningAlgorithm::Es256);
+    let config = oauth::Config::new().private_key(key);
+    assert_eq!(
+        client_credentials_call(&fixture, config).await,
+        "scopes: read"
+    );
+    let grants = fixture.grants("client_credentials");
+    assert_eq!(grants.len(), 1);
+    assert!(grants[0].authorization.is_none(), "no secret is sent");
+
+    // A key the server does not know is refused, with the step named.
+    let other = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(other.as_ref())
+    );
+    let config = oauth::Config::new()
+        .grant(oauth::GrantType::ClientCredentials)
+        .client_id("svc")
+        .private_key(oauth::PrivateKey::from_pem(
+            pem,
+            oauth::SigningAlgorithm::Es256,
+        ));
+    let error = OAuth::new("guarded", &fixture.mcp_url(), config)
+        .unwrap()
+        .login()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, OAuthError::Refused { step: Step::ClientCredentials, error, .. } if error == "invalid_client"),
+        "{error:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoked_refresh_token_is_a_typed_error_and_forgotten() {
     let fixture = serve(Knobs::default()).await;

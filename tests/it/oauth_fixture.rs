@@ -47,6 +47,10 @@ pub(crate) struct Knobs {
     /// The server moved to the second authorization server (`/as2`): its resource metadata
     /// names that one, and only that one's tokens are accepted.
     pub(crate) migrated: bool,
+    /// The public key (uncompressed P-256 point) that `private_key_jwt` assertions of the
+    /// client `svc` must verify with; without it, `svc` authenticates with
+    /// `client_secret_basic` and the secret `svc-secret`.
+    pub(crate) svc_key: Option<Vec<u8>>,
 }
 
 /// A token the fixture issued.
@@ -265,8 +269,12 @@ impl Fixture {
                 None,
                 json!({"client_id": "dyn-client-2", "token_endpoint_auth_method": "none"}),
             ),
-            (Method::POST, "/as/token") => self.token("as", &params).await,
-            (Method::POST, "/as2/token") => self.token("as2", &params).await,
+            (Method::POST, "/as/token") => {
+                self.token("as", &params, authorization.as_deref()).await
+            }
+            (Method::POST, "/as2/token") => {
+                self.token("as2", &params, authorization.as_deref()).await
+            }
             (Method::POST, "/mcp") => self.mcp(authorization, &message),
             (Method::DELETE, "/mcp") => empty(StatusCode::OK),
             (Method::GET, "/mcp") => empty(StatusCode::METHOD_NOT_ALLOWED),
@@ -309,7 +317,12 @@ impl Fixture {
             .unwrap()
     }
 
-    async fn token(&self, by: &str, params: &HashMap<String, String>) -> Response<Full<Bytes>> {
+    async fn token(
+        &self,
+        by: &str,
+        params: &HashMap<String, String>,
+        authorization: Option<&str>,
+    ) -> Response<Full<Bytes>> {
         let knobs = self.knobs.lock().unwrap().clone();
         let invalid = |error: &str| {
             json_response(
@@ -349,8 +362,69 @@ impl Fixture {
                     _ => invalid("invalid_grant"),
                 }
             }
+            Some("client_credentials") => {
+                if !self.client_authenticated(&knobs, by, params, authorization) {
+                    return json_response(
+                        StatusCode::UNAUTHORIZED,
+                        None,
+                        json!({"error": "invalid_client"}),
+                    );
+                }
+                let scopes = params
+                    .get("scope")
+                    .map(|s| s.split(' ').map(str::to_owned).collect())
+                    .unwrap_or_default();
+                json_response(StatusCode::OK, None, self.issue(by, scopes))
+            }
             _ => invalid("unsupported_grant_type"),
         }
+    }
+
+    /// Whether the client `svc` proved who it is: a signed assertion (RFC 7523) for this
+    /// issuer when a key is set, else `Authorization: Basic svc:svc-secret`.
+    fn client_authenticated(
+        &self,
+        knobs: &Knobs,
+        by: &str,
+        params: &HashMap<String, String>,
+        authorization: Option<&str>,
+    ) -> bool {
+        use base64::Engine;
+        let Some(key) = &knobs.svc_key else {
+            let expected = base64::engine::general_purpose::STANDARD.encode("svc:svc-secret");
+            return authorization == Some(format!("Basic {expected}").as_str());
+        };
+        if params.get("client_assertion_type").map(String::as_str)
+            != Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+        {
+            return false;
+        }
+        let jwt = params.get("client_assertion").cloned().unwrap_or_default();
+        let parts: Vec<&str> = jwt.split('.').collect();
+        let [header, claims, signature] = parts[..] else {
+            return false;
+        };
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let Ok(signature) = b64.decode(signature) else {
+            return false;
+        };
+        let public =
+            ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, key);
+        if public
+            .verify(format!("{header}.{claims}").as_bytes(), &signature)
+            .is_err()
+        {
+            return false;
+        }
+        let claims: Value = b64
+            .decode(claims)
+            .ok()
+            .and_then(|c| serde_json::from_slice(&c).ok())
+            .unwrap_or(Value::Null);
+        claims["iss"] == "svc"
+            && claims["sub"] == "svc"
+            && claims["aud"] == format!("{}/{by}", self.base)
+            && claims["exp"].as_u64().is_some()
     }
 
     fn mcp(&self, authorization: Option<String>, message: &Value) -> Response<Full<Bytes>> {
