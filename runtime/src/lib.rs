@@ -22,6 +22,8 @@ mod features;
 mod handle;
 mod logging;
 pub mod metrics;
+#[cfg(feature = "http")]
+pub mod oauth;
 mod paging;
 mod restart;
 mod runtime;

@@ -151,8 +151,9 @@ impl Http {
         self
     }
 
-    /// A hook asked for a bearer token before each request, and once more on a 401 with the
-    /// `WWW-Authenticate` parameters.
+    /// A hook asked for a bearer token before each request, and again when the server
+    /// refuses one (401, or 403 `insufficient_scope`) with the `WWW-Authenticate` parameters;
+    /// [`oauth::OAuth`](crate::oauth::OAuth) is the one that does MCP authorization.
     #[cfg(feature = "http")]
     pub fn auth(mut self, auth: Arc<dyn Auth>) -> Self {
         self.auth = Some(auth);

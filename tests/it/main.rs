@@ -1,6 +1,6 @@
 //! Cross-crate tests: the exact wire Switchboard writes, how it answers the requests servers
 //! send to the client, how it recovers a lost HTTP session and cancels a timed-out HTTP call
-//! (against scripted peers), and interop with MCP servers nobody here wrote (behind
+//! (against scripted peers), OAuth against a scripted authorization server, and interop with MCP servers nobody here wrote (behind
 //! `SWITCHBOARD_INTEROP=1`).
 
 mod handlers;
@@ -11,5 +11,7 @@ mod interop;
 mod interop_everything;
 mod interop_filesystem;
 mod interop_python;
+mod oauth;
+mod oauth_fixture;
 mod secrets;
 mod wire;

@@ -59,7 +59,16 @@ impl ConfigArgs {
     /// Finds and loads the config file; every problem is a usage error (exit 2). `or_command`
     /// says whether the command also takes one server after `--`, for the hint when no file
     /// is found.
+    ///
+    /// The OAuth clients of its servers with an `"oauth"` object are installed.
     pub(crate) fn load(&self, or_command: bool) -> Result<ConfigFile, Failure> {
+        let mut file = self.load_without_oauth(or_command)?;
+        super::auth::attach(&mut file)?;
+        Ok(file)
+    }
+
+    /// [`load`](Self::load) without installing OAuth clients.
+    pub(crate) fn load_without_oauth(&self, or_command: bool) -> Result<ConfigFile, Failure> {
         let (path, origin) = locate(
             self.config.as_deref(),
             std::env::var_os(ENV),

@@ -88,7 +88,12 @@ pub(crate) async fn run(url: String, interrupt: &mut Interrupt) -> Result<ExitCo
             ))
         })?;
     let plan = Plan::for_scenario(&scenario);
-    let config = ServerConfig::http(url, HttpKind::StreamableHttp)
+    let auth = super::conformance_auth::hook(&scenario, SERVER, &url)?;
+    let mut config = ServerConfig::http(url, HttpKind::StreamableHttp);
+    if let Some(auth) = auth {
+        config = config.auth(auth);
+    }
+    let config = config
         .restart(RestartPolicy::off())
         .startup_timeout(STARTUP_TIMEOUT)
         .client_handlers(ClientHandlers::new().elicitation(AcceptDefaults));

@@ -28,10 +28,12 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use switchboard::{ConfigFile, Runtime, RuntimeBuilder, ServerHandle, ServerState, ServerStatus};
 
+mod auth;
 mod call;
 mod check;
 mod config;
 mod conformance;
+mod conformance_auth;
 mod demo;
 mod elicit;
 mod offered;
@@ -94,6 +96,9 @@ enum Command {
     /// Start every server of a config file and report on each.
     #[command(after_help = AFTER_HELP_CHECK)]
     Check(CheckArgs),
+    /// OAuth for a config file's HTTP servers with an "oauth" object: login NAME, status,
+    /// logout NAME.
+    Auth(auth::AuthArgs),
     /// Run a config file's servers until interrupted, serving their metrics for Prometheus.
     #[command(after_help = serve_metrics::AFTER_HELP)]
     ServeMetrics(serve_metrics::Args),
@@ -272,6 +277,7 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Prompt(args) => prompts::run_get(args, &mut interrupt).await,
         Command::Check(args) => check::run(args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
+        Command::Auth(args) => auth::run(args).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,
         Command::DemoServer { .. } => {
             unreachable!("demo-server is served before the async runtime starts")

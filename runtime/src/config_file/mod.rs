@@ -8,7 +8,8 @@
 //!
 //! Our own settings are optional: runtime defaults in a top-level `"switchboard"` object, and
 //! per server `timeout`, `startupTimeout`, `handlerTimeout`, `maxInFlight`, `tools`,
-//! `allowTools`, `denyTools`, `prefix` and `restart` beside the standard fields. Unknown fields of a server entry are
+//! `allowTools`, `denyTools`, `prefix` and `restart` beside the standard fields, and for HTTP
+//! servers `oauth` (see [`oauth::Settings`](crate::oauth::Settings); with the `http` feature). Unknown fields of a server entry are
 //! ignored (hosts add their own); unknown fields inside our own objects are errors, so that a
 //! typo is not silently dropped.
 //!
@@ -39,6 +40,8 @@ pub(crate) mod duration;
 mod dotenv;
 mod expand;
 mod extras;
+#[cfg(feature = "http")]
+mod oauth;
 #[cfg(test)]
 mod prop_tests;
 mod shapes;
@@ -86,6 +89,10 @@ pub struct ConfigFile {
     pub servers: Vec<(String, ServerConfig)>,
     /// The names of the servers marked `"disabled": true`, in file order.
     pub disabled: Vec<String>,
+    /// The `"oauth"` objects of its enabled HTTP servers, by server name; see
+    /// [`attach_oauth`](Self::attach_oauth).
+    #[cfg(feature = "http")]
+    pub oauth: Vec<(String, crate::oauth::Settings)>,
 }
 
 /// The runtime defaults a config file sets (its top-level `"switchboard"` object); `None`
@@ -163,6 +170,8 @@ impl ConfigFile {
             defaults: FileDefaults::default(),
             servers: listed,
             disabled: Vec::new(),
+            #[cfg(feature = "http")]
+            oauth: Vec::new(),
         }
     }
 
@@ -212,6 +221,12 @@ impl ConfigFile {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ConfigFile, ConfigError> {
         let document = shapes::parse(text, &Ctx::new(path, env))?;
+        #[cfg(feature = "http")]
+        let oauth = document
+            .servers
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), s.oauth.clone()?)))
+            .collect();
         Ok(ConfigFile {
             path: path.to_owned(),
             defaults: document.defaults,
@@ -221,7 +236,41 @@ impl ConfigFile {
                 .map(|server| (server.name, server.config))
                 .collect(),
             disabled: document.disabled,
+            #[cfg(feature = "http")]
+            oauth,
         })
+    }
+
+    /// Makes an [`OAuth`](crate::oauth::OAuth) client for each server with an `"oauth"`
+    /// object, keeping its credentials in `store` and asking `authorizer` (given the server's
+    /// name and settings) for the person's approval, and installs it as the server's auth
+    /// hook. Returns the clients by server name, for logins and logouts.
+    #[cfg(feature = "http")]
+    pub fn attach_oauth(
+        &mut self,
+        store: std::sync::Arc<dyn crate::oauth::TokenStore>,
+        mut authorizer: impl FnMut(
+            &str,
+            &crate::oauth::Settings,
+        ) -> Option<std::sync::Arc<dyn crate::oauth::Authorizer>>,
+    ) -> Result<Vec<(String, crate::oauth::OAuth)>, crate::oauth::Error> {
+        let mut clients = Vec::new();
+        for (name, settings) in &self.oauth {
+            let Some((_, config)) = self.servers.iter_mut().find(|(n, _)| n == name) else {
+                continue;
+            };
+            let crate::transport::Transport::Http(http) = &mut config.transport else {
+                continue;
+            };
+            let mut oauth_config = settings.config(name)?.store(store.clone());
+            if let Some(authorizer) = authorizer(name, settings) {
+                oauth_config = oauth_config.authorizer(authorizer);
+            }
+            let client = crate::oauth::OAuth::new(name, &http.url, oauth_config)?;
+            http.auth = Some(std::sync::Arc::new(client.clone()));
+            clients.push((name.clone(), client));
+        }
+        Ok(clients)
     }
 }
 

@@ -30,6 +30,9 @@ pub(super) struct Server {
     #[cfg(all(test, unix, feature = "stdio"))]
     pub(super) launch: Launch,
     pub(super) config: ServerConfig,
+    /// Its `"oauth"` object.
+    #[cfg(feature = "http")]
+    pub(super) oauth: Option<crate::oauth::Settings>,
 }
 
 /// How a server is reached, with variables expanded.
@@ -100,14 +103,42 @@ pub(super) fn parse(text: &str, ctx: &Ctx<'_>) -> Result<Document, ConfigError> 
         }
         let launch = launch(ctx, entry, &at)?;
         let config = extras::apply(ctx, entry, &at, config(ctx, &launch, &at)?)?;
+        let oauth = match (field(entry, "oauth"), &launch) {
+            (None, _) => None,
+            (Some(value), Launch::Http { .. }) => Some(oauth_settings(ctx, value, &at.key("oauth"))?),
+            (Some(_), Launch::Stdio { .. }) => {
+                return Err(ctx.error(
+                    &at.key("oauth"),
+                    "oauth is for http servers (a stdio server takes its credentials from its environment)",
+                ))
+            }
+        };
+        #[cfg(not(feature = "http"))]
+        let _: Option<()> = oauth;
         document.servers.push(Server {
             name,
             #[cfg(all(test, unix, feature = "stdio"))]
             launch,
             config,
+            #[cfg(feature = "http")]
+            oauth,
         });
     }
     Ok(document)
+}
+
+#[cfg(feature = "http")]
+fn oauth_settings(
+    ctx: &Ctx<'_>,
+    value: &Value,
+    at: &JsonPath,
+) -> Result<crate::oauth::Settings, ConfigError> {
+    super::oauth::settings(ctx, value, at)
+}
+
+#[cfg(not(feature = "http"))]
+fn oauth_settings(ctx: &Ctx<'_>, _value: &Value, at: &JsonPath) -> Result<(), ConfigError> {
+    Err(ctx.error(at, "oauth needs the `http` feature, which is off"))
 }
 
 /// What an entry's `type` says.

@@ -16,7 +16,7 @@ use url::Url;
 
 use super::challenge::Challenge;
 use super::session::SessionState;
-use super::{Auth, Config, Error};
+use super::{Auth, Config, Error, MAX_AUTH_ROUNDS};
 use crate::connection::Event;
 pub(crate) use switchboard_codecs::lines::excerpt;
 
@@ -110,33 +110,60 @@ impl Shared {
         })
     }
 
-    /// Sends the request `build` makes, with the configured headers and a token, retrying
-    /// once with a new token after a 401 when there is an auth hook.
+    /// Sends the request `build` makes, with the configured headers and a token; when the
+    /// server refuses it with a challenge (401, or 403 `insufficient_scope`) and there is an
+    /// auth hook, asks the hook for a new token and sends it again, at most
+    /// [`MAX_AUTH_ROUNDS`] times.
     ///
     /// `url` is the request's URL for errors. A 401 that remains is
     /// [`Error::Unauthorized`]; a failure to connect is [`Error::Connect`]; other network
-    /// failures are [`Error::Request`]. Any other status is returned for the caller.
+    /// failures are [`Error::Request`]. Any other status (a 403 that remains too) is
+    /// returned for the caller.
     pub(crate) async fn send(
         &self,
         url: &Url,
         build: impl Fn() -> RequestBuilder,
     ) -> Result<Response, Error> {
-        let token = self.token(None).await?;
-        let response = self.send_once(url, build(), token).await?;
-        if response.status() != StatusCode::UNAUTHORIZED {
-            return Ok(response);
+        let mut token = self.token(None).await?;
+        let mut rounds = 0;
+        loop {
+            let response = self.send_once(url, build(), token.clone()).await?;
+            let status = response.status();
+            let challenge = match status {
+                StatusCode::UNAUTHORIZED => Challenge::from_headers(response.headers()),
+                StatusCode::FORBIDDEN => {
+                    let challenge = Challenge::from_headers(response.headers());
+                    if challenge.param("error") != Some("insufficient_scope") {
+                        return Ok(response);
+                    }
+                    challenge
+                }
+                _ => return Ok(response),
+            };
+            let Some(auth) = self.auth.as_ref().filter(|_| rounds < MAX_AUTH_ROUNDS) else {
+                return if status == StatusCode::UNAUTHORIZED {
+                    Err(self.unauthorized(url, challenge))
+                } else {
+                    Ok(response)
+                };
+            };
+            rounds += 1;
+            tracing::debug!(
+                server = %self.name,
+                status = status.as_u16(),
+                scheme = %challenge.scheme,
+                "refused: asking the auth hook for a new token",
+            );
+            let rejected = token
+                .as_ref()
+                .and_then(|t| t.to_str().ok())
+                .and_then(|t| t.strip_prefix("Bearer "));
+            let new = auth
+                .refused(rejected, &challenge)
+                .await
+                .map_err(|reason| self.auth_failed(reason))?;
+            token = self.bearer_value(new)?;
         }
-        let challenge = Challenge::from_headers(response.headers());
-        if self.auth.is_none() {
-            return Err(self.unauthorized(url, challenge));
-        }
-        tracing::debug!(server = %self.name, scheme = %challenge.scheme, "401: asking the auth hook for a new token");
-        let token = self.token(Some(&challenge)).await?;
-        let response = self.send_once(url, build(), token).await?;
-        if response.status() == StatusCode::UNAUTHORIZED {
-            return Err(self.unauthorized(url, Challenge::from_headers(response.headers())));
-        }
-        Ok(response)
     }
 
     async fn send_once(
@@ -161,14 +188,26 @@ impl Shared {
         let Some(auth) = &self.auth else {
             return Ok(None);
         };
-        let failed = |reason: String| Error::Auth {
+        let token = auth
+            .token(challenge)
+            .await
+            .map_err(|reason| self.auth_failed(reason))?;
+        self.bearer_value(token)
+    }
+
+    fn auth_failed(&self, reason: String) -> Error {
+        Error::Auth {
             server: self.name.clone(),
             reason,
-        };
-        match auth.token(challenge).await.map_err(failed)? {
+        }
+    }
+
+    /// A token as a sensitive `Authorization` value.
+    fn bearer_value(&self, token: Option<String>) -> Result<Option<HeaderValue>, Error> {
+        match token {
             Some(token) => bearer(&token)
                 .map(Some)
-                .ok_or_else(|| failed("the token is not a valid header value".into())),
+                .ok_or_else(|| self.auth_failed("the token is not a valid header value".into())),
             None => Ok(None),
         }
     }

@@ -122,17 +122,39 @@ pub enum Kind {
 
 /// Supplies bearer tokens, for servers that need OAuth or rotating credentials.
 ///
-/// The transport asks before each request with `challenge` `None` (an implementation may
-/// return a cached token), and once more after a 401 with the server's parsed
-/// `WWW-Authenticate` challenge; the request is then retried once with the new token.
-/// `Ok(None)` sends no token (or [`Config::bearer_token`], when set). An `Err` fails the
-/// request with [`Error::Auth`]; its text must not contain the token. A 401 that stays (no
-/// hook, or the new token refused too) is reported as [`Event::Unauthorized`] with the
-/// challenge's `resource_metadata` URL, where an OAuth flow would start.
+/// The transport asks [`token`](Self::token) before each request with `challenge` `None`
+/// (an implementation may return a cached token). When the server refuses the request with
+/// a challenge (a 401, or a 403 whose `WWW-Authenticate` says
+/// `error="insufficient_scope"`), it asks [`refused`](Self::refused) and retries with the
+/// new token, at most [`MAX_AUTH_ROUNDS`] times per request. `Ok(None)` sends no token (or
+/// [`Config::bearer_token`], when set). An `Err` fails the request with [`Error::Auth`]; its
+/// text must not contain the token. A 401 that stays (no hook, or the new token refused too)
+/// is reported as [`Event::Unauthorized`] with the challenge's `resource_metadata` URL,
+/// where an OAuth flow would start; a 403 that stays is an HTTP error.
 pub trait Auth: Send + Sync + fmt::Debug {
     /// A bearer token for the next request.
     fn token(&self, challenge: Option<&Challenge>) -> BoxFuture<Result<Option<String>, String>>;
+
+    /// A new token after the server refused the token `rejected` (`None`: the request
+    /// carried none) with `challenge`.
+    ///
+    /// Knowing which token was refused lets an implementation serve many requests refused
+    /// at once with one refresh: a request refused with an older token gets the newer one.
+    /// The default asks [`token`](Self::token) with the challenge.
+    fn refused(
+        &self,
+        rejected: Option<&str>,
+        challenge: &Challenge,
+    ) -> BoxFuture<Result<Option<String>, String>> {
+        let _ = rejected;
+        self.token(Some(challenge))
+    }
 }
+
+/// How many times one request is retried with a new token after the server refused it
+/// (a 401, then perhaps a 403 asking for more scope): bounded, so that a server that never
+/// accepts cannot make a request loop.
+pub const MAX_AUTH_ROUNDS: usize = 3;
 
 /// Where and how to reach an HTTP server. Build it with [`Config::new`] and the chained
 /// setters.

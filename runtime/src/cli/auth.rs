@@ -1,0 +1,172 @@
+//! `switchboard auth login NAME | status | logout NAME`: OAuth for a config file's HTTP
+//! servers that have an `"oauth"` object.
+//!
+//! Every command that reads a config file installs those servers' OAuth clients (see
+//! [`attach`]): credentials in the user's credentials file, and when a person must approve,
+//! the authorization URL printed on stderr (and handed to the desktop's opener) with the
+//! redirect received on 127.0.0.1. `auth login` does that up front; `status` shows what is
+//! stored (never a token); `logout` forgets it.
+
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use switchboard::oauth::{self, FileStore, Loopback, OAuth, TokenStore};
+use switchboard::ConfigFile;
+
+use super::config::ConfigArgs;
+use super::Failure;
+
+/// `switchboard auth …`.
+#[derive(Debug, Args)]
+pub(crate) struct AuthArgs {
+    #[command(subcommand)]
+    command: AuthCommand,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum AuthCommand {
+    /// Authorize now: discover, register, and have the authorization approved in a browser.
+    Login {
+        /// The server (a config file entry with an "oauth" object).
+        name: String,
+    },
+    /// Show what is stored for each server with an "oauth" object.
+    Status,
+    /// Forget the tokens and registration stored for a server.
+    Logout {
+        /// The server.
+        name: String,
+    },
+}
+
+/// Installs OAuth clients for the file's servers that have an `"oauth"` object; returns them
+/// by name. Nothing is touched (no credentials file, no listener) when there is none.
+pub(crate) fn attach(file: &mut ConfigFile) -> Result<Vec<(String, OAuth)>, Failure> {
+    if file.oauth.is_empty() {
+        return Ok(Vec::new());
+    }
+    let store: Arc<dyn TokenStore> =
+        Arc::new(FileStore::default_location().map_err(|e| Failure::Usage(format!("oauth: {e}")))?);
+    let mut bind_error = None;
+    let clients = file
+        .attach_oauth(store, |name, settings| {
+            let server = name.to_owned();
+            match Loopback::new(settings.redirect_port.unwrap_or(0), move |url| {
+                show(&server, url)
+            }) {
+                Ok(loopback) => Some(Arc::new(loopback) as Arc<dyn oauth::Authorizer>),
+                Err(e) => {
+                    bind_error.get_or_insert(format!(
+                        "{name}: cannot listen on 127.0.0.1 for the oauth redirect: {e}"
+                    ));
+                    None
+                }
+            }
+        })
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    match bind_error {
+        Some(e) => Err(Failure::Usage(e)),
+        None => Ok(clients),
+    }
+}
+
+/// Shows the authorization URL, and asks the desktop to open it.
+fn show(server: &str, url: &url::Url) {
+    eprintln!("switchboard: authorize `{server}` in your browser:\n  {url}");
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    // Best effort: without a desktop the printed URL is the way.
+    let _ = std::process::Command::new(opener)
+        .arg(url.as_str())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}
+
+/// Runs `switchboard auth …`.
+pub(crate) async fn run(args: AuthArgs) -> Result<std::process::ExitCode, Failure> {
+    let mut file = args.config.load_without_oauth(false)?;
+    let clients = attach(&mut file)?;
+    let find = |name: &str| {
+        clients
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| {
+                Failure::Usage(format!(
+                    "`{name}` is not a server of {} with an \"oauth\" object",
+                    file.path.display()
+                ))
+            })
+    };
+    match args.command {
+        AuthCommand::Login { name } => {
+            find(&name)?
+                .login()
+                .await
+                .map_err(|e| Failure::Run(e.to_string()))?;
+            println!("{name}: authorized");
+        }
+        AuthCommand::Logout { name } => {
+            find(&name)?
+                .logout()
+                .await
+                .map_err(|e| Failure::Run(e.to_string()))?;
+            println!("{name}: logged out");
+        }
+        AuthCommand::Status => {
+            if clients.is_empty() {
+                println!(
+                    "no server of {} has an \"oauth\" object",
+                    file.path.display()
+                );
+            }
+            for (name, client) in &clients {
+                let credentials = client
+                    .credentials()
+                    .await
+                    .map_err(|e| Failure::Run(e.to_string()))?;
+                println!("{name}: {}", describe(&credentials));
+            }
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// One line about stored credentials, without any secret.
+fn describe(credentials: &oauth::Credentials) -> String {
+    let Some(tokens) = &credentials.tokens else {
+        return "not logged in".into();
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let validity = match tokens.expires_at_ms {
+        Some(at) if at > now => format!("token valid for {}s", (at - now) / 1000),
+        Some(_) => "token expired".into(),
+        None => "token without expiry".into(),
+    };
+    let refresh = if tokens.refresh_token.is_some() {
+        ", refreshable"
+    } else {
+        ""
+    };
+    let scopes = if tokens.scopes.is_empty() {
+        String::new()
+    } else {
+        format!(", scopes: {}", tokens.scopes.join(" "))
+    };
+    let client = credentials
+        .client
+        .as_ref()
+        .map(|c| format!(", client {} at {}", c.client_id, c.issuer))
+        .unwrap_or_default();
+    format!("logged in; {validity}{refresh}{scopes}{client}")
+}
