@@ -113,7 +113,7 @@ impl Shared {
     /// Sends the request `build` makes, with the configured headers and a token; when the
     /// server refuses it with a challenge (401, or 403 `insufficient_scope`) and there is an
     /// auth hook, asks the hook for a new token and sends it again, at most
-    /// [`MAX_AUTH_ROUNDS`] times.
+    /// [`MAX_AUTH_ROUNDS`] times, and after a 401 only once.
     ///
     /// `url` is the request's URL for errors. A 401 that remains is
     /// [`Error::Unauthorized`]; a failure to connect is [`Error::Connect`]; other network
@@ -126,6 +126,9 @@ impl Shared {
     ) -> Result<Response, Error> {
         let mut token = self.token(None).await?;
         let mut rounds = 0;
+        // A 401 is retried once: a fresh token refused again means the server does not take
+        // this client's tokens, and asking again would only loop.
+        let mut retried_unauthorized = false;
         loop {
             let response = self.send_once(url, build(), token.clone()).await?;
             let status = response.status();
@@ -140,7 +143,12 @@ impl Shared {
                 }
                 _ => return Ok(response),
             };
-            let Some(auth) = self.auth.as_ref().filter(|_| rounds < MAX_AUTH_ROUNDS) else {
+            let again = status == StatusCode::UNAUTHORIZED && retried_unauthorized;
+            let Some(auth) = self
+                .auth
+                .as_ref()
+                .filter(|_| rounds < MAX_AUTH_ROUNDS && !again)
+            else {
                 return if status == StatusCode::UNAUTHORIZED {
                     Err(self.unauthorized(url, challenge))
                 } else {
@@ -148,6 +156,7 @@ impl Shared {
                 };
             };
             rounds += 1;
+            retried_unauthorized |= status == StatusCode::UNAUTHORIZED;
             tracing::debug!(
                 server = %self.name,
                 status = status.as_u16(),

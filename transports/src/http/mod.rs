@@ -126,7 +126,7 @@ pub enum Kind {
 /// (an implementation may return a cached token). When the server refuses the request with
 /// a challenge (a 401, or a 403 whose `WWW-Authenticate` says
 /// `error="insufficient_scope"`), it asks [`refused`](Self::refused) and retries with the
-/// new token, at most [`MAX_AUTH_ROUNDS`] times per request. `Ok(None)` sends no token (or
+/// new token, at most [`MAX_AUTH_ROUNDS`] times per request and only once after a 401. `Ok(None)` sends no token (or
 /// [`Config::bearer_token`], when set). An `Err` fails the request with [`Error::Auth`]; its
 /// text must not contain the token. A 401 that stays (no hook, or the new token refused too)
 /// is reported as [`Event::Unauthorized`] with the challenge's `resource_metadata` URL,

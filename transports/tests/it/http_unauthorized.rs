@@ -125,6 +125,48 @@ async fn with_a_hook_the_request_is_retried_once_with_a_new_token() {
     conn.control.close().await;
 }
 
+/// A server that refuses every token: the hook is asked once more, and the request then
+/// fails as unauthorized instead of looping.
+#[tokio::test]
+async fn a_401_after_the_retry_is_unauthorized_without_asking_again() {
+    let server = TestServer::start(|_seen: Seen| async move {
+        with_header(
+            empty(401),
+            "www-authenticate",
+            &format!(r#"Bearer error="invalid_token", resource_metadata="{METADATA}""#),
+        )
+    })
+    .await;
+    let hook = Arc::new(Hook::default());
+    let config = Config::new(server.url("/mcp")).auth(Some(hook.clone()));
+    let mut conn = http::connect("t", &config, Kind::StreamableHttp)
+        .await
+        .unwrap();
+    conn.sender.send(request(1)).unwrap();
+    match next_event(&mut conn.events).await {
+        Event::Unauthorized {
+            id,
+            resource_metadata,
+            ..
+        } => {
+            assert_eq!(id, Some(Id::Number(1)));
+            assert_eq!(resource_metadata.as_deref(), Some(METADATA));
+        }
+        other => panic!("expected Unauthorized, got {other:?}"),
+    }
+    assert_eq!(
+        hook.asked.lock().unwrap().len(),
+        2,
+        "asked before, then once after a 401"
+    );
+    assert_eq!(
+        server.seen_with(Method::POST).len(),
+        2,
+        "sent once, retried once"
+    );
+    conn.control.close().await;
+}
+
 #[tokio::test]
 async fn legacy_connect_reports_unauthorized_or_retries_with_the_hook() {
     let server = guarded_server().await;
