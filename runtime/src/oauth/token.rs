@@ -206,6 +206,10 @@ fn parse(
             v.as_u64()
                 .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
         })
+        // A lifetime of 0 would make every request refresh first (one refresh per call,
+        // in a row): it says nothing useful, so the token is used until it is refused, as
+        // one without `expires_in` is.
+        .filter(|&s| s > 0)
         .map(|s| s.saturating_mul(1000));
     let scopes = match body.get("scope").and_then(Value::as_str) {
         Some(scope) => split_scope(scope),
@@ -263,6 +267,21 @@ mod tests {
             None,
         );
         assert!(matches!(missing, Err(Error::BadTokenResponse { .. })));
+        for expires_in in [json!(0), json!("0"), json!(-5), json!("soon")] {
+            let unknown = parse(
+                &net(),
+                Step::CodeExchange,
+                &json!({"access_token": "a", "expires_in": expires_in}),
+                &[],
+                None,
+            )
+            .unwrap();
+            assert_eq!(
+                (unknown.lifetime_ms, unknown.expires_at_ms),
+                (None, None),
+                "{expires_in}"
+            );
+        }
         let dpop = parse(
             &net(),
             Step::CodeExchange,
