@@ -1,5 +1,6 @@
 //! Secrets never reach the logs: a bearer token, a secret header and an env value, with every
-//! log level on, through a successful HTTP session, a refused one and a stdio server.
+//! log level on, through a successful HTTP session, a refused one and a stdio server; and
+//! every token, code, verifier and client secret of an OAuth login and refresh.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -65,13 +66,83 @@ async fn secrets_are_absent_from_logs_at_every_level() {
         .unwrap();
     let _ = rt.server("locked").unwrap().call_tool("x", json!({})).await;
     rt.shutdown().await;
+    let oauth_secrets = oauth_flow().await;
 
     let logs = String::from_utf8_lossy(&sink.0.lock().unwrap()).into_owned();
     assert!(logs.contains("locked"), "no logs captured at all:\n{logs}");
-    for secret in [TOKEN, HEADER, ENV] {
+    assert!(
+        logs.contains("authorized"),
+        "no OAuth logs captured:\n{logs}"
+    );
+    for secret in [TOKEN, HEADER, ENV]
+        .into_iter()
+        .chain(oauth_secrets.iter().map(String::as_str))
+    {
         assert!(
             !logs.contains(secret),
             "{secret} leaked into the logs:\n{logs}"
         );
     }
+}
+
+/// An OAuth login through the runtime, a call, a refused token and its refresh, against the
+/// scripted authorization server; returns every secret that crossed the wire (access and
+/// refresh tokens, the code and its verifier, client secrets and assertions).
+async fn oauth_flow() -> Vec<String> {
+    use crate::oauth_fixture::{serve, Knobs};
+    use switchboard::oauth::{self, OAuth};
+
+    let fixture = serve(Knobs::default()).await;
+    let authorizer = oauth::Headless::new("http://127.0.0.1/callback").unwrap();
+    let auth = OAuth::new(
+        "guarded",
+        &fixture.mcp_url(),
+        oauth::Config::new().authorizer(Arc::new(authorizer)),
+    )
+    .unwrap();
+    let rt = Runtime::builder()
+        .server(
+            "guarded",
+            ServerConfig::http(fixture.mcp_url(), HttpKind::StreamableHttp)
+                .auth(Arc::new(auth))
+                .restart(RestartPolicy::off())
+                .liveness(Liveness::off()),
+        )
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("guarded").unwrap();
+    server.call_tool("whoami", json!({})).await.unwrap();
+    fixture.invalidate_access_tokens();
+    server.call_tool("whoami", json!({})).await.unwrap();
+    rt.shutdown().await;
+
+    let mut secrets = Vec::new();
+    for seen in fixture.seen() {
+        if let Some(token) = seen
+            .authorization
+            .as_deref()
+            .and_then(|a| a.strip_prefix("Bearer "))
+        {
+            secrets.push(token.to_owned());
+        }
+        for name in [
+            "code",
+            "code_verifier",
+            "refresh_token",
+            "client_secret",
+            "client_assertion",
+        ] {
+            if let Some(value) = seen.params.get(name) {
+                secrets.push(value.clone());
+            }
+        }
+    }
+    assert!(
+        secrets.iter().any(|s| s.starts_with("ref-")),
+        "no refresh happened: {secrets:?}"
+    );
+    secrets.sort();
+    secrets.dedup();
+    secrets
 }
