@@ -517,6 +517,8 @@ fn check_json_reports_every_server() {
         assert_eq!(server["state"], "ready", "{server}");
         assert_eq!(server["transport"], "stdio", "{server}");
         assert!(server["protocolVersion"].is_string(), "{server}");
+        // The demo server refuses `server/discover`: `auto` speaks the handshake era to it.
+        assert_eq!(server["era"], "legacy", "{server}");
         assert!(server["handshakeMs"].is_u64(), "{server}");
         assert_eq!(server["error"], Value::Null, "{server}");
     }

@@ -149,15 +149,15 @@ impl ServerActor {
             table,
             control: conn.control,
         });
-        self.send_initialize(ctx);
+        self.start_handshake(ctx);
     }
 
-    fn send_initialize(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn send_initialize(&mut self, ctx: &mut Context<Self>) {
         self.phase = Phase::Initializing;
         let params = serde_json::json!({
             "protocolVersion": mcp::LATEST_PROTOCOL_VERSION,
             "capabilities": ClientHandlers::capabilities(self.config.handlers.as_ref()),
-            "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
+            "clientInfo": crate::era::client_info(),
         });
         self.request(
             ctx,
@@ -244,7 +244,13 @@ impl ServerActor {
         );
         let has_tools = init.capabilities.tools.is_some();
         self.init = Some(init);
+        self.era = Some(crate::era::Era::Legacy);
         self.notify(methods::INITIALIZED, &serde_json::json!({}));
+        self.after_handshake(has_tools, ctx);
+    }
+
+    /// The server said what it offers (either era): list its tools, then it is ready.
+    pub(super) fn after_handshake(&mut self, has_tools: bool, ctx: &mut Context<Self>) {
         if has_tools {
             self.phase = Phase::ListingTools;
             self.start_listing(ctx);
@@ -364,8 +370,14 @@ impl ServerActor {
         }
         self.set_gate(Gate::Ready(table));
         self.publish(ServerState::Ready);
-        self.reapply_log_level(ctx);
-        self.resubscribe(ctx);
+        // The stateless era has neither: the log level travels in every request's `_meta`,
+        // and `resources/subscribe` is gone (`subscriptions/listen` replaces it).
+        if !self.is_modern() {
+            self.reapply_log_level(ctx);
+            self.resubscribe(ctx);
+        } else if !self.ties.subscriptions.uris().is_empty() {
+            tracing::warn!(server = %self.name, "resource subscriptions are not renewed: the server speaks the stateless era, which has no resources/subscribe");
+        }
         self.list_features(super::features::Lists::Resources, ctx);
         self.list_features(super::features::Lists::Prompts, ctx);
     }
