@@ -132,6 +132,15 @@ impl Modern {
         }
     }
 
+    /// The same, in another protocol version (after the server refused this one).
+    pub(crate) fn with_version(&self, version: &str) -> Modern {
+        Modern {
+            version: version.into(),
+            client_info: self.client_info.clone(),
+            capabilities: self.capabilities.clone(),
+        }
+    }
+
     /// The `_meta` entries of one request.
     pub(crate) fn meta(&self, level: Option<LoggingLevel>) -> ModernMeta<'_> {
         ModernMeta {

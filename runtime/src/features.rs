@@ -316,25 +316,23 @@ impl ServerHandle {
     ) -> Result<R> {
         let policy = self.policy(None, &ToolPolicy::default());
         let started = std::time::Instant::now();
-        let mut answer = self
+        let answer = self
             .send(method.into(), None, policy, None, |id| {
                 let modern = self.shared.dialect.load();
                 let level = self.shared.logging.level();
                 crate::era::frame_request(modern.as_deref(), level, id, method, params)
             })
-            .await?;
-        if crate::mrtr::may_need_input(method).is_some() && self.shared.dialect.load().is_some() {
-            let original = crate::mrtr::Original {
-                method,
-                tool: None,
-                params,
-                policy,
-                started,
-                progress: None,
-                progress_token: false,
-            };
-            answer = self.finish_input_rounds(original, answer).await?;
-        }
+            .await;
+        let original = crate::mrtr::Original {
+            method,
+            tool: None,
+            params,
+            policy,
+            started,
+            progress: None,
+            progress_token: false,
+        };
+        let answer = self.modern_follow_up(original, answer).await?;
         match serde_json::from_str(answer.raw.get()) {
             Ok(result) => {
                 answer.recording.finish(false);

@@ -135,22 +135,17 @@ impl ServerHandle {
                 let level = self.shared.logging.level();
                 crate::era::frame_request(modern.as_deref(), level, id, method, &params)
             })
-            .await?;
-        let answer = match crate::mrtr::may_need_input(method) {
-            Some(method) if self.shared.dialect.load().is_some() => {
-                let original = crate::mrtr::Original {
-                    method,
-                    tool: None,
-                    params: &params,
-                    policy,
-                    started,
-                    progress: None,
-                    progress_token: false,
-                };
-                self.finish_input_rounds(original, answer).await?
-            }
-            _ => answer,
+            .await;
+        let original = crate::mrtr::Original {
+            method,
+            tool: None,
+            params: &params,
+            policy,
+            started,
+            progress: None,
+            progress_token: false,
         };
+        let answer = self.modern_follow_up(original, answer).await?;
         answer.recording.finish(false);
         Ok(answer.raw)
     }
@@ -201,11 +196,11 @@ impl ServerHandle {
                     )
                 },
             )
-            .await?;
+            .await;
         if self.shared.dialect.load().is_none() {
-            return Ok(answer);
+            return answer;
         }
-        // A modern server may need input first.
+        // A modern server may refuse the version or need input first.
         let original = crate::mrtr::Original {
             method: "tools/call",
             tool: Some(tool.clone()),
@@ -215,7 +210,7 @@ impl ServerHandle {
             progress,
             progress_token: true,
         };
-        self.finish_input_rounds(original, answer).await
+        self.modern_follow_up(original, answer).await
     }
 
     pub(crate) fn policy(&self, tool: Option<&str>, call: &ToolPolicy) -> DeadlinePolicy {

@@ -25,7 +25,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use switchboard_codecs::frame;
-use switchboard_codecs::mcp::modern::{InputRequest, InputRequired, ResultType};
+use switchboard_codecs::mcp::modern::{
+    InputRequest, InputRequired, ResultType, UnsupportedVersionData,
+};
 
 use crate::actor::server::handlers::prepare;
 use crate::calls::ProgressFn;
@@ -51,7 +53,7 @@ pub(crate) fn may_need_input(method: &str) -> Option<&'static str> {
 
 /// What a request that may need input is, for its retries.
 pub(crate) struct Original<'a, P: ?Sized> {
-    pub(crate) method: &'static str,
+    pub(crate) method: &'a str,
     pub(crate) tool: Option<Arc<str>>,
     /// Its params, without `_meta`.
     pub(crate) params: &'a P,
@@ -63,6 +65,30 @@ pub(crate) struct Original<'a, P: ?Sized> {
 }
 
 impl ServerHandle {
+    /// What the answer of a request may still need when the server is modern: one new try
+    /// after `-32022` ([`after_version_check`](Self::after_version_check)), and for
+    /// `tools/call`, `prompts/get` and `resources/read` the input rounds
+    /// ([`finish_input_rounds`](Self::finish_input_rounds)). A legacy server's answer is
+    /// returned as it is.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the request in flight (or stops its handler).
+    pub(crate) async fn modern_follow_up<P: Serialize + ?Sized>(
+        &self,
+        original: Original<'_, P>,
+        first: Result<Answer>,
+    ) -> Result<Answer> {
+        if self.shared.dialect.load().is_none() {
+            return first;
+        }
+        let answer = self.after_version_check(&original, first).await?;
+        if may_need_input(original.method).is_none() {
+            return Ok(answer);
+        }
+        self.finish_input_rounds(original, answer).await
+    }
+
     /// Takes the first answer of `original` to its end: a complete result as it is, an
     /// input-required one through as many rounds as the server needs (and the runtime
     /// allows).
@@ -70,14 +96,13 @@ impl ServerHandle {
     /// # Cancel safety
     ///
     /// Dropping the future cancels the round in flight (or stops its handler).
-    pub(crate) async fn finish_input_rounds<P: Serialize + ?Sized>(
+    async fn finish_input_rounds<P: Serialize + ?Sized>(
         &self,
         original: Original<'_, P>,
         first: Answer,
     ) -> Result<Answer> {
         let mut answer = first;
         let mut rounds = 0u32;
-        let mut base: Option<Map<String, Value>> = None;
         loop {
             // Legacy servers have no `resultType`: nothing to look at.
             if self.shared.dialect.load().is_none() {
@@ -126,37 +151,82 @@ impl ServerHandle {
             self.shared.metrics.input_rounds.increment(1);
             let policy =
                 remaining(&original.policy, hard_end).ok_or_else(|| self.out_of_time(&original))?;
-            if base.is_none() {
-                base = Some(params_object(original.params));
-            }
-            let base = base.as_ref().map(|b| b as &Map<String, Value>);
-            let responses = &responses;
-            let state = input.request_state.as_deref();
-            let method = original.method;
-            let token = original.progress_token;
             answer = self
-                .send(
-                    method.into(),
-                    original.tool.clone(),
+                .send_retry(
+                    &original,
                     policy,
-                    original.progress.clone(),
-                    |id| {
-                        let modern = self.shared.dialect.load();
-                        let level = self.shared.logging.level();
-                        let retry = Retry {
-                            base,
-                            input_responses: responses,
-                            request_state: state,
-                            meta: RetryMeta {
-                                progress_token: token.then_some(id),
-                                modern: modern.as_deref().map(|m| m.meta(level)),
-                            },
-                        };
-                        frame::request(id, method, &retry)
-                    },
+                    Some(&responses),
+                    input.request_state.as_deref(),
                 )
                 .await?;
         }
+    }
+
+    /// The first answer of a request to a modern server, past one `-32022`: the server
+    /// refused the request's protocol version, so the newest version both sides speak is
+    /// picked (and kept for the server's next requests) and the request sent once more
+    /// under a new id. Any other answer is returned as it is.
+    async fn after_version_check<P: Serialize + ?Sized>(
+        &self,
+        original: &Original<'_, P>,
+        first: Result<Answer>,
+    ) -> Result<Answer> {
+        let Err(Error::VersionRejected { supported, .. }) = &first else {
+            return first;
+        };
+        let Some(current) = self.shared.dialect.load_full() else {
+            return first;
+        };
+        let data = UnsupportedVersionData {
+            supported: supported.to_vec(),
+            requested: None,
+        };
+        let Some(version) = data.pick() else {
+            return first;
+        };
+        if *current.version != *version {
+            self.shared
+                .dialect
+                .store(Some(Arc::new(current.with_version(version))));
+        }
+        let policy = remaining(&original.policy, hard_end(original))
+            .ok_or_else(|| self.out_of_time(original))?;
+        self.send_retry(original, policy, None, None).await
+    }
+
+    /// Sends `original` again under a new id, with the answers to its input requests and
+    /// the server's state, if any.
+    async fn send_retry<P: Serialize + ?Sized>(
+        &self,
+        original: &Original<'_, P>,
+        policy: DeadlinePolicy,
+        input_responses: Option<&Map<String, Value>>,
+        request_state: Option<&RawValue>,
+    ) -> Result<Answer> {
+        let base = params_object(original.params);
+        let method = original.method;
+        let token = original.progress_token;
+        self.send(
+            method.into(),
+            original.tool.clone(),
+            policy,
+            original.progress.clone(),
+            |id| {
+                let modern = self.shared.dialect.load();
+                let level = self.shared.logging.level();
+                let retry = Retry {
+                    base: &base,
+                    input_responses,
+                    request_state,
+                    meta: RetryMeta {
+                        progress_token: token.then_some(id),
+                        modern: modern.as_deref().map(|m| m.meta(level)),
+                    },
+                };
+                frame::request(id, method, &retry)
+            },
+        )
+        .await
     }
 
     /// Answers every embedded request with the application's handlers, one at a time.
@@ -278,9 +348,9 @@ fn params_object<P: Serialize + ?Sized>(params: &P) -> Map<String, Value> {
 #[derive(Serialize)]
 struct Retry<'a> {
     #[serde(flatten)]
-    base: Option<&'a Map<String, Value>>,
-    #[serde(rename = "inputResponses")]
-    input_responses: &'a Map<String, Value>,
+    base: &'a Map<String, Value>,
+    #[serde(rename = "inputResponses", skip_serializing_if = "Option::is_none")]
+    input_responses: Option<&'a Map<String, Value>>,
     #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
     request_state: Option<&'a RawValue>,
     #[serde(rename = "_meta")]
@@ -328,8 +398,8 @@ mod tests {
         let mut responses = Map::new();
         responses.insert("k".into(), serde_json::json!({"action": "accept"}));
         let retry = Retry {
-            base: Some(&base),
-            input_responses: &responses,
+            base: &base,
+            input_responses: Some(&responses),
             request_state: Some(&state),
             meta: RetryMeta {
                 progress_token: Some(9),

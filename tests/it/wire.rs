@@ -10,6 +10,15 @@ use tokio::sync::mpsc;
 /// A handshake-era peer that records every line it receives and answers the handshake, then
 /// `hang` never; `server/discover` is refused as unknown, as legacy servers do.
 fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig<switchboard::transport::Memory> {
+    scripted_answering(seen, false)
+}
+
+/// [`scripted`]; with `any_result`, `server/discover` gets an empty result instead, as from
+/// a server that answers every request it does not know with `{}`.
+fn scripted_answering(
+    seen: mpsc::UnboundedSender<Value>,
+    any_result: bool,
+) -> ServerConfig<switchboard::transport::Memory> {
     ServerConfig::memory(move |io| {
         let seen = seen.clone();
         async move {
@@ -30,6 +39,9 @@ fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig<switchboard::tra
                     Some("tools/list") => json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
                         "tools": [{"name": "hang", "inputSchema": {"type": "object"}, "x-vendor": 1}]
                     }}),
+                    Some("server/discover") if any_result => {
+                        json!({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+                    }
                     Some("server/discover") => json!({"jsonrpc": "2.0", "id": msg["id"], "error": {
                         "code": -32601, "message": "Method not found"
                     }}),
@@ -191,5 +203,21 @@ async fn auto_probes_with_discover_then_falls_back_to_initialize_on_the_same_con
     assert_eq!(list["method"], "tools/list");
     // A legacy server's requests carry no stateless `_meta`.
     assert!(list["params"].get("_meta").is_none(), "{list}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_takes_a_result_that_is_no_discover_result_for_a_legacy_server() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let rt = Runtime::builder()
+        .server("s", scripted_answering(tx, true))
+        .build()
+        .await
+        .unwrap();
+    let status = rt.server("s").unwrap().status();
+    assert!(status.is_ready(), "{:?}", status.state);
+    assert_eq!(status.era, Some(switchboard::Era::Legacy));
+    assert_eq!(next(&mut rx).await["method"], "server/discover");
+    assert_eq!(next(&mut rx).await["method"], "initialize");
     rt.shutdown().await;
 }

@@ -24,6 +24,8 @@ use serde_json::{Map, Value};
 
 use super::{Implementation, ServerCapabilities};
 
+pub mod headers;
+
 /// The stateless protocol version Switchboard speaks, and asks for first.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
 
@@ -61,8 +63,8 @@ pub mod meta {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverResult {
-    /// The protocol versions the server speaks.
-    #[serde(default)]
+    /// The protocol versions the server speaks (required: a result without them is no
+    /// discover result).
     pub supported_versions: Vec<String>,
     /// What the server offers.
     #[serde(default)]

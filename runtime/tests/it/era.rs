@@ -26,18 +26,32 @@ enum Discover {
     Modern,
     /// `-32022`, naming only a version nobody speaks.
     OnlyNewer,
+    /// `-32022` the first time (naming 2026-07-28 all the same), then a result.
+    RefuseFirst,
 }
 
 /// A 2026-07-28 server: answers `server/discover`, lists one tool `book`, and answers a call
 /// of `book` with an input-required result (an elicitation and `STATE`) until the retry
-/// brings the answer; `needs_sampling` answers -32021. Records every request.
+/// brings the answer; `needs_sampling` answers -32021; `version_once` answers -32022 the
+/// first time. Records every request.
 fn modern_peer(
     discover: Discover,
     seen: Arc<Mutex<Vec<Value>>>,
 ) -> ServerConfig<switchboard::transport::Memory> {
     ServerConfig::memory(move |io| {
         let seen = seen.clone();
+        let refused_discover = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let refused_call = Arc::new(std::sync::atomic::AtomicBool::new(false));
         async move {
+            let refuse = |flag: &std::sync::atomic::AtomicBool| {
+                !flag.swap(true, std::sync::atomic::Ordering::SeqCst)
+            };
+            let unsupported = |id: &Value| {
+                json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}
+                }})
+            };
             let (reader, mut writer) = tokio::io::split(io);
             let mut lines = BufReader::new(reader).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -50,12 +64,29 @@ fn modern_peer(
                 let id = msg["id"].clone();
                 let result = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
                 let answer = match (msg["method"].as_str(), discover) {
-                    (Some("server/discover"), Discover::Modern) => result(json!({
-                        "resultType": "complete", "supportedVersions": ["2026-07-28"],
-                        "capabilities": {"tools": {}}, "instructions": "book things",
-                        "ttlMs": 0, "cacheScope": "private",
-                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-peer", "version": "2"}}
-                    })),
+                    (Some("server/discover"), Discover::RefuseFirst)
+                        if refuse(&refused_discover) =>
+                    {
+                        unsupported(&id)
+                    }
+                    (Some("tools/call"), _)
+                        if msg["params"]["name"] == "version_once" && refuse(&refused_call) =>
+                    {
+                        unsupported(&id)
+                    }
+                    (Some("tools/call"), _) if msg["params"]["name"] == "version_once" => {
+                        result(json!({
+                            "resultType": "complete", "content": [{"type": "text", "text": "second try"}]
+                        }))
+                    }
+                    (Some("server/discover"), Discover::Modern | Discover::RefuseFirst) => {
+                        result(json!({
+                            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                            "capabilities": {"tools": {}}, "instructions": "book things",
+                            "ttlMs": 0, "cacheScope": "private",
+                            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-peer", "version": "2"}}
+                        }))
+                    }
                     (Some("server/discover"), Discover::OnlyNewer) => {
                         json!({"jsonrpc": "2.0", "id": id, "error": {
                             "code": -32022, "message": "Unsupported protocol version",
@@ -310,5 +341,43 @@ async fn a_modern_server_is_probed_with_discover_for_liveness_never_pinged() {
         "an idle modern server is probed with server/discover"
     );
     assert!(rt.server("s").unwrap().status().is_ready());
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unsupported_version_error_is_retried_once_with_a_version_from_the_list() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (rt, server) = start(modern_peer(Discover::RefuseFirst, seen.clone())).await;
+    assert_eq!(
+        server.status().era,
+        Some(Era::Modern),
+        "{:?}",
+        server.status().state
+    );
+    let result = server
+        .call_tool("version_once", json!({"k": 1}))
+        .await
+        .unwrap();
+    assert_eq!(result.text(), "second try");
+    let seen = seen.lock().unwrap().clone();
+    let methods: Vec<&str> = seen.iter().filter_map(|m| m["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+    let (first, retry) = (&seen[3], &seen[4]);
+    assert_ne!(first["id"], retry["id"]);
+    assert_eq!(retry["params"]["arguments"], json!({"k": 1}));
+    assert_eq!(
+        retry["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert!(retry["params"].get("inputResponses").is_none(), "{retry}");
     rt.shutdown().await;
 }

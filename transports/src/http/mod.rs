@@ -76,6 +76,7 @@
 mod challenge;
 mod client;
 mod legacy_sse;
+mod modern;
 mod session;
 mod streamable;
 
@@ -548,6 +549,10 @@ impl Control for HttpControl {
                 tracing::warn!(server = %self.server, "protocol version is not a valid header value")
             }
         }
+    }
+
+    fn set_tool_headers(&mut self, headers: crate::connection::ToolHeaders) {
+        session::lock(&self.session).tool_headers = headers;
     }
 
     fn close(self: Box<Self>) -> BoxFuture<()> {

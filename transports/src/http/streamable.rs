@@ -151,18 +151,21 @@ async fn delete_session(shared: &Shared) {
 
 /// POSTs one message and delivers what comes back.
 async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: bool) -> PostEnd {
-    let (session_id, generation, version) = {
+    let (session_id, generation, version, tool_headers) = {
         let state = session::lock(&shared.session);
         if initialize {
-            (None, state.generation, None)
+            (None, state.generation, None, state.tool_headers.clone())
         } else {
             (
                 state.id.clone(),
                 state.generation,
                 state.protocol_version.clone(),
+                state.tool_headers.clone(),
             )
         }
     };
+    // A stateless-era request: its headers mirror its body (empty for handshake-era ones).
+    let modern = super::modern::headers(&outbound.payload, &tool_headers);
     let url = &shared.url;
     let sent = shared
         .send(url, || {
@@ -177,6 +180,9 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
             }
             if let Some(version) = &version {
                 request = request.header(VERSION_HEADER, version.clone());
+            }
+            if !modern.is_empty() {
+                request = request.headers(modern.clone());
             }
             request
         })
@@ -198,16 +204,17 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
     let request = outbound.id.clone();
 
     if !status.is_success() {
-        let session_error = match status {
+        let body = match status {
             StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND => {
                 match client::read_body(&mut response, ERROR_BODY_LIMIT, shared.idle_timeout).await
                 {
-                    Ok(Body::Complete(body)) => client::is_session_error(&body),
-                    _ => false,
+                    Ok(Body::Complete(body)) => Some(body),
+                    _ => None,
                 }
             }
-            _ => false,
+            _ => None,
         };
+        let session_error = body.as_deref().is_some_and(client::is_session_error);
         let lost = session_id.is_some()
             && (status == StatusCode::NOT_FOUND
                 || (status == StatusCode::BAD_REQUEST && session_error));
@@ -217,6 +224,13 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
         }
         if probe && matches!(status.as_u16(), 400 | 404 | 405) && !session_error {
             return PostEnd::Fallback(outbound);
+        }
+        // A JSON-RPC error answering this request (the stateless era's -32020, -32021,
+        // -32022 and -32601 come with 400 or 404) reaches the caller as that error.
+        if let (Some(body), Some(id)) = (&body, &request) {
+            if client::is_error_answer(body, id) && shared.emit_json(body, Some(id)).await {
+                return PostEnd::Done;
+            }
         }
         let e = shared.http_error(url, status);
         shared.fail(request, &e.to_string()).await;

@@ -12,11 +12,13 @@
 //! `notifications/initialized`; its capabilities, instructions and identity come from the
 //! discover result.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Context;
 use serde_json::value::RawValue;
+use switchboard_codecs::mcp::modern::headers::ParamHeader;
 use switchboard_codecs::mcp::modern::{self, DiscoverResult, UnsupportedVersionData};
 use switchboard_codecs::mcp::{self};
 
@@ -103,16 +105,22 @@ impl ServerActor {
         };
         let discover: DiscoverResult = match serde_json::from_str(raw.get()) {
             Ok(discover) => discover,
+            // Some handshake-era servers answer any request with a result; one that is not a
+            // discover result (no `supportedVersions`) says nothing about the stateless era.
+            Err(e) if self.config.protocol == Protocol::Auto => {
+                tracing::debug!(server = %self.name, error = %e, "server/discover answered with something else: a legacy server");
+                self.send_initialize(ctx);
+                return;
+            }
             Err(e) => {
                 let error = self.handshake_error(format!("invalid server/discover result: {e}"));
                 return self.fail_start(error, ctx);
             }
         };
-        let speaks = discover.supported_versions.is_empty()
-            || discover
-                .supported_versions
-                .iter()
-                .any(|v| **v == *dialect.version);
+        let speaks = discover
+            .supported_versions
+            .iter()
+            .any(|v| **v == *dialect.version);
         if !speaks {
             let supported = discover.supported_versions.clone();
             self.repick(&dialect, first, &supported, ctx);
@@ -122,7 +130,8 @@ impl ServerActor {
     }
 
     /// The server is modern but did not take `dialect`'s version: ask again, once, with the
-    /// newest version both sides speak; there is none, or it was refused too: give up.
+    /// newest version both sides speak; when there is none, or the retry is refused too,
+    /// give up.
     fn repick(
         &mut self,
         dialect: &Modern,
@@ -135,9 +144,8 @@ impl ServerActor {
             requested: Some(dialect.version.to_string()),
         };
         match data.pick() {
-            Some(version) if first && *version != *dialect.version => {
-                self.send_discover(version, false, ctx)
-            }
+            // Once, even with the same version: the server may have refused it for now.
+            Some(version) if first => self.send_discover(version, false, ctx),
             _ => {
                 let error = Error::UnsupportedVersion {
                     server: self.name.clone(),
@@ -176,6 +184,38 @@ impl ServerActor {
         // carries the `_meta` of this version.
         self.ties.dialect.store(Some(dialect));
         self.after_handshake(has_tools, ctx);
+    }
+
+    /// A modern server over HTTP: tools whose `x-mcp-header` annotations are invalid are left
+    /// out (with a warning), as the transport requires, and the valid ones' headers go to the
+    /// connection, which sends them with each `tools/call`. Other servers' tools pass as
+    /// they are (stdio may ignore the annotations).
+    pub(super) fn screen_header_tools(&mut self, listing: Vec<mcp::Tool>) -> Vec<mcp::Tool> {
+        let Some(link) = &mut self.link else {
+            return listing;
+        };
+        if !self.era.is_some_and(|e| e == Era::Modern) || link.control.transport() != "http" {
+            return listing;
+        }
+        let mut headers = HashMap::new();
+        let mut kept = Vec::with_capacity(listing.len());
+        for tool in listing {
+            match ParamHeader::from_schema(&tool.input_schema) {
+                Ok(found) => {
+                    if !found.is_empty() {
+                        headers.insert(tool.name.clone(), found);
+                    }
+                    kept.push(tool);
+                }
+                Err(why) => tracing::warn!(
+                    server = %self.name,
+                    tool = %tool.name,
+                    "tool left out: its x-mcp-header annotations are invalid: {why}"
+                ),
+            }
+        }
+        link.control.set_tool_headers(Arc::new(headers));
+        kept
     }
 
     /// Whether requests to the server go in the modern era.

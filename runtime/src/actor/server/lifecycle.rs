@@ -297,6 +297,7 @@ impl ServerActor {
     }
 
     fn on_tools_listed(&mut self, listing: Vec<mcp::Tool>, ctx: &mut Context<Self>) {
+        let listing = self.screen_header_tools(listing);
         // Compiled once per listing, before the listing is published.
         let rules = crate::tool_rules::ToolRules::compile(&self.name, &listing);
         self.ties.tool_rules.store(Arc::new(rules));
