@@ -78,7 +78,11 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                     let method = client::method_of(&outbound.payload);
                     let initialize = method.as_deref() == Some("initialize");
                     let this_probe = probe && initialize;
-                    probe = false;
+                    // The first `initialize` probes, even after the stateless era's probe
+                    // (`server/discover`) was refused.
+                    if initialize {
+                        probe = false;
+                    }
                     let gates = this_probe || method.as_deref() == Some("notifications/initialized");
                     let task = posts.spawn(post(shared.clone(), outbound, initialize, this_probe));
                     if gates {
