@@ -66,10 +66,11 @@ pub(crate) struct Original<'a, P: ?Sized> {
 
 impl ServerHandle {
     /// What the answer of a request may still need when the server is modern: one new try
-    /// after `-32022` ([`after_version_check`](Self::after_version_check)), and for
+    /// after `-32022` ([`after_version_check`](Self::after_version_check)), for
     /// `tools/call`, `prompts/get` and `resources/read` the input rounds
-    /// ([`finish_input_rounds`](Self::finish_input_rounds)). A legacy server's answer is
-    /// returned as it is.
+    /// ([`finish_input_rounds`](Self::finish_input_rounds)), and for every result a look at
+    /// its `resultType` (absent means complete). A legacy server's answer is returned as it
+    /// is.
     ///
     /// # Cancel safety
     ///
@@ -83,10 +84,22 @@ impl ServerHandle {
             return first;
         }
         let answer = self.after_version_check(&original, first).await?;
-        if may_need_input(original.method).is_none() {
-            return Ok(answer);
+        if may_need_input(original.method).is_some() {
+            return self.finish_input_rounds(original, answer).await;
         }
-        self.finish_input_rounds(original, answer).await
+        // Every modern result says what it is; only the three requests above may ask for
+        // input, and a type this version does not know is invalid.
+        let detail = match ResultType::of(answer.raw.get()) {
+            Ok(ResultType::Complete) => return Ok(answer),
+            Ok(other) => format!(
+                "`{}` cannot answer with the result type {other:?}",
+                original.method
+            ),
+            Err(unknown) => format!("the result has an {unknown}"),
+        };
+        Err(answer
+            .recording
+            .fail(self.protocol_error(&original, detail)))
     }
 
     /// Takes the first answer of `original` to its end: a complete result as it is, an

@@ -74,6 +74,9 @@ fn modern_peer(
                     {
                         unsupported(&id)
                     }
+                    (Some("tools/call"), _) if msg["params"]["name"] == "weird" => result(json!({
+                        "resultType": "later", "content": []
+                    })),
                     (Some("tools/call"), _) if msg["params"]["name"] == "version_once" => {
                         result(json!({
                             "resultType": "complete", "content": [{"type": "text", "text": "second try"}]
@@ -379,5 +382,117 @@ async fn an_unsupported_version_error_is_retried_once_with_a_version_from_the_li
         "2026-07-28"
     );
     assert!(retry["params"].get("inputResponses").is_none(), "{retry}");
+    rt.shutdown().await;
+}
+
+/// Answers after `delay`, then records that it finished (unless its task was stopped).
+#[derive(Debug, Clone)]
+struct Slow {
+    delay: Duration,
+    finished: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ElicitationHandler for Slow {
+    fn elicit(
+        &self,
+        _server: &str,
+        _request: ElicitationRequest,
+    ) -> BoxFuture<Result<ElicitationResponse, String>> {
+        let (delay, finished) = (self.delay, self.finished.clone());
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            finished.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(ElicitationResponse::decline())
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_call_deadline_covers_the_input_rounds_and_dropping_the_call_stops_the_handler() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let slow = Slow {
+        delay: Duration::from_secs(2),
+        finished: Arc::default(),
+    };
+    let handlers = ClientHandlers::new().elicitation(slow.clone());
+    let (rt, server) =
+        start(modern_peer(Discover::Modern, seen.clone()).client_handlers(handlers)).await;
+
+    // The handler would take 2 s; the call has 300 ms for everything.
+    let started = std::time::Instant::now();
+    let err = server
+        .call_tool("book", json!({}))
+        .timeout(Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Dropped while the handler works: the handler's task stops with it.
+    let call = server.call_tool("book", json!({}));
+    assert!(tokio::time::timeout(Duration::from_millis(300), call)
+        .await
+        .is_err());
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        !slow.finished.load(std::sync::atomic::Ordering::SeqCst),
+        "the handler of a dropped call ran to its end"
+    );
+    let calls = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .count();
+    assert_eq!(calls, 2, "no retry after the deadline or the drop");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unknown_result_type_is_a_protocol_error() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (rt, server) = start(modern_peer(Discover::Modern, seen)).await;
+    let err = server.call_tool("weird", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Protocol { detail, .. } if detail.contains("later")),
+        "{err:?}"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn input_rounds_are_counted_per_server() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let handlers = ClientHandlers::new().elicitation(Accept::default());
+    let config = modern_peer(Discover::Modern, seen)
+        .client_handlers(handlers)
+        .restart(RestartPolicy::off())
+        .liveness(Liveness::off());
+    let rt = Runtime::builder()
+        .server("s", config)
+        .metrics_listener(([127, 0, 0, 1], 0).into())
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("s").unwrap();
+    for _ in 0..2 {
+        server.call_tool("book", json!({})).await.unwrap();
+    }
+    let addr = rt.metrics_addr().unwrap();
+    let body = tokio::task::spawn_blocking(move || crate::metrics::scrape(addr))
+        .await
+        .unwrap();
+    let rounds = crate::metrics::value(&body, r#"switchboard_input_rounds_total{server="s"}"#);
+    assert_eq!(rounds, Some(2.0), "{body}");
+    // Each round is a request of its own: two calls, four tools/call requests.
+    let ok = crate::metrics::value(
+        &body,
+        r#"switchboard_requests_total{server="s",method="tools/call",tool="book",outcome="ok"}"#,
+    );
+    assert_eq!(ok, Some(4.0), "{body}");
     rt.shutdown().await;
 }
