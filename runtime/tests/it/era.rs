@@ -83,12 +83,17 @@ fn modern_peer(
                         }))
                     }
                     (Some("server/discover"), Discover::Modern | Discover::RefuseFirst) => {
-                        result(json!({
+                        let mut discovered = json!({
                             "resultType": "complete", "supportedVersions": ["2026-07-28"],
                             "capabilities": {"tools": {}}, "instructions": "book things",
-                            "ttlMs": 0, "cacheScope": "private",
-                            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-peer", "version": "2"}}
-                        }))
+                            "ttlMs": 0, "cacheScope": "private"
+                        });
+                        // `RefuseFirst` names nobody here (only in its listing's `_meta`).
+                        if matches!(discover, Discover::Modern) {
+                            discovered["_meta"] = json!({"io.modelcontextprotocol/serverInfo":
+                                {"name": "modern-peer", "version": "2"}});
+                        }
+                        result(discovered)
                     }
                     (Some("server/discover"), Discover::OnlyNewer) => {
                         json!({"jsonrpc": "2.0", "id": id, "error": {
@@ -96,7 +101,9 @@ fn modern_peer(
                             "data": {"supported": ["2099-01-01"], "requested": "2026-07-28"}
                         }})
                     }
-                    (Some("tools/list"), _) => result(json!({"resultType": "complete", "tools": [
+                    (Some("tools/list"), _) => result(json!({"resultType": "complete",
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "from-list", "version": "3"}},
+                        "tools": [
                         {"name": "book", "inputSchema": {"type": "object"}},
                         {"name": "needs_sampling", "inputSchema": {"type": "object"}}
                     ]})),

@@ -218,6 +218,17 @@ impl ServerActor {
         kept
     }
 
+    /// A stateless server's identity from a result's `_meta`, when its discover result
+    /// did not give one (handshake-era servers gave theirs in `initialize`).
+    pub(super) fn learn_identity(&mut self, info: Option<mcp::Implementation>) {
+        let Some(info) = info else { return };
+        if let Some(init) = &mut self.init {
+            if self.era == Some(Era::Modern) && init.server_info.name.is_empty() {
+                init.server_info = info;
+            }
+        }
+    }
+
     /// Whether requests to the server go in the modern era.
     pub(super) fn is_modern(&self) -> bool {
         self.era == Some(Era::Modern)

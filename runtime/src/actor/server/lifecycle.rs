@@ -266,9 +266,13 @@ impl ServerActor {
         let own = self.own_requests(link);
         let name = self.name.clone();
         let timeout = self.config.timeout;
+        // A stateless server may say who it is in a result's `_meta` only.
+        let identity = Arc::new(std::sync::Mutex::new(None));
+        let identity_seen = identity.clone();
         let listing = async move {
             collect_pages(&name, methods::TOOLS_LIST, |cursor| {
                 let own = own.clone();
+                let identity = identity_seen.clone();
                 async move {
                     let params = match cursor {
                         Some(cursor) => serde_json::json!({ "cursor": cursor }),
@@ -284,13 +288,23 @@ impl ServerActor {
                     };
                     let list: mcp::ListToolsResult = serde_json::from_str(raw.get())
                         .map_err(|e| Some(format!("invalid tools/list result: {e}")))?;
+                    let info = list.extra.get("_meta").and_then(|m| m.as_object());
+                    if let Some(info) = info.and_then(mcp::modern::server_info) {
+                        if let Ok(mut identity) = identity.lock() {
+                            *identity = Some(info);
+                        }
+                    }
                     Ok((list.tools, list.next_cursor))
                 }
             })
             .await
         };
-        self.when_same_link(ctx, listing, |act, listed, ctx| match listed {
-            Ok(tools) => act.on_tools_listed(tools, ctx),
+        self.when_same_link(ctx, listing, move |act, listed, ctx| match listed {
+            Ok(tools) => {
+                let info = identity.lock().ok().and_then(|mut i| i.take());
+                act.learn_identity(info);
+                act.on_tools_listed(tools, ctx)
+            }
             Err(Some(detail)) => act.listing_failed(detail, ctx),
             Err(None) => {}
         });
