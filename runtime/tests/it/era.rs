@@ -503,3 +503,44 @@ async fn input_rounds_are_counted_per_server() {
     assert_eq!(ok, Some(4.0), "{body}");
     rt.shutdown().await;
 }
+
+/// A handshake-era peer that never answers `server/discover` (it drops what it does not
+/// know), and answers `initialize` and `tools/list`.
+fn silent_to_discover() -> ServerConfig<switchboard::transport::Memory> {
+    ServerConfig::memory(|io| async move {
+        let (reader, mut writer) = tokio::io::split(io);
+        let mut lines = BufReader::new(reader).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let result = match msg["method"].as_str() {
+                Some("initialize") => json!({"protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}}, "serverInfo": {"name": "quiet", "version": "1"}}),
+                Some("tools/list") => json!({"tools": []}),
+                _ => continue,
+            };
+            let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": result});
+            let mut out = answer.to_string().into_bytes();
+            out.push(b'\n');
+            if writer.write_all(&out).await.is_err() {
+                break;
+            }
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_probe_that_goes_unanswered_falls_back_to_initialize_within_half_the_startup_timeout() {
+    let started = std::time::Instant::now();
+    let (rt, server) = start(silent_to_discover().startup_timeout(Duration::from_secs(2))).await;
+    let status = server.wait_started().await;
+    assert!(status.is_ready(), "{:?}", status.state);
+    assert_eq!(status.era, Some(Era::Legacy));
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(1900),
+        "the probe waits half the startup timeout, then initialize: {took:?}"
+    );
+    rt.shutdown().await;
+}

@@ -28,8 +28,9 @@ use crate::era::{Era, Modern, Protocol};
 use crate::error::Error;
 
 /// The longest the auto probe waits for an answer to `server/discover` before it decides the
-/// server is legacy (bounded by the startup timeout too). Legacy servers answer the unknown
-/// method at once with an error; only one that drops it costs this wait.
+/// server is legacy (and at most half the startup timeout, which must leave `initialize`
+/// time too). Legacy servers answer the unknown method at once with an error; only one that
+/// drops it costs this wait.
 pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl ServerActor {
@@ -62,7 +63,7 @@ impl ServerActor {
             &serde_json::json!({}),
         );
         let timeout = match self.config.protocol {
-            Protocol::Auto => PROBE_TIMEOUT.min(self.config.startup_timeout_value()),
+            Protocol::Auto => PROBE_TIMEOUT.min(self.config.startup_timeout_value() / 2),
             // Forced modern: the startup timeout alone bounds the handshake.
             _ => self.config.startup_timeout_value(),
         };
