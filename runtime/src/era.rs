@@ -22,6 +22,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
 use serde::Serialize;
@@ -196,6 +197,55 @@ pub(crate) struct ModernMeta<'a> {
     log_level: Option<LoggingLevel>,
 }
 
+/// The shortest time a stateless server's tool listing counts as fresh, whatever its
+/// `ttlMs` (`0` or absent: stale at once): a heuristic the caching rules allow, so that a
+/// busy caller does not re-list the tools before every call.
+pub(crate) const MIN_FRESH: Duration = Duration::from_secs(1);
+
+/// How fresh a stateless server's tool listing is, after its `ttlMs`: shared by the actor,
+/// which lists, and handles, which notice staleness when they call. A stale listing is
+/// served as it is while the actor lists again (the caching rules allow serving stale),
+/// so no call waits for a re-list; there is no background polling.
+#[derive(Debug, Default)]
+pub(crate) struct Freshness {
+    /// Until when the listing is fresh; `None`: no TTL to honour (a legacy server, a
+    /// re-list already asked for, or not listed yet).
+    until: ArcSwapOption<Instant>,
+    /// Wakes the actor to list again.
+    wake: tokio::sync::Notify,
+}
+
+impl Freshness {
+    /// A listing with `ttl` (`None` when the result had none) arrived now.
+    pub(crate) fn listed(&self, ttl: Option<Duration>) {
+        let fresh = ttl.unwrap_or_default().max(MIN_FRESH);
+        self.until.store(Some(Arc::new(Instant::now() + fresh)));
+    }
+
+    /// No TTL applies (a legacy server, or the connection is gone).
+    pub(crate) fn forget(&self) {
+        self.until.store(None);
+    }
+
+    /// A caller is about to use the listing: when it is stale, the actor is asked, once, to
+    /// list again.
+    pub(crate) fn touch(&self) {
+        let stale = self
+            .until
+            .load()
+            .as_deref()
+            .is_some_and(|until| Instant::now() >= *until);
+        if stale && self.until.swap(None).is_some() {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Resolves when a caller found the listing stale.
+    pub(crate) async fn stale(&self) {
+        self.wake.notified().await
+    }
+}
+
 /// Our identity, as `initialize` and modern `_meta` send it.
 pub(crate) fn client_info() -> Value {
     serde_json::json!({"name": "switchboard", "version": env!("CARGO_PKG_VERSION")})
@@ -223,6 +273,29 @@ pub(crate) fn frame_request<P: Serialize + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_listing_wakes_the_actor_once() {
+        let freshness = Freshness::default();
+        freshness.touch();
+        assert!(freshness.until.load().is_none(), "no listing, no TTL");
+        freshness.listed(Some(Duration::from_secs(60)));
+        freshness.touch();
+        assert!(freshness.until.load().is_some(), "still fresh");
+        freshness
+            .until
+            .store(Some(Arc::new(Instant::now() - Duration::from_millis(1))));
+        freshness.touch();
+        assert!(freshness.until.load().is_none(), "asked for a re-list");
+        // The permit is stored: the actor's next wait returns at once.
+        let woke = futures_util::FutureExt::now_or_never(freshness.stale());
+        assert!(woke.is_some());
+        freshness.touch();
+        assert!(
+            futures_util::FutureExt::now_or_never(freshness.stale()).is_none(),
+            "once"
+        );
+    }
 
     #[test]
     fn protocol_names_round_trip() {

@@ -28,6 +28,8 @@ enum Discover {
     OnlyNewer,
     /// `-32022` the first time (naming 2026-07-28 all the same), then a result.
     RefuseFirst,
+    /// As `Modern`, with tool listings that are stale at once (`ttlMs` 0; otherwise 60 s).
+    StaleLists,
 }
 
 /// A 2026-07-28 server: answers `server/discover`, lists one tool `book`, and answers a call
@@ -82,7 +84,10 @@ fn modern_peer(
                             "resultType": "complete", "content": [{"type": "text", "text": "second try"}]
                         }))
                     }
-                    (Some("server/discover"), Discover::Modern | Discover::RefuseFirst) => {
+                    (
+                        Some("server/discover"),
+                        Discover::Modern | Discover::RefuseFirst | Discover::StaleLists,
+                    ) => {
                         let mut discovered = json!({
                             "resultType": "complete", "supportedVersions": ["2026-07-28"],
                             "capabilities": {"tools": {}}, "instructions": "book things",
@@ -102,6 +107,7 @@ fn modern_peer(
                         }})
                     }
                     (Some("tools/list"), _) => result(json!({"resultType": "complete",
+                        "ttlMs": if matches!(discover, Discover::StaleLists) { 0 } else { 60_000 },
                         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "from-list", "version": "3"}},
                         "tools": [
                         {"name": "book", "inputSchema": {"type": "object"}},
@@ -543,4 +549,36 @@ async fn a_probe_that_goes_unanswered_falls_back_to_initialize_within_half_the_s
         "the probe waits half the startup timeout, then initialize: {took:?}"
     );
     rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_after_the_listing_went_stale_has_the_tools_listed_again() {
+    for (discover, relisted) in [(Discover::StaleLists, true), (Discover::Modern, false)] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let handlers = ClientHandlers::new().elicitation(Accept::default());
+        let peer = modern_peer(discover, seen.clone()).client_handlers(handlers);
+        let (rt, server) = start(peer).await;
+        let lists = || {
+            let seen = seen.lock().unwrap();
+            seen.iter().filter(|m| m["method"] == "tools/list").count()
+        };
+        assert_eq!(lists(), 1);
+        // Past the shortest freshness (1 s), then a call.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        server.call_tool("book", json!({})).await.unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        while lists() < 2 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if relisted {
+            assert_eq!(
+                lists(),
+                2,
+                "ttlMs 0: the next call has the tools listed again"
+            );
+        } else {
+            assert_eq!(lists(), 1, "ttlMs 60 s: still fresh, not listed again");
+        }
+        rt.shutdown().await;
+    }
 }

@@ -39,6 +39,7 @@ impl ServerActor {
     pub(super) fn start_handshake(&mut self, ctx: &mut Context<Self>) {
         // A new process: the last one's verdict does not hold for it.
         self.ties.dialect.store(None);
+        self.ties.freshness.forget();
         self.era = None;
         match self.config.protocol {
             Protocol::Legacy => self.send_initialize(ctx),

@@ -266,13 +266,14 @@ impl ServerActor {
         let own = self.own_requests(link);
         let name = self.name.clone();
         let timeout = self.config.timeout;
-        // A stateless server may say who it is in a result's `_meta` only.
-        let identity = Arc::new(std::sync::Mutex::new(None));
-        let identity_seen = identity.clone();
+        // A stateless server may say who it is in a result's `_meta` only, and says how long
+        // the listing is fresh (the shortest `ttlMs` of its pages).
+        let facts = Arc::new(std::sync::Mutex::new(PageFacts::default()));
+        let facts_seen = facts.clone();
         let listing = async move {
             collect_pages(&name, methods::TOOLS_LIST, |cursor| {
                 let own = own.clone();
-                let identity = identity_seen.clone();
+                let facts = facts_seen.clone();
                 async move {
                     let params = match cursor {
                         Some(cursor) => serde_json::json!({ "cursor": cursor }),
@@ -289,10 +290,17 @@ impl ServerActor {
                     let list: mcp::ListToolsResult = serde_json::from_str(raw.get())
                         .map_err(|e| Some(format!("invalid tools/list result: {e}")))?;
                     let info = list.extra.get("_meta").and_then(|m| m.as_object());
-                    if let Some(info) = info.and_then(mcp::modern::server_info) {
-                        if let Ok(mut identity) = identity.lock() {
-                            *identity = Some(info);
+                    let ttl = list.extra.get("ttlMs").and_then(|t| t.as_i64());
+                    if let Ok(mut facts) = facts.lock() {
+                        if let Some(info) = info.and_then(mcp::modern::server_info) {
+                            facts.identity = Some(info);
                         }
+                        // Negative means 0; the shortest page's counts for the listing.
+                        let ttl = ttl.map(|t| t.max(0));
+                        facts.ttl_ms = match (facts.ttl_ms, ttl) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
                     }
                     Ok((list.tools, list.next_cursor))
                 }
@@ -301,8 +309,17 @@ impl ServerActor {
         };
         self.when_same_link(ctx, listing, move |act, listed, ctx| match listed {
             Ok(tools) => {
-                let info = identity.lock().ok().and_then(|mut i| i.take());
-                act.learn_identity(info);
+                let facts = facts
+                    .lock()
+                    .map(|mut f| std::mem::take(&mut *f))
+                    .unwrap_or_default();
+                act.learn_identity(facts.identity);
+                if act.is_modern() {
+                    let ttl = facts
+                        .ttl_ms
+                        .map(|t| std::time::Duration::from_millis(t as u64));
+                    act.ties.freshness.listed(ttl);
+                }
                 act.on_tools_listed(tools, ctx)
             }
             Err(Some(detail)) => act.listing_failed(detail, ctx),
@@ -562,4 +579,11 @@ impl ServerActor {
             }
         }
     }
+}
+
+/// What a listing's pages said besides their tools.
+#[derive(Debug, Default)]
+struct PageFacts {
+    identity: Option<mcp::Implementation>,
+    ttl_ms: Option<i64>,
 }

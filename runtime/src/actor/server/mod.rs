@@ -91,6 +91,8 @@ pub(crate) struct Ties {
     pub(crate) io: IoPlaces,
     /// What requests carry in the modern era, published for handles before the gate opens.
     pub(crate) dialect: crate::era::Dialect,
+    /// How fresh a modern server's tool listing is.
+    pub(crate) freshness: Arc<crate::era::Freshness>,
 }
 
 /// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
@@ -381,6 +383,12 @@ impl Actor for ServerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        let freshness = self.ties.freshness.clone();
+        let stale = futures_util::stream::unfold(freshness, |freshness| async move {
+            freshness.stale().await;
+            Some((StaleTools, freshness))
+        });
+        ctx.add_stream(stale);
         if self.liveness.is_enabled() {
             let tick = (self.liveness.interval / 4).max(Duration::from_millis(10));
             ctx.run_interval(tick, |act, ctx| act.liveness_tick(ctx));
@@ -403,6 +411,18 @@ impl Actor for ServerActor {
             }
         }
     }
+}
+
+/// A caller found a modern server's tool listing past its `ttlMs`.
+pub(crate) struct StaleTools;
+
+impl StreamHandler<StaleTools> for ServerActor {
+    fn handle(&mut self, _: StaleTools, ctx: &mut Context<Self>) {
+        // Re-listed like after `notifications/tools/list_changed` (once per burst).
+        self.on_tools_changed(ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
 impl StreamHandler<Silence> for ServerActor {
