@@ -8,6 +8,7 @@ use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use switchboard_codecs::jsonrpc::Id;
 use switchboard_codecs::sse::{SseCodec, SseFrame};
+use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::codec::Decoder;
 
@@ -19,6 +20,8 @@ use crate::connection::{CloseCause, Event, Outbound};
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
+/// The longest requests wait for the GET stream to open (see `run`).
+const LISTEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// The most of an error body read to look for a session error.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
@@ -42,6 +45,11 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
     // transport, and `notifications/initialized`, which must reach the server before any
     // request of the session does (each message is its own POST, and POSTs race).
     let mut gate: Option<tokio::task::Id> = None;
+    // Set while the GET stream is being opened: requests wait (briefly) for it, because a
+    // server may send requests of its own there as soon as it sees the session used (the
+    // TS SDK drops one sent while no GET stream is open).
+    let mut listening: Option<std::pin::Pin<Box<tokio::time::Timeout<oneshot::Receiver<()>>>>> =
+        None;
     let end = loop {
         tokio::select! {
             command = inputs.commands.recv() => match command {
@@ -54,8 +62,10 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                         if let Some((_, old)) = listener.take() {
                             old.abort();
                         }
-                        let task = tokio::spawn(listen(shared.clone(), generation));
+                        let (opened, open) = oneshot::channel();
+                        let task = tokio::spawn(listen(shared.clone(), generation, Some(opened)));
                         listener = Some((generation, task));
+                        listening = Some(Box::pin(tokio::time::timeout(LISTEN_WAIT, open)));
                     }
                 }
                 Some(Command::Close(done)) => {
@@ -73,7 +83,10 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                     done: None,
                 },
             },
-            outbound = inputs.outbound.recv(), if inputs.outbound_open && gate.is_none() => match outbound {
+            _ = async { if let Some(open) = listening.as_mut() { let _ = open.as_mut().await; } }, if listening.is_some() => {
+                listening = None;
+            }
+            outbound = inputs.outbound.recv(), if inputs.outbound_open && gate.is_none() && listening.is_none() => match outbound {
                 Some(outbound) => {
                     let method = client::method_of(&outbound.payload);
                     let initialize = method.as_deref() == Some("initialize");
@@ -508,11 +521,16 @@ async fn read_stream(
 /// The GET stream for server-initiated messages: opened after the protocol version is set,
 /// reopened (resuming when it can) after it drops, until the session changes, the server
 /// has none (405), or the attempts run out.
-async fn listen(shared: Arc<Shared>, generation: u64) {
+async fn listen(shared: Arc<Shared>, generation: u64, mut opened: Option<oneshot::Sender<()>>) {
     let mut state = StreamState::default();
     let mut attempt = 0;
     loop {
-        match open_get(&shared, state.last_event_id.as_deref()).await {
+        let attempt_result = open_get(&shared, state.last_event_id.as_deref()).await;
+        // The first answer (a stream, a refusal or a failure) lets requests go on.
+        if let Some(opened) = opened.take() {
+            let _ = opened.send(());
+        }
+        match attempt_result {
             Ok(Opened::Stream(mut response)) => {
                 tracing::debug!(server = %shared.name, "the get stream is open");
                 if read_stream(&shared, &mut response, &mut state, None).await {
