@@ -35,6 +35,21 @@ impl Seen {
 
 type Log = Arc<Mutex<Vec<Seen>>>;
 
+/// Set when the server sees the stream of the `slow` tool's call closed before it answered.
+static SLOW_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets [`SLOW_CLOSED`] when dropped unanswered (hyper drops the request's future when its
+/// connection closes).
+struct ClosedGuard(bool);
+
+impl Drop for ClosedGuard {
+    fn drop(&mut self) {
+        if !self.0 {
+            SLOW_CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
 async fn handle(log: Log, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let headers: Vec<(String, String)> = request
         .headers()
@@ -67,8 +82,15 @@ async fn handle(log: Log, request: Request<Incoming>) -> Result<Response<Full<By
                 "sql": {"type": "string"}}}},
             {"name": "broken", "inputSchema": {"type": "object", "properties": {
                 "n": {"type": "number", "x-mcp-header": "N"}}}},
-            {"name": "strict", "inputSchema": {"type": "object"}}
+            {"name": "strict", "inputSchema": {"type": "object"}},
+            {"name": "slow", "inputSchema": {"type": "object"}}
         ]})),
+        Some("tools/call") if body["params"]["name"] == "slow" => {
+            let mut guard = ClosedGuard(false);
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            guard.0 = true;
+            ok(json!({"resultType": "complete", "content": []}))
+        }
         Some("tools/call") if body["params"]["name"] == "strict" => json_response(
             StatusCode::BAD_REQUEST,
             None,
@@ -108,6 +130,7 @@ async fn serve(log: Log) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modern_http_requests_carry_headers_that_match_their_bodies() {
     let log = Log::default();
+    let log_after = log.clone();
     let url = serve(log.clone()).await;
     let rt = Runtime::builder()
         .server(
@@ -127,7 +150,7 @@ async fn modern_http_requests_carry_headers_that_match_their_bodies() {
     let names: Vec<String> = server.tools().iter().map(|t| t.name.clone()).collect();
     assert_eq!(
         names,
-        ["query", "strict"],
+        ["query", "strict", "slow"],
         "the tool with a number header is left out"
     );
 
@@ -171,5 +194,30 @@ async fn modern_http_requests_carry_headers_that_match_their_bodies() {
         Some("=?base64?WsO8cmljaA==?=")
     );
     assert_eq!(log[0].header("mcp-name"), None, "discover names nothing");
+    drop(log);
+
+    // A stateless call is cancelled by closing its stream, not by a notification.
+    let err = server
+        .call_tool("slow", json!({}))
+        .timeout(Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !SLOW_CLOSED.load(std::sync::atomic::Ordering::SeqCst)
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        SLOW_CLOSED.load(std::sync::atomic::Ordering::SeqCst),
+        "the server saw the cancelled call's stream closed"
+    );
     rt.shutdown().await;
+    let seen = log_after.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .all(|s| s.body["method"] != "notifications/cancelled"),
+        "{seen:?}"
+    );
 }

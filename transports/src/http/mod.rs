@@ -35,7 +35,8 @@
 //!   version carries `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the tool's
 //!   `Mcp-Param-{Name}` headers ([`Control::set_tool_headers`]), all read from its body;
 //!   no session, no GET stream. A JSON-RPC error answering the request that comes with a
-//!   4xx status is delivered as that error.
+//!   4xx status is delivered as that error. `notifications/cancelled` for such a request
+//!   is not sent: its POST is dropped, which closes its stream (the era's cancellation).
 //!
 //! - **Session.** The `Mcp-Session-Id` of the `initialize` answer is sent on every later
 //!   request; `MCP-Protocol-Version` once [`Control::set_protocol_version`] was called, which

@@ -13,6 +13,8 @@ use serde::Deserialize;
 use switchboard_codecs::mcp::modern::headers::encode;
 use switchboard_codecs::mcp::modern::meta;
 
+use switchboard_codecs::jsonrpc::Id;
+
 use crate::connection::ToolHeaders;
 
 /// The `_meta` key whose presence marks a modern message.
@@ -42,11 +44,35 @@ struct Meta {
     protocol_version: Option<String>,
 }
 
+/// Whether `payload` is a stateless-era message (its `_meta` names a protocol version).
+pub(crate) fn is_stateless(payload: &[u8]) -> bool {
+    payload.windows(MARK.len()).any(|w| w == MARK)
+}
+
+/// The `requestId` of a `notifications/cancelled`.
+pub(crate) fn cancelled_request(payload: &[u8]) -> Option<Id> {
+    #[derive(Deserialize)]
+    struct Cancelled {
+        params: CancelledParams,
+    }
+    #[derive(Deserialize)]
+    struct CancelledParams {
+        #[serde(rename = "requestId")]
+        request_id: serde_json::Value,
+    }
+    let cancelled: Cancelled = serde_json::from_slice(payload).ok()?;
+    match cancelled.params.request_id {
+        serde_json::Value::Number(n) => n.as_i64().map(Id::Number),
+        serde_json::Value::String(s) => Some(Id::String(s.into())),
+        _ => None,
+    }
+}
+
 /// The headers `payload` needs as a modern request; empty for a handshake-era message.
 pub(crate) fn headers(payload: &[u8], tools: &ToolHeaders) -> HeaderMap {
     let mut headers = HeaderMap::new();
     // Most messages are not modern: a byte search spares them the parse.
-    if !payload.windows(MARK.len()).any(|w| w == MARK) {
+    if !is_stateless(payload) {
         return headers;
     }
     let Ok(message) = serde_json::from_slice::<Message<'_>>(payload) else {
@@ -119,6 +145,17 @@ mod tests {
         let h = headers(read, &tools);
         assert_eq!(h["mcp-name"], "file:///a b");
         assert_eq!(h.len(), 3);
+    }
+
+    #[test]
+    fn a_cancellation_names_its_request() {
+        let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"x"}}"#;
+        assert_eq!(cancelled_request(cancel), Some(Id::Number(7)));
+        assert_eq!(
+            cancelled_request(br#"{"jsonrpc":"2.0","method":"x"}"#),
+            None
+        );
+        assert!(!is_stateless(cancel));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::connection::{CloseCause, Event, Outbound};
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
+const CANCELLED: &str = "notifications/cancelled";
 /// The longest requests wait for the GET stream to open (see `run`).
 const LISTEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// The most of an error body read to look for a session error.
@@ -45,6 +46,9 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
     // transport, and `notifications/initialized`, which must reach the server before any
     // request of the session does (each message is its own POST, and POSTs race).
     let mut gate: Option<tokio::task::Id> = None;
+    // The POSTs of stateless requests in flight, by request id, to close when cancelled.
+    let mut stateless: std::collections::HashMap<Id, tokio::task::AbortHandle> =
+        std::collections::HashMap::new();
     // Set while the GET stream is being opened: requests wait (briefly) for it, because a
     // server may send requests of its own there as soon as it sees the session used (the
     // TS SDK drops one sent while no GET stream is open).
@@ -96,10 +100,25 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                     if initialize {
                         probe = false;
                     }
+                    // A stateless request is cancelled by closing its stream: the
+                    // transport has no `notifications/cancelled` then.
+                    if method.as_deref() == Some(CANCELLED) {
+                        let cancelled = super::modern::cancelled_request(&outbound.payload);
+                        if let Some(task) = cancelled.and_then(|id| stateless.remove(&id)) {
+                            tracing::debug!(server = %shared.name, "closing a cancelled request's stream");
+                            task.abort();
+                            continue;
+                        }
+                    }
+                    let request = outbound.id.clone();
+                    let modern = super::modern::is_stateless(&outbound.payload);
                     let gates = this_probe || method.as_deref() == Some("notifications/initialized");
                     let task = posts.spawn(post(shared.clone(), outbound, initialize, this_probe));
                     if gates {
                         gate = Some(task.id());
+                    }
+                    if let (true, Some(request)) = (modern, request) {
+                        stateless.insert(request, task);
                     }
                 }
                 None => inputs.outbound_open = false,
@@ -112,6 +131,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                 if gate == Some(id) {
                     gate = None;
                 }
+                stateless.retain(|_, task| task.id() != id);
                 match joined {
                     Ok((_, PostEnd::Done)) => {}
                     Ok((_, PostEnd::Fatal(cause))) => break End::Over { cause, done: None },
