@@ -29,6 +29,7 @@ use crate::jsonrpc::Id;
 
 mod content;
 mod features;
+pub mod modern;
 
 pub use content::{
     Annotations, AudioContent, BlobResourceContents, Content, EmbeddedResource, ImageContent,

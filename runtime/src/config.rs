@@ -25,6 +25,7 @@ use std::time::Duration;
 use crate::catalogue::Naming;
 use crate::client::{ClientHandlers, HANDLER_TIMEOUT};
 use crate::deadline::ToolPolicy;
+use crate::era::Protocol;
 use crate::restart::{Liveness, RestartPolicy};
 #[cfg(all(unix, feature = "stdio"))]
 use crate::transport::Stdio;
@@ -94,6 +95,8 @@ pub struct ServerConfig<T = Transport> {
     pub(crate) prefix: Option<String>,
     pub(crate) handlers: Option<ClientHandlers>,
     pub(crate) handler_timeout: Option<Duration>,
+    pub(crate) protocol: Protocol,
+    pub(crate) max_input_rounds: Option<u32>,
 }
 
 impl<T: Specific> From<ServerConfig<T>> for ServerConfig {
@@ -155,6 +158,12 @@ impl ServerConfig {
         self.handler_timeout.unwrap_or(HANDLER_TIMEOUT)
     }
 
+    /// The input-required rounds allowed per request.
+    pub(crate) fn max_input_rounds_value(&self) -> u32 {
+        self.max_input_rounds
+            .unwrap_or(crate::mrtr::DEFAULT_MAX_INPUT_ROUNDS)
+    }
+
     /// The in-flight bound (after [`resolve`](Self::resolve)).
     pub(crate) fn max_in_flight_value(&self) -> usize {
         self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
@@ -177,6 +186,8 @@ impl<T> ServerConfig<T> {
             prefix: None,
             handlers: None,
             handler_timeout: None,
+            protocol: Protocol::Auto,
+            max_input_rounds: None,
         }
     }
 
@@ -199,6 +210,8 @@ impl<T> ServerConfig<T> {
             prefix: self.prefix,
             handlers: self.handlers,
             handler_timeout: self.handler_timeout,
+            protocol: self.protocol,
+            max_input_rounds: self.max_input_rounds,
         }
     }
 
@@ -214,6 +227,20 @@ impl<T> ServerConfig<T> {
     /// default [`HANDLER_TIMEOUT`]).
     pub fn handler_timeout(mut self, timeout: Duration) -> Self {
         self.handler_timeout = Some(timeout);
+        self
+    }
+
+    /// Which protocol era to speak to the server (default [`Protocol::Auto`]: probe with
+    /// `server/discover`, fall back to `initialize`).
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// How many input-required rounds (2026-07-28) one request to this server may take
+    /// before it fails with [`Error::InputLoop`](crate::Error::InputLoop) (default 10).
+    pub fn max_input_rounds(mut self, rounds: u32) -> Self {
+        self.max_input_rounds = Some(rounds);
         self
     }
 

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use switchboard_transports::CloseReason;
 
+use switchboard_codecs::mcp::modern;
+
 use crate::client::UrlElicitation;
 
 /// A result with the runtime's [`Error`].
@@ -117,6 +119,95 @@ pub enum Error {
         message: String,
         /// The elicitations to complete (at least one).
         elicitations: Arc<[UrlElicitation]>,
+    },
+    /// The server needs a client capability Switchboard did not declare (JSON-RPC -32021,
+    /// 2026-07-28): give the runtime a handler that provides it.
+    #[error(
+        "{} needs client capabilities Switchboard did not declare ({}): {message}",
+        target(server, method, tool),
+        missing.join(", ")
+    )]
+    MissingClientCapability {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The names of the capabilities the server requires (`data.requiredCapabilities`).
+        missing: Arc<[String]>,
+        /// The error message.
+        message: String,
+    },
+    /// The server found that a request's HTTP headers do not match its body (JSON-RPC
+    /// -32020, 2026-07-28).
+    #[error(
+        "{} failed: the server found the request's headers do not match its body: {message}",
+        target(server, method, tool)
+    )]
+    HeaderMismatch {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The error message.
+        message: String,
+    },
+    /// The server does not speak the request's protocol version (JSON-RPC -32022,
+    /// 2026-07-28), and no version both sides speak was found.
+    #[error(
+        "{} failed: the server does not speak protocol version {}; it supports {}",
+        target(server, method, tool),
+        requested.as_deref().unwrap_or("(unknown)"),
+        supported.join(", ")
+    )]
+    VersionRejected {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The version the request named.
+        requested: Option<String>,
+        /// The versions the server named.
+        supported: Arc<[String]>,
+    },
+    /// A server's input-required retries did not end: it asked again after the last round
+    /// the runtime allows (2026-07-28).
+    #[error(
+        "{} still required input after {rounds} rounds; giving up",
+        target(server, method, tool)
+    )]
+    InputLoop {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The rounds answered.
+        rounds: u32,
+    },
+    /// A server's input-required result asked for something Switchboard cannot answer: a
+    /// capability it did not declare (no handler), or a request it does not know.
+    #[error(
+        "{} required input Switchboard cannot give: {detail}",
+        target(server, method, tool)
+    )]
+    InputUnsupported {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// The embedded request's method, when it had one.
+        request: Option<String>,
+        /// What is missing.
+        detail: String,
     },
     /// The server broke the protocol (a malformed answer, a result of the wrong shape).
     #[error("{} failed: protocol error: {detail}", target(server, method, tool))]
@@ -305,6 +396,11 @@ impl Error {
             | Error::Unavailable { server, .. }
             | Error::Overloaded { server, .. }
             | Error::Rpc { server, .. }
+            | Error::MissingClientCapability { server, .. }
+            | Error::HeaderMismatch { server, .. }
+            | Error::VersionRejected { server, .. }
+            | Error::InputLoop { server, .. }
+            | Error::InputUnsupported { server, .. }
             | Error::UrlElicitationRequired { server, .. }
             | Error::Protocol { server, .. }
             | Error::UnsupportedVersion { server, .. }
@@ -352,6 +448,39 @@ pub(crate) fn rpc_error(
             };
         }
     }
+    match e.code {
+        modern::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            return Error::MissingClientCapability {
+                server,
+                method,
+                tool,
+                missing: required_capabilities(data.as_ref()),
+                message: e.message,
+            }
+        }
+        modern::HEADER_MISMATCH => {
+            return Error::HeaderMismatch {
+                server,
+                method,
+                tool,
+                message: e.message,
+            }
+        }
+        modern::UNSUPPORTED_PROTOCOL_VERSION => {
+            let parsed: modern::UnsupportedVersionData = data
+                .clone()
+                .and_then(|d| serde_json::from_value(d).ok())
+                .unwrap_or_default();
+            return Error::VersionRejected {
+                server,
+                method,
+                tool,
+                requested: parsed.requested,
+                supported: parsed.supported.into(),
+            };
+        }
+        _ => {}
+    }
     Error::Rpc {
         server,
         method,
@@ -359,6 +488,21 @@ pub(crate) fn rpc_error(
         code: e.code,
         message: e.message,
         data: data.map(Arc::new),
+    }
+}
+
+/// The names of the capabilities in `data.requiredCapabilities` of a -32021 error (its
+/// keys: `elicitation`, `sampling`, …), or `unknown` when the server named none.
+fn required_capabilities(data: Option<&serde_json::Value>) -> Arc<[String]> {
+    let names: Vec<String> = data
+        .and_then(|d| d.get("requiredCapabilities"))
+        .and_then(|c| c.as_object())
+        .map(|c| c.keys().cloned().collect())
+        .unwrap_or_default();
+    if names.is_empty() {
+        Arc::from(vec!["unknown".to_owned()])
+    } else {
+        names.into()
     }
 }
 
@@ -405,6 +549,44 @@ mod tests {
         let mut e = ErrorObject::new(code, "needs more");
         e.data = Some(serde_json::value::to_raw_value(&data).unwrap());
         rpc_error("s".into(), "tools/call".into(), Some("t".into()), e)
+    }
+
+    #[test]
+    fn the_stateless_error_codes_become_typed_errors_naming_server_and_tool() {
+        let e = error(
+            -32021,
+            serde_json::json!({"requiredCapabilities": {"elicitation": {}, "sampling": {}}}),
+        );
+        let Error::MissingClientCapability { missing, tool, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(&missing[..], ["elicitation", "sampling"]);
+        assert_eq!(tool.as_deref(), Some("t"));
+        let text = e.to_string();
+        assert!(
+            text.contains("`s`") && text.contains("elicitation, sampling"),
+            "{text}"
+        );
+
+        let e = error(-32020, serde_json::json!(null));
+        assert!(matches!(e, Error::HeaderMismatch { .. }), "{e:?}");
+        assert_eq!(e.server(), Some("s"));
+
+        let e = error(
+            -32022,
+            serde_json::json!({"supported": ["2099-01-01"], "requested": "2026-07-28"}),
+        );
+        let Error::VersionRejected {
+            requested,
+            supported,
+            ..
+        } = &e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(requested.as_deref(), Some("2026-07-28"));
+        assert_eq!(&supported[..], ["2099-01-01"]);
+        assert!(e.to_string().contains("2099-01-01"));
     }
 
     #[test]

@@ -25,7 +25,6 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
-use switchboard_codecs::frame;
 use switchboard_codecs::mcp::{
     methods, CompleteResult, CompletionReference, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, Prompt, ReadResourceResult,
@@ -316,11 +315,24 @@ impl ServerHandle {
         params: &(impl Serialize + ?Sized),
     ) -> Result<R> {
         let policy = self.policy(None, &ToolPolicy::default());
+        let started = std::time::Instant::now();
         let answer = self
             .send(method.into(), None, policy, None, |id| {
-                frame::request(id, method, params)
+                let modern = self.shared.dialect.load();
+                let level = self.shared.logging.level();
+                crate::era::frame_request(modern.as_deref(), level, id, method, params)
             })
-            .await?;
+            .await;
+        let original = crate::mrtr::Original {
+            method,
+            tool: None,
+            params,
+            policy,
+            started,
+            progress: None,
+            progress_token: false,
+        };
+        let answer = self.modern_follow_up(original, answer).await?;
         match serde_json::from_str(answer.raw.get()) {
             Ok(result) => {
                 answer.recording.finish(false);

@@ -47,6 +47,16 @@ pub(crate) struct Shared {
     pub(crate) subscriptions: Arc<crate::subscriptions::Subscriptions>,
     /// The checks of the last tool listing.
     pub(crate) tool_rules: Arc<ArcSwap<crate::tool_rules::ToolRules>>,
+    /// What requests to the server carry in the modern era (`None`: legacy or unknown yet).
+    pub(crate) dialect: crate::era::Dialect,
+    /// How fresh a modern server's tool listing is.
+    pub(crate) freshness: Arc<crate::era::Freshness>,
+    /// The application's handlers, for input-required results.
+    pub(crate) handlers: Option<crate::client::ClientHandlers>,
+    /// How long a handler may take.
+    pub(crate) handler_timeout: Duration,
+    /// Input-required rounds allowed per request.
+    pub(crate) max_input_rounds: u32,
 }
 
 /// A result, and the measurement of its request, which the caller finishes once it knows
@@ -120,11 +130,24 @@ impl ServerHandle {
     ) -> Result<Box<RawValue>> {
         let policy = self.policy(None, &ToolPolicy::default());
         let params = params.unwrap_or_else(|| serde_json::json!({}));
+        let started = Instant::now();
         let answer = self
             .send(method.into(), None, policy, None, |id| {
-                request_frame(id, method, &params)
+                let modern = self.shared.dialect.load();
+                let level = self.shared.logging.level();
+                crate::era::frame_request(modern.as_deref(), level, id, method, &params)
             })
-            .await?;
+            .await;
+        let original = crate::mrtr::Original {
+            method,
+            tool: None,
+            params: &params,
+            policy,
+            started,
+            progress: None,
+            progress_token: false,
+        };
+        let answer = self.modern_follow_up(original, answer).await?;
         answer.recording.finish(false);
         Ok(answer.raw)
     }
@@ -150,24 +173,48 @@ impl ServerHandle {
         }
         let policy = self.policy(Some(&tool), options);
         let name: &str = &tool;
-        self.send(
-            "tools/call".into(),
-            Some(tool.clone()),
+        let started = Instant::now();
+        let answer = self
+            .send(
+                "tools/call".into(),
+                Some(tool.clone()),
+                policy,
+                progress.clone(),
+                |id| {
+                    let modern = self.shared.dialect.load();
+                    let level = self.shared.logging.level();
+                    let meta = Meta {
+                        progress_token: id,
+                        modern: modern.as_deref().map(|m| m.meta(level)),
+                    };
+                    request_frame(
+                        id,
+                        "tools/call",
+                        &CallParams {
+                            name,
+                            arguments,
+                            meta,
+                        },
+                    )
+                },
+            )
+            .await;
+        if self.shared.dialect.load().is_none() {
+            return answer;
+        }
+        // A stateless server's listing past its `ttlMs` is listed again meanwhile.
+        self.shared.freshness.touch();
+        // A modern server may refuse the version or need input first.
+        let original = crate::mrtr::Original {
+            method: "tools/call",
+            tool: Some(tool.clone()),
+            params: &CallArguments { name, arguments },
             policy,
+            started,
             progress,
-            |id| {
-                request_frame(
-                    id,
-                    "tools/call",
-                    &CallParams {
-                        name,
-                        arguments,
-                        meta: Meta { progress_token: id },
-                    },
-                )
-            },
-        )
-        .await
+            progress_token: true,
+        };
+        self.modern_follow_up(original, answer).await
     }
 
     pub(crate) fn policy(&self, tool: Option<&str>, call: &ToolPolicy) -> DeadlinePolicy {
@@ -246,13 +293,18 @@ impl ServerHandle {
         recording.took_slot();
         let id = shared.ids.fetch_add(1, Ordering::Relaxed);
         tracing::Span::current().record("id", id);
-        let payload = frame(id);
+        let mut frame = Some(frame);
+        let mut payload = bytes::Bytes::new();
         let mut permit = Some(permit);
         loop {
             let table = match self.ready_table(deadline, &spec.tool).await {
                 Ok(table) => table,
                 Err(error) => return Err(recording.fail(error)),
             };
+            // Built once a connection is ready, when the server's era (its `_meta`) is known.
+            if let Some(frame) = frame.take() {
+                payload = frame(id);
+            }
             match request::send(&table, id, payload.clone(), &spec, permit.take()).await {
                 Ok(Ok(raw)) => {
                     return Ok(Answer {
@@ -350,11 +402,21 @@ struct CallParams<'a> {
     name: &'a str,
     arguments: &'a serde_json::Value,
     #[serde(rename = "_meta")]
-    meta: Meta,
+    meta: Meta<'a>,
+}
+
+/// The params of a `tools/call` apart from `_meta`, for input-required retries.
+#[derive(Serialize)]
+struct CallArguments<'a> {
+    name: &'a str,
+    arguments: &'a serde_json::Value,
 }
 
 #[derive(Serialize)]
-struct Meta {
+struct Meta<'a> {
     #[serde(rename = "progressToken")]
     progress_token: i64,
+    /// A modern server's `_meta` entries.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    modern: Option<crate::era::ModernMeta<'a>>,
 }

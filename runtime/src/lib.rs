@@ -17,11 +17,13 @@ mod deadline;
 #[cfg(feature = "demo")]
 #[doc(hidden)]
 pub mod demo;
+mod era;
 mod error;
 mod features;
 mod handle;
 mod logging;
 pub mod metrics;
+mod mrtr;
 #[cfg(feature = "http")]
 pub mod oauth;
 mod paging;
@@ -39,6 +41,7 @@ pub use catalogue::{Catalogue, CatalogueEntry, Collision, Naming, NamingMode, Un
 pub use config::ServerConfig;
 pub use config_file::{ConfigError, ConfigFile, FileDefaults};
 pub use deadline::ToolPolicy;
+pub use era::{Era, Protocol, UnknownProtocol};
 pub use error::{Error, Result};
 pub use handle::ServerHandle;
 pub use logging::ServerLog;

@@ -17,6 +17,8 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// The negotiated protocol version, once initialized.
     pub protocol_version: Option<Arc<str>>,
+    /// The era the server is spoken to in, once known (see [`Protocol`](crate::Protocol)).
+    pub era: Option<crate::era::Era>,
     /// The server's `serverInfo`, once initialized.
     pub server_info: Option<Arc<Implementation>>,
     /// What the server declared it offers, once initialized.
@@ -50,6 +52,7 @@ impl ServerStatus {
         ServerStatus {
             state: ServerState::Starting,
             protocol_version: None,
+            era: None,
             server_info: None,
             capabilities: None,
             instructions: None,

@@ -168,6 +168,8 @@ async fn session_loss_reinitializes_once_and_resends_only_the_rejected_call() {
         .server(
             "remote",
             ServerConfig::http(url, HttpKind::StreamableHttp)
+                // Sessions are of the handshake era; the script knows no `server/discover`.
+                .protocol(switchboard::Protocol::Legacy)
                 .restart(RestartPolicy::off())
                 .liveness(Liveness::off())
                 .timeout(Duration::from_secs(20)),

@@ -113,6 +113,8 @@ async fn an_http_call_that_times_out_returns_timeout_and_the_server_gets_cancell
         .server(
             "remote",
             ServerConfig::http(url, HttpKind::StreamableHttp)
+                // A handshake-era script: the era probe would be one more cancelled request.
+                .protocol(switchboard::Protocol::Legacy)
                 .restart(RestartPolicy::off())
                 .liveness(Liveness::off()),
         )

@@ -236,6 +236,8 @@ async fn lists_and_echoes(rt: &Runtime, words: &str) -> &'static str {
         status.server_info.as_ref().map(|i| i.name.as_str()),
         Some("mcp-servers/everything")
     );
+    // `auto` (the default): server-everything refuses `server/discover`, so the handshake era.
+    assert_eq!(status.era, Some(switchboard::Era::Legacy));
     let names: Vec<_> = server.tools().iter().map(|t| t.name.clone()).collect();
     assert!(names.iter().any(|n| n == "echo"), "{names:?}");
     let r = server
@@ -261,6 +263,11 @@ async fn server_everything_over_legacy_http_sse() {
     let peer = HttpPeer::start("sse");
     let rt = one_server_runtime(ServerConfig::http(peer.url("/sse"), HttpKind::Sse)).await;
     assert_eq!(lists_and_echoes(&rt, "over http+sse").await, "sse");
+    rt.shutdown().await;
+    // Auto at the event stream's URL: the era probe's POST and then `initialize`'s are
+    // refused, so the legacy HTTP+SSE transport it is.
+    let rt = one_server_runtime(ServerConfig::http(peer.url("/sse"), HttpKind::Auto)).await;
+    assert_eq!(lists_and_echoes(&rt, "auto over http+sse").await, "sse");
     rt.shutdown().await;
 }
 

@@ -3,15 +3,20 @@
 //!
 //! Runs only with `SWITCHBOARD_INTEROP=1` and `SWITCHBOARD_PYTHON` set to the interpreter of
 //! the venv `.ci/run` creates (`.ci/venv/bin/python`); otherwise each test says why it skips.
-//! The SDK answers `initialize` in the handshake era (it speaks 2026-07-28 only to clients
-//! that ask for it), so nothing is pinned for the runtime's 2025-11-25.
+//! The SDK speaks both eras: `auto` (the default) finds 2026-07-28 with `server/discover`,
+//! `legacy` runs `initialize` with 2025-11-25; the same checks run in both.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
+use switchboard::client::{
+    BoxFuture, ClientHandlers, ElicitationHandler, ElicitationRequest, ElicitationResponse,
+};
 use switchboard::model::{Content, ResourceContents};
-use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
+use switchboard::{
+    Era, Error, Liveness, Protocol, RestartPolicy, Runtime, ServerConfig, ServerHandle,
+};
 
 use crate::interop::enabled;
 
@@ -33,8 +38,23 @@ fn python() -> Option<PathBuf> {
     }
 }
 
-/// A runtime with the Python server (named `python`), ready, and its handle.
-async fn python_runtime(python: PathBuf) -> (Runtime, ServerHandle) {
+/// A runtime with the Python server (named `python`) spoken to in `protocol`'s era, ready,
+/// and its handle.
+async fn python_runtime(
+    python: PathBuf,
+    protocol: Protocol,
+    handlers: Option<ClientHandlers>,
+) -> (Runtime, ServerHandle) {
+    python_runtime_with(python, protocol, handlers, |c| c).await
+}
+
+/// [`python_runtime`], with more settings from `tune`.
+async fn python_runtime_with(
+    python: PathBuf,
+    protocol: Protocol,
+    handlers: Option<ClientHandlers>,
+    tune: impl FnOnce(ServerConfig) -> ServerConfig,
+) -> (Runtime, ServerHandle) {
     assert!(
         python.exists(),
         "SWITCHBOARD_PYTHON: no {}",
@@ -47,7 +67,13 @@ async fn python_runtime(python: PathBuf) -> (Runtime, ServerHandle) {
         .liveness(Liveness::off())
         // A cold interpreter importing pydantic on a busy two-core machine takes seconds.
         .startup_timeout(Duration::from_secs(60))
-        .timeout(Duration::from_secs(20));
+        .timeout(Duration::from_secs(20))
+        .protocol(protocol);
+    let config = match handlers {
+        Some(handlers) => config.client_handlers(handlers),
+        None => config,
+    };
+    let config = tune(config.into());
     let rt = Runtime::builder()
         .server("python", config)
         .build()
@@ -56,7 +82,12 @@ async fn python_runtime(python: PathBuf) -> (Runtime, ServerHandle) {
     let server = rt.server("python").unwrap();
     let status = server.status();
     assert!(status.is_ready(), "{:?}", status.state);
-    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    let (era, version) = match protocol {
+        Protocol::Legacy => (Era::Legacy, "2025-11-25"),
+        _ => (Era::Modern, "2026-07-28"),
+    };
+    assert_eq!(status.era, Some(era));
+    assert_eq!(status.protocol_version.as_deref(), Some(version));
     assert_eq!(
         status.server_info.as_ref().map(|i| i.name.as_str()),
         Some("switchboard-python-peer")
@@ -65,10 +96,22 @@ async fn python_runtime(python: PathBuf) -> (Runtime, ServerHandle) {
 }
 
 #[tokio::test]
-async fn interop_python_sdk_resource_prompt_and_typed_tool_over_stdio() {
+async fn interop_python_sdk_resource_prompt_and_typed_tool_over_stdio_modern() {
     let Some(python) = python() else { return };
-    let (rt, server) = python_runtime(python).await;
+    let (rt, server) = python_runtime(python, Protocol::Auto, None).await;
+    resource_prompt_and_typed_tool(&server).await;
+    rt.shutdown().await;
+}
 
+#[tokio::test]
+async fn interop_python_sdk_resource_prompt_and_typed_tool_over_stdio_legacy() {
+    let Some(python) = python() else { return };
+    let (rt, server) = python_runtime(python, Protocol::Legacy, None).await;
+    resource_prompt_and_typed_tool(&server).await;
+    rt.shutdown().await;
+}
+
+async fn resource_prompt_and_typed_tool(server: &ServerHandle) {
     let resources = server.list_resources().await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
     assert_eq!(uris, ["python://static/greeting"]);
@@ -129,13 +172,12 @@ async fn interop_python_sdk_resource_prompt_and_typed_tool_over_stdio() {
         Some(json!({"city": "Oslo", "temperature_c": 14.5, "conditions": ["cloudy", "windy"]}))
     );
     assert_eq!(result.output_schema_mismatch, None);
-    rt.shutdown().await;
 }
 
 #[tokio::test]
 async fn interop_python_sdk_output_schema_mismatch_is_reported() {
     let Some(python) = python() else { return };
-    let (rt, server) = python_runtime(python).await;
+    let (rt, server) = python_runtime(python, Protocol::Auto, None).await;
     assert!(server
         .tools()
         .iter()
@@ -159,5 +201,77 @@ async fn interop_python_sdk_output_schema_mismatch_is_reported() {
         .output_schema_mismatch
         .expect("a structuredContent that does not match the outputSchema is reported");
     assert!(why.contains("temperature_c"), "{why}");
+    rt.shutdown().await;
+}
+
+/// Confirms every booking and records the questions.
+#[derive(Debug, Clone, Default)]
+struct Confirm {
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ElicitationHandler for Confirm {
+    fn elicit(
+        &self,
+        _server: &str,
+        request: ElicitationRequest,
+    ) -> BoxFuture<Result<ElicitationResponse, String>> {
+        self.asked.lock().unwrap().push(request.message);
+        let mut content = serde_json::Map::new();
+        content.insert("confirm".into(), json!(true));
+        Box::pin(async move { Ok(ElicitationResponse::accept(content)) })
+    }
+}
+
+/// The same elicitation handler answers the SDK's input-required round (modern) and its
+/// `elicitation/create` request (legacy).
+#[tokio::test]
+async fn interop_python_sdk_elicitation_in_both_eras() {
+    let Some(python) = python() else { return };
+    for protocol in [Protocol::Auto, Protocol::Legacy] {
+        let confirm = Confirm::default();
+        let handlers = ClientHandlers::new().elicitation(confirm.clone());
+        let (rt, server) = python_runtime(python.clone(), protocol, Some(handlers)).await;
+        let result = server
+            .call_tool("book_trip", json!({"city": "Oslo"}))
+            .await
+            .unwrap();
+        assert_eq!(result.text(), "booked Oslo", "{protocol}");
+        assert_eq!(*confirm.asked.lock().unwrap(), ["Book a trip to Oslo?"]);
+        rt.shutdown().await;
+    }
+}
+
+/// Without an elicitation handler the modern SDK refuses with -32021; a cap of no rounds
+/// stops at the first input-required result.
+#[tokio::test]
+async fn interop_python_sdk_modern_typed_errors() {
+    let Some(python) = python() else { return };
+    let (rt, server) = python_runtime(python.clone(), Protocol::Modern, None).await;
+    let err = server
+        .call_tool("book_trip", json!({"city": "Oslo"}))
+        .await
+        .unwrap_err();
+    let Error::MissingClientCapability { missing, tool, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(&missing[..], ["elicitation"]);
+    assert_eq!(tool.as_deref(), Some("book_trip"));
+    rt.shutdown().await;
+
+    // A cap of no rounds: the first input-required result is already one too many.
+    let handlers = ClientHandlers::new().elicitation(Confirm::default());
+    let (rt, server) = python_runtime_with(python, Protocol::Modern, Some(handlers), |c| {
+        c.max_input_rounds(0)
+    })
+    .await;
+    let err = server
+        .call_tool("book_trip", json!({"city": "Oslo"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InputLoop { rounds: 0, tool: Some(t), .. } if &**t == "book_trip"),
+        "{err:?}"
+    );
     rt.shutdown().await;
 }

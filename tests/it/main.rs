@@ -5,6 +5,7 @@
 
 mod handlers;
 mod http_fixture;
+mod http_modern;
 mod http_session;
 mod http_timeout;
 mod interop;

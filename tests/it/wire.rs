@@ -7,8 +7,18 @@ use switchboard::{Runtime, ServerConfig, ServerHandle};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-/// A peer that records every line it receives and answers the handshake, then `hang` never.
+/// A handshake-era peer that records every line it receives and answers the handshake, then
+/// `hang` never; `server/discover` is refused as unknown, as legacy servers do.
 fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig<switchboard::transport::Memory> {
+    scripted_answering(seen, false)
+}
+
+/// [`scripted`]; with `any_result`, `server/discover` gets an empty result instead, as from
+/// a server that answers every request it does not know with `{}`.
+fn scripted_answering(
+    seen: mpsc::UnboundedSender<Value>,
+    any_result: bool,
+) -> ServerConfig<switchboard::transport::Memory> {
     ServerConfig::memory(move |io| {
         let seen = seen.clone();
         async move {
@@ -29,6 +39,12 @@ fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig<switchboard::tra
                     Some("tools/list") => json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
                         "tools": [{"name": "hang", "inputSchema": {"type": "object"}, "x-vendor": 1}]
                     }}),
+                    Some("server/discover") if any_result => {
+                        json!({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+                    }
+                    Some("server/discover") => json!({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                        "code": -32601, "message": "Method not found"
+                    }}),
                     _ => continue,
                 };
                 let mut out = serde_json::to_vec(&answer).unwrap();
@@ -41,9 +57,10 @@ fn scripted(seen: mpsc::UnboundedSender<Value>) -> ServerConfig<switchboard::tra
     })
 }
 
+/// The scripted peer, spoken to as legacy (no era probe).
 async fn scripted_runtime(seen: mpsc::UnboundedSender<Value>) -> (Runtime, ServerHandle) {
     let rt = Runtime::builder()
-        .server("s", scripted(seen))
+        .server("s", scripted(seen).protocol(switchboard::Protocol::Legacy))
         .build()
         .await
         .unwrap();
@@ -147,4 +164,60 @@ async fn shutdown_fails_a_pending_call_and_cancels_it_on_the_wire_first() {
         .unwrap()
         .contains("shutting down"));
     assert_eq!(server.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn auto_probes_with_discover_then_falls_back_to_initialize_on_the_same_connection() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let rt = Runtime::builder()
+        .server("s", scripted(tx)) // `auto` is the default
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("s").unwrap();
+    let status = server.status();
+    assert!(status.is_ready(), "{:?}", status.state);
+    assert_eq!(status.era, Some(switchboard::Era::Legacy));
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-06-18"));
+
+    let discover = next(&mut rx).await;
+    assert_eq!(discover["method"], "server/discover");
+    let meta = &discover["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({})
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "switchboard"
+    );
+    let init = next(&mut rx).await;
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(next(&mut rx).await["method"], "notifications/initialized");
+    let list = next(&mut rx).await;
+    assert_eq!(list["method"], "tools/list");
+    // A legacy server's requests carry no stateless `_meta`.
+    assert!(list["params"].get("_meta").is_none(), "{list}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_takes_a_result_that_is_no_discover_result_for_a_legacy_server() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let rt = Runtime::builder()
+        .server("s", scripted_answering(tx, true))
+        .build()
+        .await
+        .unwrap();
+    let status = rt.server("s").unwrap().status();
+    assert!(status.is_ready(), "{:?}", status.state);
+    assert_eq!(status.era, Some(switchboard::Era::Legacy));
+    assert_eq!(next(&mut rx).await["method"], "server/discover");
+    assert_eq!(next(&mut rx).await["method"], "initialize");
+    rt.shutdown().await;
 }

@@ -4,11 +4,13 @@ Run by `tests/it/interop_python.rs` over stdio with the interpreter of the venv 
 creates (`SWITCHBOARD_PYTHON`). It offers one static resource, one prompt with arguments, a
 typed tool whose return annotation gives an `outputSchema` and `structuredContent`, and a tool
 that publishes the same schema but answers a `structuredContent` that does not match it.
+`book_trip` asks the user (elicitation) before it answers: in 2026-07-28 through an
+input-required result, in the handshake era through `elicitation/create`.
 """
 
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
@@ -58,6 +60,23 @@ def forecast_request(city: str, days: str = "1") -> str:
 def forecast(city: str, days: int = 1) -> Forecast:
     """A typed tool: its return annotation makes the outputSchema and structuredContent."""
     return Forecast(city=city, temperature_c=12.5 + days, conditions=["cloudy", "windy"])
+
+
+class Booking(BaseModel):
+    """What `book_trip` asks the user."""
+
+    confirm: bool
+
+
+def ask_booking(city: str) -> Elicit[Booking]:
+    """Asks the user whether to book."""
+    return Elicit(f"Book a trip to {city}?", Booking)
+
+
+@mcp.tool()
+def book_trip(city: str, booking: Annotated[Booking, Resolve(ask_booking)]) -> str:
+    """Books a trip once the user confirms it."""
+    return f"booked {city}" if booking.confirm else f"not booked: {city}"
 
 
 if __name__ == "__main__":

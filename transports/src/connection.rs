@@ -15,6 +15,12 @@ use switchboard_codecs::jsonrpc::{Id, Message};
 use switchboard_codecs::lines::Skipped;
 use tokio::sync::mpsc;
 
+/// The `Mcp-Param-{Name}` headers of each tool, by tool name (see
+/// [`Control::set_tool_headers`]).
+pub type ToolHeaders = Arc<
+    std::collections::HashMap<String, Vec<switchboard_codecs::mcp::modern::headers::ParamHeader>>,
+>;
+
 /// A boxed, sendable future, as returned by [`Control::close`].
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -124,6 +130,11 @@ pub struct SendError;
 pub trait Control: Send + fmt::Debug + 'static {
     /// Called after `initialize` with the negotiated version (HTTP sends it as a header).
     fn set_protocol_version(&mut self, version: &str);
+
+    /// Called with the `Mcp-Param-{Name}` headers of each tool of a 2026-07-28 server, after
+    /// every tool listing: Streamable HTTP sends them with each `tools/call`. Other
+    /// transports ignore them (the default).
+    fn set_tool_headers(&mut self, _headers: ToolHeaders) {}
 
     /// Closes the connection gracefully (for stdio: close stdin, wait, `SIGTERM`, wait,
     /// `SIGKILL`, reap) and resolves when nothing of it is left.

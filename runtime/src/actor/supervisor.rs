@@ -131,7 +131,11 @@ impl Supervisor {
         let tool_rules = Arc::new(ArcSwap::from_pointee(
             crate::tool_rules::ToolRules::default(),
         ));
+        let dialect: crate::era::Dialect = Arc::default();
+        let freshness: Arc<crate::era::Freshness> = Arc::default();
         let ties = Ties {
+            dialect: dialect.clone(),
+            freshness: freshness.clone(),
             tool_rules: tool_rules.clone(),
             logging: logging.clone(),
             subscriptions: subscriptions.clone(),
@@ -165,6 +169,11 @@ impl Supervisor {
                 logging,
                 subscriptions,
                 tool_rules,
+                dialect,
+                freshness,
+                handlers: config.handlers.clone(),
+                handler_timeout: config.handler_timeout_value(),
+                max_input_rounds: config.max_input_rounds_value(),
             }),
         };
         self.servers.insert(
@@ -284,6 +293,8 @@ impl Supervisor {
         managed.incarnation += 1;
         managed.handle.shared.metrics.up.set(0.0);
         let ties = Ties {
+            dialect: managed.handle.shared.dialect.clone(),
+            freshness: managed.handle.shared.freshness.clone(),
             gate: managed.handle.shared.gate.clone(),
             logging: managed.handle.shared.logging.clone(),
             tool_rules: managed.handle.shared.tool_rules.clone(),

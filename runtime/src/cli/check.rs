@@ -48,6 +48,8 @@ struct Row<'a> {
     name: &'a str,
     transport: Option<&'static str>,
     state: &'static str,
+    /// `legacy` (handshake era) or `modern` (stateless), once known.
+    era: Option<&'static str>,
     protocol_version: Option<&'a str>,
     /// How many tools it listed, if it is ready.
     tools: Option<usize>,
@@ -62,6 +64,7 @@ impl<'a> From<&'a Report> for Row<'a> {
             name: &report.name,
             transport: report.transport,
             state: report.state,
+            era: status.and_then(|s| s.era).map(|e| e.as_str()),
             protocol_version: status.and_then(|s| s.protocol_version.as_deref()),
             tools: status.filter(|s| s.is_ready()).map(|s| s.tools.len()),
             handshake_ms: status
@@ -74,23 +77,25 @@ impl<'a> From<&'a Report> for Row<'a> {
 
 /// The rows as aligned columns under a header; `-` for what is unknown.
 fn table(rows: &[Row<'_>]) -> String {
-    const HEADER: [&str; 7] = [
+    const HEADER: [&str; 8] = [
         "SERVER",
         "TRANSPORT",
         "STATE",
+        "ERA",
         "PROTOCOL",
         "TOOLS",
         "HANDSHAKE",
         "ERROR",
     ];
     let dash = || "-".to_owned();
-    let cells: Vec<[String; 7]> = rows
+    let cells: Vec<[String; 8]> = rows
         .iter()
         .map(|row| {
             [
                 row.name.to_owned(),
                 row.transport.map_or_else(dash, str::to_owned),
                 row.state.to_owned(),
+                row.era.map_or_else(dash, str::to_owned),
                 row.protocol_version.map_or_else(dash, str::to_owned),
                 row.tools.map_or_else(dash, |n| n.to_string()),
                 row.handshake_ms.map_or_else(dash, |ms| format!("{ms} ms")),
@@ -132,6 +137,7 @@ mod tests {
                 name: "one",
                 transport: Some("stdio"),
                 state: "ready",
+                era: Some("legacy"),
                 protocol_version: Some("2025-06-18"),
                 tools: Some(3),
                 handshake_ms: Some(4),
@@ -141,6 +147,7 @@ mod tests {
                 name: "second",
                 transport: Some("stdio"),
                 state: "restarting",
+                era: None,
                 protocol_version: None,
                 tools: None,
                 handshake_ms: None,
@@ -150,6 +157,7 @@ mod tests {
                 name: "old",
                 transport: None,
                 state: "disabled",
+                era: None,
                 protocol_version: None,
                 tools: None,
                 handshake_ms: None,
@@ -159,10 +167,10 @@ mod tests {
         assert_eq!(
             table(&rows),
             "\
-SERVER  TRANSPORT  STATE       PROTOCOL    TOOLS  HANDSHAKE  ERROR
-one     stdio      ready       2025-06-18  3      4 ms
-second  stdio      restarting  -           -      -          server `second` could not be started: no such file
-old     -          disabled    -           -      -
+SERVER  TRANSPORT  STATE       ERA     PROTOCOL    TOOLS  HANDSHAKE  ERROR
+one     stdio      ready       legacy  2025-06-18  3      4 ms
+second  stdio      restarting  -       -           -      -          server `second` could not be started: no such file
+old     -          disabled    -       -           -      -
 "
         );
     }

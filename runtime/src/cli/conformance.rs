@@ -29,6 +29,8 @@ use super::{ready, start, Failure, Interrupt};
 
 /// The environment variable the harness names the scenario in.
 const SCENARIO_VAR: &str = "MCP_CONFORMANCE_SCENARIO";
+/// The environment variable of a scenario's context (JSON), for the scenarios that have one.
+const CONTEXT_VAR: &str = "MCP_CONFORMANCE_CONTEXT";
 /// The server's name in the runtime (and in messages).
 const SERVER: &str = "conformance";
 /// Bounds on the handshake and on each call, well inside the harness's 30 s kill.
@@ -57,8 +59,14 @@ enum Plan {
     /// Call this listed tool with these arguments; its text must contain the last field
     /// (the fixtures report a failed step as an ordinary result).
     Call(&'static str, Value, &'static str),
-    /// Call every listed tool with arguments made from its input schema.
+    /// Call every listed tool with arguments made from its input schema, or the calls the
+    /// scenario's context names (`toolCalls`), in its order.
     CallEvery,
+    /// List the tools and call nothing (the fixture answers nothing else).
+    ListOnly,
+    /// Call `json_schema_echo` with the input schema of `json_schema_2020_12_tool`, as
+    /// listed: the fixture checks that no keyword was lost on the way.
+    EchoSchema,
 }
 
 impl Plan {
@@ -72,6 +80,8 @@ impl Plan {
                 "Elicitation completed",
             ),
             "sse-retry" => Plan::Call("test_reconnection", json!({}), "completed"),
+            "json-schema-ref-no-deref" => Plan::ListOnly,
+            "json-schema-2020-12-preservation" => Plan::EchoSchema,
             _ => Plan::CallEvery,
         }
     }
@@ -107,7 +117,10 @@ pub(crate) async fn run(url: String, interrupt: &mut Interrupt) -> Result<ExitCo
         interrupt,
     )
     .await?;
-    let outcome = match interrupt.guard(follow(&runtime, &plan)).await {
+    let calls = std::env::var(CONTEXT_VAR)
+        .ok()
+        .and_then(|context| context_calls(&context));
+    let outcome = match interrupt.guard(follow(&runtime, &plan, calls)).await {
         Ok(outcome) => outcome,
         Err(interrupted) => Err(interrupted.into()),
     };
@@ -120,7 +133,11 @@ pub(crate) async fn run(url: String, interrupt: &mut Interrupt) -> Result<ExitCo
         })
 }
 
-async fn follow(runtime: &Runtime, plan: &Plan) -> Result<(), Failure> {
+async fn follow(
+    runtime: &Runtime,
+    plan: &Plan,
+    calls: Option<Vec<(String, Value)>>,
+) -> Result<(), Failure> {
     let server = runtime.server(SERVER)?;
     ready(&server)?;
     match plan {
@@ -142,12 +159,44 @@ async fn follow(runtime: &Runtime, plan: &Plan) -> Result<(), Failure> {
             Ok(())
         }
         Plan::CallEvery => {
-            for tool in server.tools().iter() {
-                call(&server, &tool.name, arguments_for(tool)).await?;
+            let calls = calls.unwrap_or_else(|| {
+                let tools = server.tools();
+                tools
+                    .iter()
+                    .map(|t| (t.name.clone(), arguments_for(t)))
+                    .collect()
+            });
+            for (tool, arguments) in calls {
+                call(&server, &tool, arguments).await?;
             }
             Ok(())
         }
+        Plan::ListOnly => Ok(()),
+        Plan::EchoSchema => {
+            let tools = server.tools();
+            let focal = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .ok_or_else(|| Failure::Run("json_schema_2020_12_tool is not listed".into()))?;
+            let arguments = json!({ "schema": focal.input_schema });
+            call(&server, "json_schema_echo", arguments).await?;
+            Ok(())
+        }
     }
+}
+
+/// The calls a scenario's context names: `{"toolCalls": [{"name", "arguments"}]}`.
+fn context_calls(context: &str) -> Option<Vec<(String, Value)>> {
+    let context: Value = serde_json::from_str(context).ok()?;
+    let calls = context.get("toolCalls")?.as_array()?;
+    calls
+        .iter()
+        .map(|c| {
+            let name = c.get("name")?.as_str()?.to_owned();
+            let arguments = c.get("arguments").cloned().unwrap_or_else(|| json!({}));
+            Some((name, arguments))
+        })
+        .collect()
 }
 
 /// Calls `tool` and returns the text of its result; `isError: true` is a failure too.
@@ -234,6 +283,20 @@ mod tests {
             Plan::Call("test_reconnection", json!({}), "completed")
         );
         assert_eq!(Plan::for_scenario("something-new"), Plan::CallEvery);
+        assert_eq!(
+            Plan::for_scenario("json-schema-ref-no-deref"),
+            Plan::ListOnly
+        );
+    }
+
+    #[test]
+    fn a_context_names_the_calls() {
+        let context = r#"{"toolCalls": [{"name": "a", "arguments": {"x": 1}}, {"name": "b"}]}"#;
+        assert_eq!(
+            context_calls(context),
+            Some(vec![("a".into(), json!({"x": 1})), ("b".into(), json!({}))])
+        );
+        assert_eq!(context_calls(r#"{"other": 1}"#), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //!       "command": "build-server",
 //!       "timeout": 20000, "restart": false, "prefix": "ci",
 //!       "tools": { "run": { "timeout": "5m", "resetOnProgress": true, "maxTotal": "1h" } },
-//!       "allowTools": ["run", "status_*"], "denyTools": ["status_debug"]
+//!       "allowTools": ["run", "status_*"], "denyTools": ["status_debug"], "protocol": "auto"
 //!     }
 //!   }
 //! }
@@ -113,6 +113,14 @@ pub(super) fn apply(
     }
     if let Some(value) = field(entry, "prefix") {
         config = config.prefix(ctx.non_empty_string(value, &at.key("prefix"))?);
+    }
+    if let Some(value) = field(entry, "protocol") {
+        let at = at.key("protocol");
+        let protocol = ctx
+            .string(value, &at)?
+            .parse()
+            .map_err(|e: crate::era::UnknownProtocol| ctx.error(&at, e.to_string()))?;
+        config = config.protocol(protocol);
     }
     Ok(config)
 }

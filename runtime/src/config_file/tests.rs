@@ -543,6 +543,11 @@ fn wrong_types_are_errors_at_their_exact_path() {
             "expected a non-empty string",
         ),
         (
+            r#"{"mcpServers": {"s": {"command": "x", "protocol": "2026-07-28"}}}"#,
+            "mcpServers.s.protocol",
+            "unknown protocol",
+        ),
+        (
             r#"{"mcpServers": {"s": {"command": "x", "allowTools": "read_*"}}}"#,
             "mcpServers.s.allowTools",
             "expected an array of strings",
@@ -803,6 +808,20 @@ fn allow_deny_prefix_and_max_in_flight() {
     assert_eq!(config.deny_tools, strings(&["read_secret"]));
     assert_eq!(config.prefix.as_deref(), Some("fs"));
     assert_eq!(config.max_in_flight, Some(4));
+}
+
+#[test]
+fn the_protocol_era_is_read_per_server() {
+    let text = r#"{"mcpServers": {"a": {"command": "x", "protocol": "modern"},
+        "b": {"command": "x", "protocol": "legacy"}, "c": {"command": "x"}}}"#;
+    let doc = parse(text, &[]);
+    let protocol = |name: &str| {
+        let server = doc.servers.iter().find(|s| &*s.name == name).expect(name);
+        server.config.protocol
+    };
+    assert_eq!(protocol("a"), crate::Protocol::Modern);
+    assert_eq!(protocol("b"), crate::Protocol::Legacy);
+    assert_eq!(protocol("c"), crate::Protocol::Auto);
 }
 
 #[test]

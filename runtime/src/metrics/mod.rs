@@ -21,6 +21,7 @@
 //! | `switchboard_skipped_frames_total` | counter | `server`, `kind` | frames that could not be read, by [`SkipKind::as_str`](switchboard_codecs::lines::SkipKind::as_str): `oversized`, `not_utf8`, `not_json`, `not_jsonrpc`, `bad_batch` |
 //! | `switchboard_messages_total` | counter | `server`, `direction` | JSON-RPC messages, `direction` = `in` or `out` |
 //! | `switchboard_bytes_sent_total` | counter | `server` | bytes of the messages written to the server, as handed to its transport (framing excluded) |
+//! | `switchboard_input_rounds_total` | counter | `server` | input-required rounds answered and retried (2026-07-28 servers) |
 //!
 //! `outcome` is one of `ok`, `tool_error` (a result with `isError: true`), `rpc_error` (a
 //! JSON-RPC error answer, or an answer that breaks the protocol), `timeout`, `cancelled` (the
@@ -97,6 +98,7 @@ const UNKNOWN_ANSWERS: &str = "switchboard_unknown_answers_total";
 const SKIPPED: &str = "switchboard_skipped_frames_total";
 const MESSAGES: &str = "switchboard_messages_total";
 const BYTES_SENT: &str = "switchboard_bytes_sent_total";
+const INPUT_ROUNDS: &str = "switchboard_input_rounds_total";
 const OUTPUT_MISMATCHES: &str = "switchboard_output_schema_mismatches_total";
 
 /// Most distinct tools, and methods, one server gets series for.
@@ -283,6 +285,7 @@ impl RuntimeMetrics {
             messages_in: sink.counter(MESSAGES, with("direction", "in")),
             messages_out: sink.counter(MESSAGES, with("direction", "out")),
             bytes_out: sink.counter(BYTES_SENT, server()),
+            input_rounds: sink.counter(INPUT_ROUNDS, server()),
             skipped: Mutex::new(Vec::new()),
             by_tool: SeriesMap::default(),
             by_method: SeriesMap::default(),
@@ -309,6 +312,8 @@ pub(crate) struct ServerMetrics {
     pub(crate) messages_in: Counter,
     pub(crate) messages_out: Counter,
     pub(crate) bytes_out: Counter,
+    /// Input-required rounds answered (2026-07-28 retries).
+    pub(crate) input_rounds: Counter,
     /// By skip kind; frames are rarely skipped, so a lock is fine.
     skipped: Mutex<Vec<(&'static str, Counter)>>,
     by_tool: SeriesMap,

@@ -91,9 +91,10 @@ async fn an_unsupported_protocol_version_fails_calls_at_once_naming_it() {
     rt.shutdown().await;
 }
 
-/// A peer that answers `initialize` with a JSON-RPC error, and nothing else.
+/// A peer that answers `initialize` with a JSON-RPC error, and nothing else (it drops the
+/// era probe, so it is configured as legacy: the probe would wait for its timeout).
 fn refusing_peer() -> ServerConfig<switchboard::transport::Memory> {
-    ServerConfig::memory(|io| async move {
+    let peer = ServerConfig::memory(|io| async move {
         let (reader, mut writer) = tokio::io::split(io);
         let mut lines = BufReader::new(reader).lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -112,7 +113,8 @@ fn refusing_peer() -> ServerConfig<switchboard::transport::Memory> {
                 break;
             }
         }
-    })
+    });
+    peer.protocol(switchboard::Protocol::Legacy)
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ mod cli_features;
 mod correlation;
 mod deadlines;
 mod disconnect;
+mod era;
 mod fail_fast;
 mod handshake;
 mod io_runtime;

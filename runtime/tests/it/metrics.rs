@@ -10,7 +10,7 @@ use switchboard::{Error, RestartPolicy, Runtime, ServerConfig, ServerState};
 use crate::support::*;
 
 /// `GET /metrics`, the body.
-fn scrape(addr: SocketAddr) -> String {
+pub(crate) fn scrape(addr: SocketAddr) -> String {
     let mut stream = TcpStream::connect(addr).expect("connect to the metrics endpoint");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -27,7 +27,7 @@ fn scrape(addr: SocketAddr) -> String {
 }
 
 /// The value of one series (`name{labels}`), if it is exported.
-fn value(body: &str, series: &str) -> Option<f64> {
+pub(crate) fn value(body: &str, series: &str) -> Option<f64> {
     body.lines().find_map(|line| {
         let rest = line.strip_prefix(series)?.strip_prefix(' ')?;
         rest.trim().parse().ok()

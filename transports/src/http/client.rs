@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::value::RawValue;
-use switchboard_codecs::jsonrpc::{Id, Message, ParseError};
+use switchboard_codecs::jsonrpc::{Id, Message, Outcome, ParseError, Response as RpcResponse};
 use switchboard_codecs::lines::{SkipKind, Skipped};
 use tokio::sync::mpsc;
 use url::Url;
@@ -514,6 +514,14 @@ pub(crate) fn is_session_error(body: &[u8]) -> bool {
     }
     serde_json::from_slice::<ErrorBody>(body)
         .is_ok_and(|b| b.error.message.to_ascii_lowercase().contains("session"))
+}
+
+/// Whether `body` is a JSON-RPC error response to request `id`.
+pub(crate) fn is_error_answer(body: &[u8], id: &Id) -> bool {
+    matches!(
+        Message::from_slice(body),
+        Ok(Message::Response(RpcResponse { id: Some(answered), outcome: Outcome::Error(_) })) if answered == *id
+    )
 }
 
 /// The `method` of an outbound message, if it has one.

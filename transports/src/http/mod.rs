@@ -24,10 +24,19 @@
 //! [`connect`] does no network I/O: the first POST is the runtime's `initialize`. Every
 //! message is its own POST, in its own task, over one keep-alive client, so concurrent
 //! requests get concurrent answers. An answer is JSON (one message or a batch), an SSE
-//! stream (requests and notifications may precede the response), or 202. The one ordering
-//! kept: nothing is sent while the POST of `notifications/initialized` is in flight, so the
-//! server sees it before any request of the session (servers that enforce the lifecycle,
-//! such as the Python SDK's, refuse requests that come first).
+//! stream (requests and notifications may precede the response), or 202. Two orderings
+//! are kept: nothing is sent while the POST of `notifications/initialized` is in flight, so
+//! the server sees it before any request of the session (servers that enforce the
+//! lifecycle, such as the Python SDK's, refuse requests that come first); and nothing is
+//! sent while the GET stream opens (at most 2 s), so that a server's own requests sent
+//! there as soon as the session is used are not lost.
+//!
+//! - **Stateless requests (2026-07-28).** A message whose `params._meta` names a protocol
+//!   version carries `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the tool's
+//!   `Mcp-Param-{Name}` headers ([`Control::set_tool_headers`]), all read from its body;
+//!   no session, no GET stream. A JSON-RPC error answering the request that comes with a
+//!   4xx status is delivered as that error. `notifications/cancelled` for such a request
+//!   is not sent: its POST is dropped, which closes its stream (the era's cancellation).
 //!
 //! - **Session.** The `Mcp-Session-Id` of the `initialize` answer is sent on every later
 //!   request; `MCP-Protocol-Version` once [`Control::set_protocol_version`] was called, which
@@ -76,6 +85,7 @@
 mod challenge;
 mod client;
 mod legacy_sse;
+mod modern;
 mod session;
 mod streamable;
 
@@ -570,6 +580,10 @@ impl Control for HttpControl {
                 tracing::warn!(server = %self.server, "protocol version is not a valid header value")
             }
         }
+    }
+
+    fn set_tool_headers(&mut self, headers: crate::connection::ToolHeaders) {
+        session::lock(&self.session).tool_headers = headers;
     }
 
     fn close(self: Box<Self>) -> BoxFuture<()> {

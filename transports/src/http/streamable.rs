@@ -8,6 +8,7 @@ use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use switchboard_codecs::jsonrpc::Id;
 use switchboard_codecs::sse::{SseCodec, SseFrame};
+use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::codec::Decoder;
 
@@ -19,6 +20,9 @@ use crate::connection::{CloseCause, Event, Outbound};
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
+const CANCELLED: &str = "notifications/cancelled";
+/// The longest requests wait for the GET stream to open (see `run`).
+const LISTEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// The most of an error body read to look for a session error.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
@@ -42,6 +46,14 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
     // transport, and `notifications/initialized`, which must reach the server before any
     // request of the session does (each message is its own POST, and POSTs race).
     let mut gate: Option<tokio::task::Id> = None;
+    // The POSTs of stateless requests in flight, by request id, to close when cancelled.
+    let mut stateless: std::collections::HashMap<Id, tokio::task::AbortHandle> =
+        std::collections::HashMap::new();
+    // Set while the GET stream is being opened: requests wait (briefly) for it, because a
+    // server may send requests of its own there as soon as it sees the session used (the
+    // TS SDK drops one sent while no GET stream is open).
+    let mut listening: Option<std::pin::Pin<Box<tokio::time::Timeout<oneshot::Receiver<()>>>>> =
+        None;
     let end = loop {
         tokio::select! {
             command = inputs.commands.recv() => match command {
@@ -54,8 +66,10 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                         if let Some((_, old)) = listener.take() {
                             old.abort();
                         }
-                        let task = tokio::spawn(listen(shared.clone(), generation));
+                        let (opened, open) = oneshot::channel();
+                        let task = tokio::spawn(listen(shared.clone(), generation, Some(opened)));
                         listener = Some((generation, task));
+                        listening = Some(Box::pin(tokio::time::timeout(LISTEN_WAIT, open)));
                     }
                 }
                 Some(Command::Close(done)) => {
@@ -73,16 +87,38 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                     done: None,
                 },
             },
-            outbound = inputs.outbound.recv(), if inputs.outbound_open && gate.is_none() => match outbound {
+            _ = async { if let Some(open) = listening.as_mut() { let _ = open.as_mut().await; } }, if listening.is_some() => {
+                listening = None;
+            }
+            outbound = inputs.outbound.recv(), if inputs.outbound_open && gate.is_none() && listening.is_none() => match outbound {
                 Some(outbound) => {
                     let method = client::method_of(&outbound.payload);
                     let initialize = method.as_deref() == Some("initialize");
                     let this_probe = probe && initialize;
-                    probe = false;
+                    // The first `initialize` probes, even after the stateless era's probe
+                    // (`server/discover`) was refused.
+                    if initialize {
+                        probe = false;
+                    }
+                    // A stateless request is cancelled by closing its stream: the
+                    // transport has no `notifications/cancelled` then.
+                    if method.as_deref() == Some(CANCELLED) {
+                        let cancelled = super::modern::cancelled_request(&outbound.payload);
+                        if let Some(task) = cancelled.and_then(|id| stateless.remove(&id)) {
+                            tracing::debug!(server = %shared.name, "closing a cancelled request's stream");
+                            task.abort();
+                            continue;
+                        }
+                    }
+                    let request = outbound.id.clone();
+                    let modern = super::modern::is_stateless(&outbound.payload);
                     let gates = this_probe || method.as_deref() == Some("notifications/initialized");
                     let task = posts.spawn(post(shared.clone(), outbound, initialize, this_probe));
                     if gates {
                         gate = Some(task.id());
+                    }
+                    if let (true, Some(request)) = (modern, request) {
+                        stateless.insert(request, task);
                     }
                 }
                 None => inputs.outbound_open = false,
@@ -95,6 +131,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                 if gate == Some(id) {
                     gate = None;
                 }
+                stateless.retain(|_, task| task.id() != id);
                 match joined {
                     Ok((_, PostEnd::Done)) => {}
                     Ok((_, PostEnd::Fatal(cause))) => break End::Over { cause, done: None },
@@ -151,18 +188,21 @@ async fn delete_session(shared: &Shared) {
 
 /// POSTs one message and delivers what comes back.
 async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: bool) -> PostEnd {
-    let (session_id, generation, version) = {
+    let (session_id, generation, version, tool_headers) = {
         let state = session::lock(&shared.session);
         if initialize {
-            (None, state.generation, None)
+            (None, state.generation, None, state.tool_headers.clone())
         } else {
             (
                 state.id.clone(),
                 state.generation,
                 state.protocol_version.clone(),
+                state.tool_headers.clone(),
             )
         }
     };
+    // A stateless-era request: its headers mirror its body (empty for handshake-era ones).
+    let modern = super::modern::headers(&outbound.payload, &tool_headers);
     let url = &shared.url;
     let sent = shared
         .send(url, || {
@@ -177,6 +217,9 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
             }
             if let Some(version) = &version {
                 request = request.header(VERSION_HEADER, version.clone());
+            }
+            if !modern.is_empty() {
+                request = request.headers(modern.clone());
             }
             request
         })
@@ -198,16 +241,17 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
     let request = outbound.id.clone();
 
     if !status.is_success() {
-        let session_error = match status {
+        let body = match status {
             StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND => {
                 match client::read_body(&mut response, ERROR_BODY_LIMIT, shared.idle_timeout).await
                 {
-                    Ok(Body::Complete(body)) => client::is_session_error(&body),
-                    _ => false,
+                    Ok(Body::Complete(body)) => Some(body),
+                    _ => None,
                 }
             }
-            _ => false,
+            _ => None,
         };
+        let session_error = body.as_deref().is_some_and(client::is_session_error);
         let lost = session_id.is_some()
             && (status == StatusCode::NOT_FOUND
                 || (status == StatusCode::BAD_REQUEST && session_error));
@@ -217,6 +261,13 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
         }
         if probe && matches!(status.as_u16(), 400 | 404 | 405) && !session_error {
             return PostEnd::Fallback(outbound);
+        }
+        // A JSON-RPC error answering this request (the stateless era's -32020, -32021,
+        // -32022 and -32601 come with 400 or 404) reaches the caller as that error.
+        if let (Some(body), Some(id)) = (&body, &request) {
+            if client::is_error_answer(body, id) && shared.emit_json(body, Some(id)).await {
+                return PostEnd::Done;
+            }
         }
         let e = shared.http_error(url, status);
         shared.fail(request, &e.to_string()).await;
@@ -490,11 +541,16 @@ async fn read_stream(
 /// The GET stream for server-initiated messages: opened after the protocol version is set,
 /// reopened (resuming when it can) after it drops, until the session changes, the server
 /// has none (405), or the attempts run out.
-async fn listen(shared: Arc<Shared>, generation: u64) {
+async fn listen(shared: Arc<Shared>, generation: u64, mut opened: Option<oneshot::Sender<()>>) {
     let mut state = StreamState::default();
     let mut attempt = 0;
     loop {
-        match open_get(&shared, state.last_event_id.as_deref()).await {
+        let attempt_result = open_get(&shared, state.last_event_id.as_deref()).await;
+        // The first answer (a stream, a refusal or a failure) lets requests go on.
+        if let Some(opened) = opened.take() {
+            let _ = opened.send(());
+        }
+        match attempt_result {
             Ok(Opened::Stream(mut response)) => {
                 tracing::debug!(server = %shared.name, "the get stream is open");
                 if read_stream(&shared, &mut response, &mut state, None).await {

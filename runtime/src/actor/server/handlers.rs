@@ -23,7 +23,7 @@ use crate::client::elicitation::Elicitation;
 use crate::client::{roots, BoxFuture, ClientHandlers, SamplingRequest};
 
 /// A handler's work: the result to send, or why the handler failed.
-type Work = BoxFuture<Result<Value, String>>;
+pub(crate) type Work = BoxFuture<Result<Value, String>>;
 
 impl ServerActor {
     pub(super) fn on_server_request(&mut self, request: Request) {
@@ -96,8 +96,9 @@ impl ServerActor {
     }
 }
 
-/// The work that answers `method`, or the error to answer at once.
-fn prepare(
+/// The work that answers `method`, or the error to answer at once (also used for the
+/// embedded requests of input-required results, see [`crate::mrtr`]).
+pub(crate) fn prepare(
     method: &str,
     params: Result<Value, String>,
     handlers: &ClientHandlers,

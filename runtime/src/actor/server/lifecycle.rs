@@ -149,15 +149,15 @@ impl ServerActor {
             table,
             control: conn.control,
         });
-        self.send_initialize(ctx);
+        self.start_handshake(ctx);
     }
 
-    fn send_initialize(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn send_initialize(&mut self, ctx: &mut Context<Self>) {
         self.phase = Phase::Initializing;
         let params = serde_json::json!({
             "protocolVersion": mcp::LATEST_PROTOCOL_VERSION,
             "capabilities": ClientHandlers::capabilities(self.config.handlers.as_ref()),
-            "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")},
+            "clientInfo": crate::era::client_info(),
         });
         self.request(
             ctx,
@@ -244,7 +244,13 @@ impl ServerActor {
         );
         let has_tools = init.capabilities.tools.is_some();
         self.init = Some(init);
+        self.era = Some(crate::era::Era::Legacy);
         self.notify(methods::INITIALIZED, &serde_json::json!({}));
+        self.after_handshake(has_tools, ctx);
+    }
+
+    /// The server said what it offers (either era): list its tools, then it is ready.
+    pub(super) fn after_handshake(&mut self, has_tools: bool, ctx: &mut Context<Self>) {
         if has_tools {
             self.phase = Phase::ListingTools;
             self.start_listing(ctx);
@@ -260,9 +266,14 @@ impl ServerActor {
         let own = self.own_requests(link);
         let name = self.name.clone();
         let timeout = self.config.timeout;
+        // A stateless server may say who it is in a result's `_meta` only, and says how long
+        // the listing is fresh (the shortest `ttlMs` of its pages).
+        let facts = Arc::new(std::sync::Mutex::new(PageFacts::default()));
+        let facts_seen = facts.clone();
         let listing = async move {
             collect_pages(&name, methods::TOOLS_LIST, |cursor| {
                 let own = own.clone();
+                let facts = facts_seen.clone();
                 async move {
                     let params = match cursor {
                         Some(cursor) => serde_json::json!({ "cursor": cursor }),
@@ -278,19 +289,46 @@ impl ServerActor {
                     };
                     let list: mcp::ListToolsResult = serde_json::from_str(raw.get())
                         .map_err(|e| Some(format!("invalid tools/list result: {e}")))?;
+                    let info = list.extra.get("_meta").and_then(|m| m.as_object());
+                    let ttl = list.extra.get("ttlMs").and_then(|t| t.as_i64());
+                    if let Ok(mut facts) = facts.lock() {
+                        if let Some(info) = info.and_then(mcp::modern::server_info) {
+                            facts.identity = Some(info);
+                        }
+                        // Negative means 0; the shortest page's counts for the listing.
+                        let ttl = ttl.map(|t| t.max(0));
+                        facts.ttl_ms = match (facts.ttl_ms, ttl) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                    }
                     Ok((list.tools, list.next_cursor))
                 }
             })
             .await
         };
-        self.when_same_link(ctx, listing, |act, listed, ctx| match listed {
-            Ok(tools) => act.on_tools_listed(tools, ctx),
+        self.when_same_link(ctx, listing, move |act, listed, ctx| match listed {
+            Ok(tools) => {
+                let facts = facts
+                    .lock()
+                    .map(|mut f| std::mem::take(&mut *f))
+                    .unwrap_or_default();
+                act.learn_identity(facts.identity);
+                if act.is_modern() {
+                    let ttl = facts
+                        .ttl_ms
+                        .map(|t| std::time::Duration::from_millis(t as u64));
+                    act.ties.freshness.listed(ttl);
+                }
+                act.on_tools_listed(tools, ctx)
+            }
             Err(Some(detail)) => act.listing_failed(detail, ctx),
             Err(None) => {}
         });
     }
 
     fn on_tools_listed(&mut self, listing: Vec<mcp::Tool>, ctx: &mut Context<Self>) {
+        let listing = self.screen_header_tools(listing);
         // Compiled once per listing, before the listing is published.
         let rules = crate::tool_rules::ToolRules::compile(&self.name, &listing);
         self.ties.tool_rules.store(Arc::new(rules));
@@ -364,8 +402,14 @@ impl ServerActor {
         }
         self.set_gate(Gate::Ready(table));
         self.publish(ServerState::Ready);
-        self.reapply_log_level(ctx);
-        self.resubscribe(ctx);
+        // The stateless era has neither: the log level travels in every request's `_meta`,
+        // and `resources/subscribe` is gone (`subscriptions/listen` replaces it).
+        if !self.is_modern() {
+            self.reapply_log_level(ctx);
+            self.resubscribe(ctx);
+        } else if !self.ties.subscriptions.uris().is_empty() {
+            tracing::warn!(server = %self.name, "resource subscriptions are not renewed: the server speaks the stateless era, which has no resources/subscribe");
+        }
         self.list_features(super::features::Lists::Resources, ctx);
         self.list_features(super::features::Lists::Prompts, ctx);
     }
@@ -535,4 +579,11 @@ impl ServerActor {
             }
         }
     }
+}
+
+/// What a listing's pages said besides their tools.
+#[derive(Debug, Default)]
+struct PageFacts {
+    identity: Option<mcp::Implementation>,
+    ttl_ms: Option<i64>,
 }

@@ -54,15 +54,16 @@ impl ServerActor {
         let timeout = Some(self.liveness.timeout);
         // A ping that times out in silence reports itself like any request; whatever the
         // answer, the next one may go.
-        self.request(
-            ctx,
-            methods::PING,
-            &serde_json::json!({}),
-            timeout,
-            |act, _, _| {
-                act.ping_outstanding = false;
-            },
-        );
+        // The stateless era has no `ping`: `server/discover`, which every modern server must
+        // answer and which does no work, stands in for it.
+        let method = if self.is_modern() {
+            switchboard_codecs::mcp::modern::SERVER_DISCOVER
+        } else {
+            methods::PING
+        };
+        self.request(ctx, method, &serde_json::json!({}), timeout, |act, _, _| {
+            act.ping_outstanding = false;
+        });
     }
 
     /// A request timed out with nothing heard from the server since it was written.

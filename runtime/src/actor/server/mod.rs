@@ -15,8 +15,9 @@
 //! [`features`] (resources and prompts listed into the status), [`own`] (the actor's own
 //! requests).
 
+mod era;
 mod features;
-mod handlers;
+pub(crate) mod handlers;
 mod inbound;
 mod lifecycle;
 mod liveness;
@@ -88,6 +89,10 @@ pub(crate) struct Ties {
     pub(crate) gate: Arc<ArcSwap<Gate>>,
     /// Where connections' I/O runs; `None`: on the actor thread.
     pub(crate) io: IoPlaces,
+    /// What requests carry in the modern era, published for handles before the gate opens.
+    pub(crate) dialect: crate::era::Dialect,
+    /// How fresh a modern server's tool listing is.
+    pub(crate) freshness: Arc<crate::era::Freshness>,
 }
 
 /// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
@@ -116,6 +121,8 @@ pub(crate) struct Inbound(pub(crate) u64, pub(crate) Event);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Connecting,
+    /// The era probe (`server/discover`) is out.
+    Discovering,
     Initializing,
     ListingTools,
     Ready,
@@ -130,7 +137,7 @@ impl Phase {
     fn in_handshake(self) -> bool {
         matches!(
             self,
-            Phase::Connecting | Phase::Initializing | Phase::ListingTools
+            Phase::Connecting | Phase::Discovering | Phase::Initializing | Phase::ListingTools
         )
     }
 }
@@ -165,6 +172,8 @@ pub(crate) struct ServerActor {
     start_failed: bool,
     last_error: Option<Arc<str>>,
     init: Option<mcp::InitializeResult>,
+    /// The era of the current connection's server, once known.
+    era: Option<crate::era::Era>,
     tools: Arc<[mcp::Tool]>,
     resources: Arc<[mcp::Resource]>,
     resource_templates: Arc<[mcp::ResourceTemplate]>,
@@ -219,6 +228,7 @@ impl ServerActor {
             start_failed: false,
             last_error: None,
             init: None,
+            era: None,
             tools: Arc::from(Vec::new()),
             resources: Arc::from(Vec::new()),
             resource_templates: Arc::from(Vec::new()),
@@ -246,6 +256,8 @@ impl ServerActor {
             table: link.table.clone(),
             ids: self.ties.ids.clone(),
             outstanding: self.own_outstanding.clone(),
+            dialect: self.ties.dialect.clone(),
+            logging: self.ties.logging.clone(),
         }
     }
 
@@ -278,7 +290,11 @@ impl ServerActor {
         self.ties.status.send_replace(ServerStatus {
             state,
             protocol_version: init.map(|i| Arc::from(i.protocol_version.as_str())),
-            server_info: init.map(|i| Arc::new(i.server_info.clone())),
+            era: self.era,
+            // A modern server that did not say who it is has no identity to show.
+            server_info: init
+                .filter(|i| !i.server_info.name.is_empty() || !self.is_modern())
+                .map(|i| Arc::new(i.server_info.clone())),
             capabilities: init.map(|i| Arc::new(i.capabilities.clone())),
             instructions: init.and_then(|i| i.instructions.as_deref().map(Arc::from)),
             tools: self.tools.clone(),
@@ -367,6 +383,12 @@ impl Actor for ServerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        let freshness = self.ties.freshness.clone();
+        let stale = futures_util::stream::unfold(freshness, |freshness| async move {
+            freshness.stale().await;
+            Some((StaleTools, freshness))
+        });
+        ctx.add_stream(stale);
         if self.liveness.is_enabled() {
             let tick = (self.liveness.interval / 4).max(Duration::from_millis(10));
             ctx.run_interval(tick, |act, ctx| act.liveness_tick(ctx));
@@ -389,6 +411,18 @@ impl Actor for ServerActor {
             }
         }
     }
+}
+
+/// A caller found a modern server's tool listing past its `ttlMs`.
+pub(crate) struct StaleTools;
+
+impl StreamHandler<StaleTools> for ServerActor {
+    fn handle(&mut self, _: StaleTools, ctx: &mut Context<Self>) {
+        // Re-listed like after `notifications/tools/list_changed` (once per burst).
+        self.on_tools_changed(ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
 impl StreamHandler<Silence> for ServerActor {
@@ -506,8 +540,9 @@ impl Handler<NotifyRootsChanged> for ServerActor {
             .handlers
             .as_ref()
             .is_some_and(|h| h.roots.is_some());
-        // A server not ready yet asks for the roots after its handshake anyway.
-        if offered && self.phase == Phase::Ready {
+        // A server not ready yet asks for the roots after its handshake anyway; a modern one
+        // asks in each input-required result (the era has no roots notification).
+        if offered && self.phase == Phase::Ready && !self.is_modern() {
             self.notify(mcp::methods::ROOTS_LIST_CHANGED, &serde_json::json!({}));
         }
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use switchboard_codecs::{frame, mcp};
+use switchboard_codecs::mcp;
 
 use crate::calls::request::{self, Spec};
 use crate::calls::table::Table;
@@ -22,6 +22,9 @@ pub(super) struct OwnRequests {
     pub(super) ids: Arc<AtomicI64>,
     /// The actor's own requests in flight, which liveness does not count as callers'.
     pub(super) outstanding: Arc<AtomicUsize>,
+    /// The server's dialect: modern requests carry `_meta`.
+    pub(super) dialect: crate::era::Dialect,
+    pub(super) logging: Arc<crate::logging::Logging>,
 }
 
 /// Counts one of the actor's own requests while it is in flight.
@@ -39,8 +42,24 @@ impl OwnRequests {
         method: &str,
         params: &P,
     ) -> (i64, bytes::Bytes) {
+        let modern = self.dialect.load();
+        self.frame_as(modern.as_deref(), method, params)
+    }
+
+    /// A frame for `method` in the given dialect (`None`: legacy), whatever is published:
+    /// the era probe speaks modern before the verdict is.
+    pub(super) fn frame_as<P: Serialize + ?Sized>(
+        &self,
+        modern: Option<&crate::era::Modern>,
+        method: &str,
+        params: &P,
+    ) -> (i64, bytes::Bytes) {
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
-        (id, frame::request(id, method, params))
+        let level = self.logging.level();
+        (
+            id,
+            crate::era::frame_request(modern, level, id, method, params),
+        )
     }
 
     /// Sends one request; `None` when the table is closed (the connection is gone).

@@ -1,0 +1,248 @@
+//! Choosing a server's era when its connection opens: the `server/discover` probe (for
+//! [`Protocol::Auto`] and [`Protocol::Modern`]) and the modern path to ready.
+//!
+//! Auto: `server/discover` with our preferred stateless version and a short timeout. A
+//! discover result means modern; `-32022` (unsupported version) means modern too, and the
+//! probe is sent once more with a version from the server's `supported` list; any other
+//! error (legacy servers answer `-32601` or `-32602`, among others) or no answer within the
+//! probe timeout means legacy, and `initialize` follows on the same connection. The verdict
+//! holds for the connection (one server process); a restart probes again.
+//!
+//! A modern server is ready once its tools are listed: there is no `initialize` and no
+//! `notifications/initialized`; its capabilities, instructions and identity come from the
+//! discover result.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Context;
+use serde_json::value::RawValue;
+use switchboard_codecs::mcp::modern::headers::ParamHeader;
+use switchboard_codecs::mcp::modern::{self, DiscoverResult, UnsupportedVersionData};
+use switchboard_codecs::mcp::{self};
+
+use super::{Phase, ServerActor};
+use crate::client::ClientHandlers;
+use crate::era::{Era, Modern, Protocol};
+use crate::error::Error;
+
+/// The longest the auto probe waits for an answer to `server/discover` before it decides the
+/// server is legacy (and at most half the startup timeout, which must leave `initialize`
+/// time too). Legacy servers answer the unknown method at once with an error; only one that
+/// drops it costs this wait.
+pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl ServerActor {
+    /// The connection is open: find out which era the server speaks (or take it from the
+    /// configuration), then run that era's handshake.
+    pub(super) fn start_handshake(&mut self, ctx: &mut Context<Self>) {
+        // A new process: the last one's verdict does not hold for it.
+        self.ties.dialect.store(None);
+        self.ties.freshness.forget();
+        self.era = None;
+        match self.config.protocol {
+            Protocol::Legacy => self.send_initialize(ctx),
+            Protocol::Auto | Protocol::Modern => {
+                self.send_discover(modern::PROTOCOL_VERSION, true, ctx)
+            }
+        }
+    }
+
+    /// `server/discover` in `version`; `first` is false for the one retry after `-32022`.
+    fn send_discover(&mut self, version: &'static str, first: bool, ctx: &mut Context<Self>) {
+        self.phase = Phase::Discovering;
+        let Some(link) = &self.link else { return };
+        let dialect = Arc::new(Modern::new(
+            version,
+            modern_capabilities(self.config.handlers.as_ref()),
+        ));
+        let own = self.own_requests(link);
+        let frame = own.frame_as(
+            Some(&dialect),
+            modern::SERVER_DISCOVER,
+            &serde_json::json!({}),
+        );
+        let timeout = match self.config.protocol {
+            Protocol::Auto => PROBE_TIMEOUT.min(self.config.startup_timeout_value() / 2),
+            // Forced modern: the startup timeout alone bounds the handshake.
+            _ => self.config.startup_timeout_value(),
+        };
+        let sending = async move {
+            own.send(modern::SERVER_DISCOVER, frame, Some(timeout))
+                .await
+        };
+        self.when_same_link(ctx, sending, move |act, answer, ctx| {
+            // `None`: the connection is gone, and its close is handled elsewhere.
+            if let Some(answer) = answer {
+                act.on_discover(dialect, first, answer, ctx);
+            }
+        });
+    }
+
+    fn on_discover(
+        &mut self,
+        dialect: Arc<Modern>,
+        first: bool,
+        answer: Result<Box<RawValue>, Error>,
+        ctx: &mut Context<Self>,
+    ) {
+        let raw = match answer {
+            Ok(raw) => raw,
+            Err(Error::VersionRejected { supported, .. }) => {
+                self.repick(&dialect, first, &supported, ctx);
+                return;
+            }
+            // Keep a typed 401 as it is: the application can start OAuth from it.
+            Err(e @ Error::Unauthorized { .. }) => return self.fail_start(e, ctx),
+            Err(e) if self.config.protocol == Protocol::Auto => {
+                tracing::debug!(server = %self.name, error = %e, "server/discover refused: a legacy server");
+                self.send_initialize(ctx);
+                return;
+            }
+            Err(e) => {
+                let error = self.handshake_error(format!("server/discover was refused: {e}"));
+                return self.fail_start(error, ctx);
+            }
+        };
+        let discover: DiscoverResult = match serde_json::from_str(raw.get()) {
+            Ok(discover) => discover,
+            // Some handshake-era servers answer any request with a result; one that is not a
+            // discover result (no `supportedVersions`) says nothing about the stateless era.
+            Err(e) if self.config.protocol == Protocol::Auto => {
+                tracing::debug!(server = %self.name, error = %e, "server/discover answered with something else: a legacy server");
+                self.send_initialize(ctx);
+                return;
+            }
+            Err(e) => {
+                let error = self.handshake_error(format!("invalid server/discover result: {e}"));
+                return self.fail_start(error, ctx);
+            }
+        };
+        let speaks = discover
+            .supported_versions
+            .iter()
+            .any(|v| **v == *dialect.version);
+        if !speaks {
+            let supported = discover.supported_versions.clone();
+            self.repick(&dialect, first, &supported, ctx);
+            return;
+        }
+        self.become_modern(dialect, discover, ctx);
+    }
+
+    /// The server is modern but did not take `dialect`'s version: ask again, once, with the
+    /// newest version both sides speak; when there is none, or the retry is refused too,
+    /// give up.
+    fn repick(
+        &mut self,
+        dialect: &Modern,
+        first: bool,
+        supported: &[String],
+        ctx: &mut Context<Self>,
+    ) {
+        let data = UnsupportedVersionData {
+            supported: supported.to_vec(),
+            requested: Some(dialect.version.to_string()),
+        };
+        match data.pick() {
+            // Once, even with the same version: the server may have refused it for now.
+            Some(version) if first => self.send_discover(version, false, ctx),
+            _ => {
+                let error = Error::UnsupportedVersion {
+                    server: self.name.clone(),
+                    offered: dialect.version.clone(),
+                    received: supported.join(", ").into(),
+                };
+                self.fail_start(error, ctx);
+            }
+        }
+    }
+
+    fn become_modern(
+        &mut self,
+        dialect: Arc<Modern>,
+        discover: DiscoverResult,
+        ctx: &mut Context<Self>,
+    ) {
+        let server_info = discover.server_info().unwrap_or_default();
+        tracing::info!(
+            server = %self.name,
+            version = %dialect.version,
+            peer = %server_info.name,
+            transport = self.link.as_ref().map(|l| l.control.transport()).unwrap_or(""),
+            "server discovered (stateless era)"
+        );
+        let has_tools = discover.capabilities.tools.is_some();
+        self.init = Some(mcp::InitializeResult {
+            protocol_version: dialect.version.to_string(),
+            capabilities: discover.capabilities,
+            server_info,
+            instructions: discover.instructions,
+            extra: discover.extra,
+        });
+        self.era = Some(Era::Modern);
+        // Published before the gate opens: every frame built for this process from now on
+        // carries the `_meta` of this version.
+        self.ties.dialect.store(Some(dialect));
+        self.after_handshake(has_tools, ctx);
+    }
+
+    /// A modern server over HTTP: tools whose `x-mcp-header` annotations are invalid are left
+    /// out (with a warning), as the transport requires, and the valid ones' headers go to the
+    /// connection, which sends them with each `tools/call`. Other servers' tools pass as
+    /// they are (stdio may ignore the annotations).
+    pub(super) fn screen_header_tools(&mut self, listing: Vec<mcp::Tool>) -> Vec<mcp::Tool> {
+        let Some(link) = &mut self.link else {
+            return listing;
+        };
+        if !self.era.is_some_and(|e| e == Era::Modern) || link.control.transport() != "http" {
+            return listing;
+        }
+        let mut headers = HashMap::new();
+        let mut kept = Vec::with_capacity(listing.len());
+        for tool in listing {
+            match ParamHeader::from_schema(&tool.input_schema) {
+                Ok(found) => {
+                    if !found.is_empty() {
+                        headers.insert(tool.name.clone(), found);
+                    }
+                    kept.push(tool);
+                }
+                Err(why) => tracing::warn!(
+                    server = %self.name,
+                    tool = %tool.name,
+                    "tool left out: its x-mcp-header annotations are invalid: {why}"
+                ),
+            }
+        }
+        link.control.set_tool_headers(Arc::new(headers));
+        kept
+    }
+
+    /// A stateless server's identity from a result's `_meta`, when its discover result
+    /// did not give one (handshake-era servers gave theirs in `initialize`).
+    pub(super) fn learn_identity(&mut self, info: Option<mcp::Implementation>) {
+        let Some(info) = info else { return };
+        if let Some(init) = &mut self.init {
+            if self.era == Some(Era::Modern) && init.server_info.name.is_empty() {
+                init.server_info = info;
+            }
+        }
+    }
+
+    /// Whether requests to the server go in the modern era.
+    pub(super) fn is_modern(&self) -> bool {
+        self.era == Some(Era::Modern)
+    }
+}
+
+/// Our capabilities as the stateless era declares them: those our handlers provide, with
+/// `roots` as `{}` (the era has no roots `listChanged`).
+fn modern_capabilities(handlers: Option<&ClientHandlers>) -> serde_json::Value {
+    let mut capabilities = ClientHandlers::capabilities(handlers);
+    if let Some(roots) = capabilities.get_mut("roots") {
+        *roots = serde_json::json!({});
+    }
+    capabilities
+}

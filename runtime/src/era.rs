@@ -1,0 +1,354 @@
+//! Protocol eras: which era a server is spoken to in, how it is chosen, and what every
+//! request to a stateless (2026-07-28) server carries.
+//!
+//! A server is configured with a [`Protocol`]: [`Protocol::Auto`] (the default) probes it
+//! with `server/discover` when it starts and keeps the verdict for that process;
+//! [`Protocol::Modern`] and [`Protocol::Legacy`] skip the probe. The verdict, an [`Era`], is
+//! shown in [`ServerStatus`](crate::ServerStatus) with the protocol version.
+//!
+//! For a modern server the actor publishes a [`Modern`] in the server's [`Dialect`] before it
+//! lets calls through; every request frame built after that carries `params._meta` with the
+//! protocol version, our identity and our capabilities (and the log level a caller chose),
+//! through [`frame_request`] or [`ModernMeta`].
+//!
+//! ```
+//! use switchboard::{Protocol, ServerConfig};
+//!
+//! let config = ServerConfig::stdio("my-server").protocol(Protocol::Legacy);
+//! assert_eq!("auto".parse::<Protocol>(), Ok(Protocol::Auto));
+//! # let _ = config;
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use switchboard_codecs::frame;
+use switchboard_codecs::mcp::modern::meta;
+use switchboard_codecs::mcp::LoggingLevel;
+
+/// Which protocol era to speak to a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// Ask with `server/discover` first: a discover result (or `-32022`, the modern
+    /// "unsupported version" error) means modern; any other error, or no answer within
+    /// the probe's timeout, means legacy, and `initialize` follows.
+    #[default]
+    Auto,
+    /// 2026-07-28 (stateless): `server/discover`, `_meta` on every request, no
+    /// `initialize`.
+    Modern,
+    /// 2024-11-05 … 2025-11-25: the `initialize` handshake.
+    Legacy,
+}
+
+impl Protocol {
+    /// The name used in config files: `auto`, `modern` or `legacy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Auto => "auto",
+            Protocol::Modern => "modern",
+            Protocol::Legacy => "legacy",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A protocol setting that is not `auto`, `modern` or `legacy`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown protocol {0:?} (expected \"auto\", \"modern\" or \"legacy\")")]
+pub struct UnknownProtocol(pub String);
+
+impl FromStr for Protocol {
+    type Err = UnknownProtocol;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Protocol::Auto),
+            "modern" => Ok(Protocol::Modern),
+            "legacy" => Ok(Protocol::Legacy),
+            other => Err(UnknownProtocol(other.to_owned())),
+        }
+    }
+}
+
+/// The era a running server is spoken to in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Era {
+    /// The handshake era (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// The stateless era (2026-07-28).
+    Modern,
+}
+
+impl Era {
+    /// `legacy` or `modern`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}
+
+impl fmt::Display for Era {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What every request to a modern server carries, fixed for one server process.
+#[derive(Debug)]
+pub(crate) struct Modern {
+    /// The protocol version requests name.
+    pub(crate) version: Arc<str>,
+    /// Our `clientInfo`.
+    pub(crate) client_info: Value,
+    /// Our capabilities (those our handlers provide).
+    pub(crate) capabilities: Value,
+}
+
+/// Where a server's current dialect is published: `Some` while it is spoken to in the
+/// modern era. Shared by the actor (which writes it before opening the gate) and handles
+/// (which read it when they build a frame).
+pub(crate) type Dialect = Arc<ArcSwapOption<Modern>>;
+
+impl Modern {
+    pub(crate) fn new(version: &str, capabilities: Value) -> Self {
+        Modern {
+            version: version.into(),
+            client_info: client_info(),
+            capabilities,
+        }
+    }
+
+    /// The same, in another protocol version (after the server refused this one).
+    pub(crate) fn with_version(&self, version: &str) -> Modern {
+        Modern {
+            version: version.into(),
+            client_info: self.client_info.clone(),
+            capabilities: self.capabilities.clone(),
+        }
+    }
+
+    /// The `_meta` entries of one request.
+    pub(crate) fn meta(&self, level: Option<LoggingLevel>) -> ModernMeta<'_> {
+        ModernMeta {
+            protocol_version: &self.version,
+            client_info: &self.client_info,
+            client_capabilities: &self.capabilities,
+            log_level: level,
+        }
+    }
+
+    /// Adds this request's `_meta` entries to `params` (made an object if it is not one),
+    /// beside any `_meta` entries already there (a progress token).
+    pub(crate) fn add_meta(&self, params: &mut Value, level: Option<LoggingLevel>) {
+        if !params.is_object() {
+            *params = Value::Object(Map::new());
+        }
+        let Some(object) = params.as_object_mut() else {
+            return;
+        };
+        let entry = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        if let Some(meta) = entry.as_object_mut() {
+            meta.insert(meta::PROTOCOL_VERSION.into(), Value::from(&*self.version));
+            meta.insert(meta::CLIENT_INFO.into(), self.client_info.clone());
+            meta.insert(meta::CLIENT_CAPABILITIES.into(), self.capabilities.clone());
+            if let Some(level) = level {
+                if let Ok(level) = serde_json::to_value(level) {
+                    meta.insert(meta::LOG_LEVEL.into(), level);
+                }
+            }
+        }
+    }
+}
+
+/// The `_meta` entries of one modern request, serialized in place (flattened into a
+/// `_meta` struct that has other entries, or on its own).
+#[derive(Debug, Serialize)]
+pub(crate) struct ModernMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: &'a str,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+    client_info: &'a Value,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    client_capabilities: &'a Value,
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        skip_serializing_if = "Option::is_none"
+    )]
+    log_level: Option<LoggingLevel>,
+}
+
+/// The shortest time a stateless server's tool listing counts as fresh, whatever its
+/// `ttlMs` (`0` or absent: stale at once): a heuristic the caching rules allow, so that a
+/// busy caller does not re-list the tools before every call.
+pub(crate) const MIN_FRESH: Duration = Duration::from_secs(1);
+
+/// How fresh a stateless server's tool listing is, after its `ttlMs`: shared by the actor,
+/// which lists, and handles, which notice staleness when they call. A stale listing is
+/// served as it is while the actor lists again (the caching rules allow serving stale),
+/// so no call waits for a re-list; there is no background polling.
+#[derive(Debug, Default)]
+pub(crate) struct Freshness {
+    /// Until when the listing is fresh; `None`: no TTL to honour (a legacy server, a
+    /// re-list already asked for, or not listed yet).
+    until: ArcSwapOption<Instant>,
+    /// Wakes the actor to list again.
+    wake: tokio::sync::Notify,
+}
+
+impl Freshness {
+    /// A listing with `ttl` (`None` when the result had none) arrived now.
+    pub(crate) fn listed(&self, ttl: Option<Duration>) {
+        let fresh = ttl.unwrap_or_default().max(MIN_FRESH);
+        self.until.store(Some(Arc::new(Instant::now() + fresh)));
+    }
+
+    /// No TTL applies (a legacy server, or the connection is gone).
+    pub(crate) fn forget(&self) {
+        self.until.store(None);
+    }
+
+    /// A caller is about to use the listing: when it is stale, the actor is asked, once, to
+    /// list again.
+    pub(crate) fn touch(&self) {
+        let stale = self
+            .until
+            .load()
+            .as_deref()
+            .is_some_and(|until| Instant::now() >= *until);
+        if stale && self.until.swap(None).is_some() {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Resolves when a caller found the listing stale.
+    pub(crate) async fn stale(&self) {
+        self.wake.notified().await
+    }
+}
+
+/// Our identity, as `initialize` and modern `_meta` send it.
+pub(crate) fn client_info() -> Value {
+    serde_json::json!({"name": "switchboard", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// A request frame for `modern` (when the server is modern: params with our `_meta`) or as
+/// it is (legacy).
+pub(crate) fn frame_request<P: Serialize + ?Sized>(
+    modern: Option<&Modern>,
+    level: Option<LoggingLevel>,
+    id: i64,
+    method: &str,
+    params: &P,
+) -> bytes::Bytes {
+    match modern {
+        None => frame::request(id, method, params),
+        Some(modern) => {
+            let mut params = serde_json::to_value(params).unwrap_or(Value::Null);
+            modern.add_meta(&mut params, level);
+            frame::request(id, method, &params)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_listing_wakes_the_actor_once() {
+        let freshness = Freshness::default();
+        freshness.touch();
+        assert!(freshness.until.load().is_none(), "no listing, no TTL");
+        freshness.listed(Some(Duration::from_secs(60)));
+        freshness.touch();
+        assert!(freshness.until.load().is_some(), "still fresh");
+        freshness
+            .until
+            .store(Some(Arc::new(Instant::now() - Duration::from_millis(1))));
+        freshness.touch();
+        assert!(freshness.until.load().is_none(), "asked for a re-list");
+        // The permit is stored: the actor's next wait returns at once.
+        let woke = futures_util::FutureExt::now_or_never(freshness.stale());
+        assert!(woke.is_some());
+        freshness.touch();
+        assert!(
+            futures_util::FutureExt::now_or_never(freshness.stale()).is_none(),
+            "once"
+        );
+    }
+
+    #[test]
+    fn protocol_names_round_trip() {
+        for p in [Protocol::Auto, Protocol::Modern, Protocol::Legacy] {
+            assert_eq!(p.as_str().parse::<Protocol>(), Ok(p));
+        }
+        assert!("2026".parse::<Protocol>().is_err());
+    }
+
+    #[test]
+    fn modern_meta_joins_existing_meta_and_leaves_legacy_frames_alone() {
+        let modern = Modern::new("2026-07-28", serde_json::json!({"roots": {}}));
+        let params = serde_json::json!({"name": "t", "_meta": {"progressToken": 3}});
+        let framed = frame_request(
+            Some(&modern),
+            Some(LoggingLevel::Info),
+            3,
+            "tools/call",
+            &params,
+        );
+        let value: Value = serde_json::from_slice(&framed).unwrap();
+        let meta = &value["params"]["_meta"];
+        assert_eq!(meta["progressToken"], 3);
+        assert_eq!(meta[meta::PROTOCOL_VERSION], "2026-07-28");
+        assert_eq!(
+            meta[meta::CLIENT_CAPABILITIES],
+            serde_json::json!({"roots": {}})
+        );
+        assert_eq!(meta[meta::CLIENT_INFO]["name"], "switchboard");
+        assert_eq!(meta[meta::LOG_LEVEL], "info");
+        assert_eq!(value["params"]["name"], "t");
+
+        let legacy = frame_request(None, Some(LoggingLevel::Info), 3, "tools/call", &params);
+        assert_eq!(legacy, frame::request(3, "tools/call", &params));
+    }
+
+    #[test]
+    fn the_flattened_meta_matches_the_added_one() {
+        #[derive(Serialize)]
+        struct M<'a> {
+            #[serde(rename = "progressToken")]
+            token: i64,
+            #[serde(flatten)]
+            modern: Option<ModernMeta<'a>>,
+        }
+        let modern = Modern::new("2026-07-28", serde_json::json!({}));
+        let flat = serde_json::to_value(M {
+            token: 1,
+            modern: Some(modern.meta(None)),
+        })
+        .unwrap();
+        let mut added = serde_json::json!({"_meta": {"progressToken": 1}});
+        modern.add_meta(&mut added, None);
+        assert_eq!(flat, added["_meta"]);
+    }
+}
