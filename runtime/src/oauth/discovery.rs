@@ -47,6 +47,7 @@ pub(crate) struct ServerMetadata {
     pub(crate) registration_endpoint: Option<Url>,
     pub(crate) scopes_supported: Option<Vec<String>>,
     pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    pub(crate) grant_types_supported: Option<Vec<String>>,
     pub(crate) client_id_metadata_document_supported: bool,
     /// RFC 9207: the authorization response carries `iss`.
     pub(crate) iss_parameter_supported: bool,
@@ -280,6 +281,7 @@ pub(crate) fn parse_server_metadata(
             doc,
             "token_endpoint_auth_methods_supported",
         ),
+        grant_types_supported: strings(doc, "grant_types_supported"),
         client_id_metadata_document_supported: doc
             .get("client_id_metadata_document_supported")
             .and_then(Value::as_bool)
@@ -308,6 +310,7 @@ fn fallback_endpoints(net: &Net, origin: &Url) -> Result<ServerMetadata, Error> 
         registration_endpoint: Some(at("/register")),
         scopes_supported: None,
         token_endpoint_auth_methods_supported: None,
+        grant_types_supported: None,
         client_id_metadata_document_supported: false,
         iss_parameter_supported: false,
     })
