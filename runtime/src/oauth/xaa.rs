@@ -7,23 +7,8 @@
 //! server's authorization server (`audience`) and the server itself (`resource`). The flow
 //! (`flow.rs`) then presents the ID-JAG to the authorization server with the JWT bearer
 //! grant (RFC 7523), authenticating as the client registered there, and gets an access
-//! token. This file is the first half: the [`IdentityProvider`] settings and the exchange.
-//!
-//! ```
-//! use switchboard::oauth::{self, IdentityAssertion, IdentityProvider};
-//!
-//! let idp = IdentityProvider::new(
-//!     "https://idp.example.com/oauth2/token",
-//!     "mcp-host-at-idp",
-//!     IdentityAssertion::IdTokenFile("/run/user/1000/idp/id_token".into()),
-//! )
-//! .client_secret("idp-secret");
-//! let config = oauth::Config::new()
-//!     .client_id("mcp-host-at-the-server")
-//!     .client_secret("server-secret")
-//!     .identity_provider(idp);
-//! # let _ = config;
-//! ```
+//! token. This file is the first half: the [`IdentityProvider`] settings (its docs have an
+//! example) and the exchange.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -67,6 +52,28 @@ impl fmt::Debug for IdentityAssertion {
 /// The enterprise identity provider of cross-app access: its token endpoint, this host's
 /// client there, and the user's identity assertion. `Debug` never shows the secret or the
 /// token.
+///
+/// ```
+/// use switchboard::oauth::{self, IdentityAssertion, IdentityProvider};
+///
+/// let idp = IdentityProvider::new(
+///     "https://idp.example.com/oauth2/token",
+///     "mcp-host-at-idp",
+///     IdentityAssertion::IdTokenFile("/run/user/1000/idp/id_token".into()),
+/// )
+/// .client_secret("idp-secret");
+/// let config = oauth::Config::new()
+///     .client_id("mcp-host-at-the-server")
+///     .client_secret("server-secret")
+///     .identity_provider(idp);
+/// # let _ = config;
+/// ```
+///
+/// # Security
+///
+/// The ID token and the secret go only to `token_endpoint`, which must be https (http only
+/// on a loopback host) and is not followed through redirects. The ID-JAG it returns is sent
+/// only to the MCP server's authorization server, once, and kept nowhere.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IdentityProvider {
