@@ -87,6 +87,22 @@ async fn cross_app_access_exchanges_the_id_token_then_presents_the_id_jag() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_app_access_needs_neither_pkce_nor_an_authorization_endpoint() {
+    // An authorization server for the JWT bearer grant alone has no use for either.
+    let fixture = serve(Knobs {
+        metadata_patch: Some(json!({
+            "authorization_endpoint": null,
+            "code_challenge_methods_supported": null,
+            "grant_types_supported": [JWT_BEARER],
+        })),
+        ..Knobs::default()
+    })
+    .await;
+    client(&fixture, "svc-secret").login().await.unwrap();
+    assert_eq!(fixture.grants(JWT_BEARER).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identity_provider_refusal_is_a_typed_error_naming_server_and_step() {
     let fixture = serve(Knobs {
         idp_refusal: Some("access_denied"),
