@@ -410,6 +410,7 @@ impl Inner {
                     scope: scope.as_deref(),
                 }
             }
+            // The other grant that comes here (`is_unattended`).
             _ => Grant::ClientCredentials {
                 scope: scope.as_deref(),
             },
