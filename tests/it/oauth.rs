@@ -439,6 +439,20 @@ async fn bad_authorization_server_metadata_is_refused() {
         fixture.requests("/as/authorize").is_empty(),
         "no authorization without PKCE"
     );
+    assert!(
+        fixture.requests("/as/register").is_empty(),
+        "nor registration"
+    );
+    let (fixture, e) = login_with(Knobs {
+        metadata_patch: Some(json!({"authorization_endpoint": null})),
+        ..Knobs::default()
+    })
+    .await;
+    assert!(
+        matches!(&e, OAuthError::BadMetadata { reason, .. } if reason.contains("authorization_endpoint")),
+        "{e:?}"
+    );
+    assert!(fixture.requests("/as/register").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,11 @@
 //! the library's `Headless` authorizer completes logins. The token endpoint checks PKCE
 //! (S256 of the verifier against the stored challenge) and `resource`, and issues tokens
 //! `tok-N` and refresh tokens `ref-N`. Knobs change one behaviour at a time.
+//!
+//! For cross-app access, an enterprise identity provider's token endpoint at `/idp/token`
+//! exchanges the ID token [`ID_TOKEN`] of its client [`IDP_CLIENT`] (RFC 8693) for an ID-JAG
+//! `jag-N`, remembering its audience, resource and client; `/as/token` takes each ID-JAG
+//! once with the JWT bearer grant (RFC 7523), from the client `svc` it names.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -22,6 +27,13 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use crate::http_fixture::{empty, json_response};
+
+/// The user's ID token that the identity provider accepts.
+pub(crate) const ID_TOKEN: &str = "id-token-of-alice";
+/// The host's client at the identity provider, and its secret.
+pub(crate) const IDP_CLIENT: (&str, &str) = ("host-at-idp", "idp-secret");
+/// RFC 7523's grant type.
+pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// What the fixture should do differently.
 #[derive(Debug, Clone, Default)]
@@ -51,6 +63,18 @@ pub(crate) struct Knobs {
     /// client `svc` must verify with; without it, `svc` authenticates with
     /// `client_secret_basic` and the secret `svc-secret`.
     pub(crate) svc_key: Option<Vec<u8>>,
+    /// The identity provider refuses every token exchange with this OAuth error.
+    pub(crate) idp_refusal: Option<&'static str>,
+    /// The token exchange response, instead of a good one.
+    pub(crate) idp_body: Option<Value>,
+}
+
+/// What an ID-JAG was issued for.
+#[derive(Debug, Clone)]
+struct Jag {
+    audience: String,
+    resource: String,
+    client_id: String,
 }
 
 /// A token the fixture issued.
@@ -91,12 +115,19 @@ pub(crate) struct Fixture {
     tokens: Mutex<HashMap<String, Issued>>,
     refresh_tokens: Mutex<HashMap<String, Vec<String>>>,
     codes: Mutex<HashMap<String, Grant>>,
+    /// ID-JAGs issued and not yet used.
+    jags: Mutex<HashMap<String, Jag>>,
 }
 
 impl Fixture {
     /// The MCP endpoint's URL.
     pub(crate) fn mcp_url(&self) -> String {
         format!("{}/mcp", self.base)
+    }
+
+    /// The identity provider's token endpoint.
+    pub(crate) fn idp_url(&self) -> String {
+        format!("{}/idp/token", self.base)
     }
 
     /// The current authorization server's issuer.
@@ -188,7 +219,7 @@ impl Fixture {
             "token_endpoint": format!("{issuer}/token"),
             "registration_endpoint": format!("{issuer}/register"),
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "grant_types_supported": ["authorization_code", "refresh_token", JWT_BEARER],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": ["none"],
         });
@@ -275,6 +306,7 @@ impl Fixture {
             (Method::POST, "/as2/token") => {
                 self.token("as2", &params, authorization.as_deref()).await
             }
+            (Method::POST, "/idp/token") => self.token_exchange(&params),
             (Method::POST, "/mcp") => self.mcp(authorization, &message),
             (Method::DELETE, "/mcp") => empty(StatusCode::OK),
             (Method::GET, "/mcp") => empty(StatusCode::METHOD_NOT_ALLOWED),
@@ -376,8 +408,95 @@ impl Fixture {
                     .unwrap_or_default();
                 json_response(StatusCode::OK, None, self.issue(by, scopes))
             }
+            Some(JWT_BEARER) => {
+                if !self.client_authenticated(&knobs, by, params, authorization) {
+                    return json_response(
+                        StatusCode::UNAUTHORIZED,
+                        None,
+                        json!({"error": "invalid_client"}),
+                    );
+                }
+                // Each ID-JAG once, for this authorization server, this resource, and the
+                // client that authenticated (SEP-990 §5.1).
+                let assertion = params.get("assertion").cloned().unwrap_or_default();
+                let jag = self.jags.lock().unwrap().remove(&assertion);
+                let good = jag.is_some_and(|jag| {
+                    jag.audience == format!("{}/{by}", self.base)
+                        && jag.resource == self.mcp_url()
+                        && jag.client_id == "svc"
+                });
+                if !good {
+                    return invalid("invalid_grant");
+                }
+                let scopes = params
+                    .get("scope")
+                    .map(|s| s.split(' ').map(str::to_owned).collect())
+                    .unwrap_or_default();
+                json_response(StatusCode::OK, None, self.issue(by, scopes))
+            }
             _ => invalid("unsupported_grant_type"),
         }
+    }
+
+    /// The identity provider's token exchange (RFC 8693): the ID token of its client for
+    /// an ID-JAG naming the `audience` and `resource` asked for, and the client `svc` (the
+    /// host's client at the authorization server, known to the identity provider).
+    fn token_exchange(&self, params: &HashMap<String, String>) -> Response<Full<Bytes>> {
+        let knobs = self.knobs.lock().unwrap().clone();
+        let refuse = |error: &str| {
+            json_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                json!({"error": error, "error_description": "scripted"}),
+            )
+        };
+        if let Some(error) = knobs.idp_refusal {
+            return refuse(error);
+        }
+        let param = |name: &str| params.get(name).map(String::as_str);
+        if param("grant_type") != Some("urn:ietf:params:oauth:grant-type:token-exchange")
+            || param("requested_token_type") != Some("urn:ietf:params:oauth:token-type:id-jag")
+            || param("subject_token_type") != Some("urn:ietf:params:oauth:token-type:id_token")
+        {
+            return refuse("invalid_request");
+        }
+        if param("client_id") != Some(IDP_CLIENT.0) || param("client_secret") != Some(IDP_CLIENT.1)
+        {
+            return refuse("invalid_client");
+        }
+        if param("subject_token") != Some(ID_TOKEN) {
+            return refuse("invalid_grant");
+        }
+        let (Some(audience), Some(resource)) = (param("audience"), param("resource")) else {
+            return refuse("invalid_request");
+        };
+        if let Some(body) = knobs.idp_body {
+            return json_response(StatusCode::OK, None, body);
+        }
+        let jag = {
+            let mut next = self.next.lock().unwrap();
+            *next += 1;
+            let name = format!("jag-{next}");
+            self.jags.lock().unwrap().insert(
+                name.clone(),
+                Jag {
+                    audience: audience.to_owned(),
+                    resource: resource.to_owned(),
+                    client_id: "svc".to_owned(),
+                },
+            );
+            name
+        };
+        json_response(
+            StatusCode::OK,
+            None,
+            json!({
+                "access_token": jag,
+                "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                "token_type": "N_A",
+                "expires_in": 300,
+            }),
+        )
     }
 
     /// Whether the client `svc` proved who it is: a signed assertion (RFC 7523) for this

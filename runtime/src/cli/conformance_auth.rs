@@ -5,13 +5,17 @@
 //! redirect). The scenario's `MCP_CONFORMANCE_CONTEXT` (JSON) carries pre-registered
 //! credentials: `client_id`, `client_secret`, and for `private_key_jwt` a PKCS#8
 //! `private_key_pem` and its `signing_algorithm`. The `client-credentials-*` scenarios use
-//! the client credentials grant; all others the authorization code grant, with the suite's
-//! Client ID Metadata Document URL offered where the server supports those.
+//! the client credentials grant; the `cross-app-access-*` ones cross-app access, with the
+//! suite's identity provider (`idp_token_endpoint`, `idp_client_id`, and the user's
+//! `idp_id_token`); all others the authorization code grant, with the suite's Client ID
+//! Metadata Document URL offered where the server supports those.
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchboard::oauth::{self, GrantType, OAuth, PrivateKey, SigningAlgorithm};
+use switchboard::oauth::{
+    self, GrantType, IdentityAssertion, IdentityProvider, OAuth, PrivateKey, SigningAlgorithm,
+};
 use switchboard::transport::Auth;
 
 use super::Failure;
@@ -53,6 +57,16 @@ pub(super) fn hook(
     }
     if scenario.starts_with("auth/client-credentials") {
         config = config.grant(GrantType::ClientCredentials);
+    } else if scenario.starts_with("auth/cross-app-access") {
+        let required = |name: &str| {
+            field(name).ok_or_else(|| Failure::Usage(format!("{CONTEXT_VAR} has no {name}")))
+        };
+        let idp = IdentityProvider::new(
+            required("idp_token_endpoint")?,
+            required("idp_client_id")?,
+            IdentityAssertion::IdToken(required("idp_id_token")?.to_owned()),
+        );
+        config = config.identity_provider(idp);
     } else {
         let headless =
             oauth::Headless::new(REDIRECT_URI).map_err(|e| Failure::Run(e.to_string()))?;

@@ -1,9 +1,11 @@
 //! A server's `"oauth"` object: read into [`Settings`], with variables expanded.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{field, ConfigError, Ctx, JsonPath};
-use crate::oauth::{AuthMethod, GrantType, Settings, SigningAlgorithm};
+use crate::oauth::{
+    AuthMethod, GrantType, IdentityAssertion, IdentityProvider, Settings, SigningAlgorithm,
+};
 
 const FIELDS: &[&str] = &[
     "grant",
@@ -15,6 +17,15 @@ const FIELDS: &[&str] = &[
     "clientMetadataUrl",
     "scopes",
     "redirectPort",
+    "identityProvider",
+];
+
+const IDP_FIELDS: &[&str] = &[
+    "tokenEndpoint",
+    "clientId",
+    "clientSecret",
+    "idToken",
+    "idTokenFile",
 ];
 
 /// Reads an `"oauth"` object.
@@ -23,34 +34,32 @@ pub(super) fn settings(
     value: &Value,
     at: &JsonPath,
 ) -> Result<Settings, ConfigError> {
-    let object = ctx.object(value, at)?;
-    if let Some(unknown) = object.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(ctx.error(
-            &at.key(unknown),
-            format!("unknown field; expected one of {}", FIELDS.join(", ")),
-        ));
-    }
-    let text = |name: &str| -> Result<Option<String>, ConfigError> {
-        match field(object, name) {
-            None => Ok(None),
-            Some(v) => {
-                let at = at.key(name);
-                Ok(Some(ctx.expand(ctx.non_empty_string(v, &at)?, &at)?))
-            }
-        }
-    };
+    let object = known_fields(ctx, value, at, FIELDS)?;
+    let text = |name: &str| text(ctx, object, at, name);
     let mut settings = Settings::default();
+    if let Some(idp) = field(object, "identityProvider") {
+        settings.identity_provider =
+            Some(identity_provider(ctx, idp, &at.key("identityProvider"))?);
+        settings.grant = GrantType::CrossAppAccess;
+    }
     if let Some(grant) = text("grant")? {
         settings.grant = match grant.as_str() {
             "authorization_code" => GrantType::AuthorizationCode,
             "client_credentials" => GrantType::ClientCredentials,
+            "cross_app_access" => GrantType::CrossAppAccess,
             _ => {
                 return Err(ctx.error(
                     &at.key("grant"),
-                    "expected authorization_code or client_credentials",
+                    "expected authorization_code, client_credentials or cross_app_access",
                 ))
             }
         };
+        if settings.identity_provider.is_some() && settings.grant != GrantType::CrossAppAccess {
+            return Err(ctx.error(
+                &at.key("identityProvider"),
+                "an identity provider is only for the cross_app_access grant",
+            ));
+        }
     }
     settings.client_id = text("clientId")?;
     settings.client_secret = text("clientSecret")?;
@@ -97,7 +106,82 @@ pub(super) fn settings(
     if settings.grant == GrantType::ClientCredentials && settings.client_id.is_none() {
         return Err(ctx.error(at, "the client_credentials grant needs a `clientId`"));
     }
+    if settings.grant == GrantType::CrossAppAccess {
+        if settings.client_id.is_none() {
+            return Err(ctx.error(
+                at,
+                "the cross_app_access grant needs a `clientId` (the one the identity provider names in its grants)",
+            ));
+        }
+        if settings.identity_provider.is_none() {
+            return Err(ctx.error(at, "the cross_app_access grant needs an `identityProvider`"));
+        }
+    }
     Ok(settings)
+}
+
+/// `value` as an object with only the `known` fields.
+fn known_fields<'v>(
+    ctx: &Ctx<'_>,
+    value: &'v Value,
+    at: &JsonPath,
+    known: &[&str],
+) -> Result<&'v Map<String, Value>, ConfigError> {
+    let object = ctx.object(value, at)?;
+    if let Some(unknown) = object.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(ctx.error(
+            &at.key(unknown),
+            format!("unknown field; expected one of {}", known.join(", ")),
+        ));
+    }
+    Ok(object)
+}
+
+/// The field `name` of `object`, a non-empty string with variables expanded, if present.
+fn text(
+    ctx: &Ctx<'_>,
+    object: &Map<String, Value>,
+    at: &JsonPath,
+    name: &str,
+) -> Result<Option<String>, ConfigError> {
+    match field(object, name) {
+        None => Ok(None),
+        Some(v) => {
+            let at = at.key(name);
+            Ok(Some(ctx.expand(ctx.non_empty_string(v, &at)?, &at)?))
+        }
+    }
+}
+
+/// Reads an `"identityProvider"` object: `tokenEndpoint`, `clientId`, `clientSecret`, and
+/// exactly one of `idToken` and `idTokenFile`.
+fn identity_provider(
+    ctx: &Ctx<'_>,
+    value: &Value,
+    at: &JsonPath,
+) -> Result<IdentityProvider, ConfigError> {
+    let object = known_fields(ctx, value, at, IDP_FIELDS)?;
+    let text = |name: &str| text(ctx, object, at, name);
+    let required = |name: &str| {
+        text(name)?.ok_or_else(|| ctx.error(at, format!("an identity provider needs `{name}`")))
+    };
+    let token_endpoint = required("tokenEndpoint")?;
+    let client_id = required("clientId")?;
+    let assertion = match (text("idToken")?, text("idTokenFile")?) {
+        (Some(token), None) => IdentityAssertion::IdToken(token),
+        (None, Some(path)) => IdentityAssertion::IdTokenFile(path.into()),
+        _ => {
+            return Err(ctx.error(
+                at,
+                "an identity provider needs one of `idToken` and `idTokenFile`",
+            ))
+        }
+    };
+    let mut idp = IdentityProvider::new(token_endpoint, client_id, assertion);
+    if let Some(secret) = text("clientSecret")? {
+        idp = idp.client_secret(secret);
+    }
+    Ok(idp)
 }
 
 #[cfg(test)]
@@ -105,7 +189,9 @@ mod tests {
     use std::path::Path;
     use std::sync::Arc;
 
-    use crate::oauth::{AuthMethod, GrantType, MemoryStore, SigningAlgorithm};
+    use crate::oauth::{
+        AuthMethod, GrantType, IdentityAssertion, IdentityProvider, MemoryStore, SigningAlgorithm,
+    };
     use crate::ConfigFile;
 
     fn parse(text: &str) -> Result<ConfigFile, crate::ConfigError> {
@@ -140,6 +226,46 @@ mod tests {
         let (_, cc) = &file.oauth[1];
         assert_eq!(cc.grant, GrantType::ClientCredentials);
         assert_eq!(cc.signing_algorithm, SigningAlgorithm::Rs256);
+    }
+
+    #[test]
+    fn identity_provider_means_cross_app_access() {
+        let file = parse(
+            r#"{"mcpServers": {
+                "crm": {"url": "https://crm.example/mcp", "oauth": {
+                    "clientId": "app", "clientSecret": "${SECRET}",
+                    "identityProvider": {
+                        "tokenEndpoint": "https://idp.example/token", "clientId": "app-at-idp",
+                        "clientSecret": "${SECRET}", "idToken": "${SECRET}"
+                    }
+                }},
+                "wiki": {"url": "https://wiki.example/mcp", "oauth": {
+                    "grant": "cross_app_access", "clientId": "app",
+                    "identityProvider": {
+                        "tokenEndpoint": "https://idp.example/token", "clientId": "app-at-idp",
+                        "idTokenFile": "/run/idp/id_token"
+                    }
+                }}
+            }}"#,
+        )
+        .unwrap();
+        let (_, crm) = &file.oauth[0];
+        assert_eq!(crm.grant, GrantType::CrossAppAccess, "implied");
+        let idp = crm.identity_provider.as_ref().unwrap();
+        assert_eq!(idp.token_endpoint(), "https://idp.example/token");
+        assert_eq!(idp.client_id(), "app-at-idp");
+        assert!(!format!("{crm:?}").contains("s3cret"), "{crm:?}");
+        let (_, wiki) = &file.oauth[1];
+        assert_eq!(
+            wiki.identity_provider,
+            Some(IdentityProvider::new(
+                "https://idp.example/token",
+                "app-at-idp",
+                IdentityAssertion::IdTokenFile("/run/idp/id_token".into()),
+            ))
+        );
+        let config = wiki.config("wiki").unwrap();
+        assert!(crate::oauth::OAuth::new("wiki", "https://wiki.example/mcp", config).is_ok());
     }
 
     #[test]
@@ -178,6 +304,34 @@ mod tests {
                 "mcpServers.s.oauth.clientSecret",
             ),
             (r#"{"grant": "client_credentials"}"#, "mcpServers.s.oauth"),
+            (
+                r#"{"grant": "cross_app_access", "clientId": "a"}"#,
+                "mcpServers.s.oauth",
+            ),
+            (
+                r#"{"identityProvider": {"tokenEndpoint": "https://i/t", "clientId": "i", "idToken": "t"}}"#,
+                "mcpServers.s.oauth",
+            ),
+            (
+                r#"{"clientId": "a", "identityProvider": {"tokenEndpoint": "https://i/t", "clientId": "i"}}"#,
+                "mcpServers.s.oauth.identityProvider",
+            ),
+            (
+                r#"{"clientId": "a", "identityProvider": {"tokenEndpoint": "https://i/t", "clientId": "i", "idToken": "t", "idTokenFile": "f"}}"#,
+                "mcpServers.s.oauth.identityProvider",
+            ),
+            (
+                r#"{"clientId": "a", "identityProvider": {"clientId": "i", "idToken": "t"}}"#,
+                "mcpServers.s.oauth.identityProvider",
+            ),
+            (
+                r#"{"clientId": "a", "identityProvider": {"tokenEndpoint": "https://i/t", "clientId": "i", "idToken": "t", "audience": "x"}}"#,
+                "mcpServers.s.oauth.identityProvider.audience",
+            ),
+            (
+                r#"{"grant": "client_credentials", "clientId": "a", "identityProvider": {"tokenEndpoint": "https://i/t", "clientId": "i", "idToken": "t"}}"#,
+                "mcpServers.s.oauth.identityProvider",
+            ),
         ];
         for (oauth, path) in cases {
             let text = format!(

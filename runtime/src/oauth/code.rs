@@ -20,6 +20,24 @@ impl Inner {
         d: &Discovered,
         scopes: Vec<String>,
     ) -> Result<(), Error> {
+        // MCP 2025-11-25: no `code_challenge_methods_supported`, or no S256 in it, means no
+        // PKCE: refuse rather than send a code that can be intercepted (and before
+        // registering a client that could not be used).
+        if !d.server.pkce_s256 {
+            return Err(Error::PkceUnsupported {
+                server: self.server.clone(),
+                issuer: d.server.identity.clone(),
+            });
+        }
+        let Some(authorization_endpoint) = d.server.authorization_endpoint.clone() else {
+            return Err(Error::BadMetadata {
+                server: self.server.clone(),
+                step: Step::ServerMetadata,
+                url: d.server.identity.clone(),
+                reason: "no `authorization_endpoint`, which the authorization code grant needs"
+                    .into(),
+            });
+        };
         let authorizer = self
             .config
             .authorizer
@@ -53,7 +71,7 @@ impl Inner {
         };
         let pkce = Pkce::new().map_err(|e| failed(&e))?;
         let sent_state = random_string(24).map_err(|e| failed(&e))?;
-        let mut url = d.server.authorization_endpoint.clone();
+        let mut url = authorization_endpoint;
         {
             let mut query = url.query_pairs_mut();
             query

@@ -10,7 +10,9 @@
 //! - Server metadata, for an issuer with a path `/t`: `/.well-known/oauth-authorization-server/t`,
 //!   `/.well-known/openid-configuration/t`, `/t/.well-known/openid-configuration`; without a
 //!   path the first two at the root. Its `issuer` must be the one it was looked up for, its
-//!   endpoints https (or http on a loopback host), and it must offer PKCE `S256`.
+//!   endpoints https (or http on a loopback host). The authorization code grant also needs
+//!   an `authorization_endpoint` and PKCE `S256` (`code.rs` checks, before registering);
+//!   grants without a browser (client credentials, cross-app access) need neither.
 //! - No resource metadata at all (2025-03-26): the authorization server is the MCP server's
 //!   origin; without metadata there, its endpoints are `/authorize`, `/token`, `/register`.
 //!
@@ -42,11 +44,15 @@ pub(crate) struct ServerMetadata {
     pub(crate) issuer: Option<String>,
     /// The issuer, or for the fallbacks the server's origin (keys stored registrations).
     pub(crate) identity: String,
-    pub(crate) authorization_endpoint: Url,
+    /// Only the authorization code grant uses it: servers for other grants may have none.
+    pub(crate) authorization_endpoint: Option<Url>,
+    /// `code_challenge_methods_supported` lists `S256` (the code grant refuses without).
+    pub(crate) pkce_s256: bool,
     pub(crate) token_endpoint: Url,
     pub(crate) registration_endpoint: Option<Url>,
     pub(crate) scopes_supported: Option<Vec<String>>,
     pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    pub(crate) grant_types_supported: Option<Vec<String>>,
     pub(crate) client_id_metadata_document_supported: bool,
     /// RFC 9207: the authorization response carries `iss`.
     pub(crate) iss_parameter_supported: bool,
@@ -249,23 +255,13 @@ pub(crate) fn parse_server_metadata(
         secure(net, Step::ServerMetadata, &url)?;
         Ok(Some(url))
     };
-    let authorization_endpoint = endpoint("authorization_endpoint", true)?;
-    let token_endpoint = endpoint("token_endpoint", true)?;
-    let registration_endpoint = endpoint("registration_endpoint", false)?;
-    let (Some(authorization_endpoint), Some(token_endpoint)) =
-        (authorization_endpoint, token_endpoint)
-    else {
-        return Err(bad("no endpoints".into()));
+    // RFC 8414 §2: required unless no grant uses it; the code grant checks it is there.
+    let authorization_endpoint = endpoint("authorization_endpoint", false)?;
+    let Some(token_endpoint) = endpoint("token_endpoint", true)? else {
+        return Err(bad("no `token_endpoint`".into()));
     };
-    // MCP 2025-11-25: no `code_challenge_methods_supported`, or no S256 in it, means no
-    // PKCE: refuse rather than send a code that can be intercepted.
+    let registration_endpoint = endpoint("registration_endpoint", false)?;
     let pkce = strings(doc, "code_challenge_methods_supported").unwrap_or_default();
-    if !pkce.iter().any(|m| m == "S256") {
-        return Err(Error::PkceUnsupported {
-            server: net.server.clone(),
-            issuer: found_issuer.to_owned(),
-        });
-    }
     Ok(ServerMetadata {
         issuer: expected_issuer.map(|_| found_issuer.to_owned()),
         identity: match expected_issuer {
@@ -273,6 +269,7 @@ pub(crate) fn parse_server_metadata(
             None => issuer_url.as_str().trim_end_matches('/').to_owned(),
         },
         authorization_endpoint,
+        pkce_s256: pkce.iter().any(|m| m == "S256"),
         token_endpoint,
         registration_endpoint,
         scopes_supported: strings(doc, "scopes_supported"),
@@ -280,6 +277,7 @@ pub(crate) fn parse_server_metadata(
             doc,
             "token_endpoint_auth_methods_supported",
         ),
+        grant_types_supported: strings(doc, "grant_types_supported"),
         client_id_metadata_document_supported: doc
             .get("client_id_metadata_document_supported")
             .and_then(Value::as_bool)
@@ -303,11 +301,14 @@ fn fallback_endpoints(net: &Net, origin: &Url) -> Result<ServerMetadata, Error> 
     Ok(ServerMetadata {
         issuer: None,
         identity: origin.as_str().trim_end_matches('/').to_owned(),
-        authorization_endpoint,
+        authorization_endpoint: Some(authorization_endpoint),
+        // The 2025-03-26 servers without metadata had PKCE required by that revision.
+        pkce_s256: true,
         token_endpoint: at("/token"),
         registration_endpoint: Some(at("/register")),
         scopes_supported: None,
         token_endpoint_auth_methods_supported: None,
+        grant_types_supported: None,
         client_id_metadata_document_supported: false,
         iss_parameter_supported: false,
     })
@@ -473,10 +474,20 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("code_challenge_methods_supported");
-        assert!(matches!(check(no_pkce), Err(Error::PkceUnsupported { .. })));
+        assert!(!check(no_pkce).unwrap().pkce_s256, "the code grant refuses");
         let mut plain = doc();
         plain["code_challenge_methods_supported"] = serde_json::json!(["plain"]);
-        assert!(matches!(check(plain), Err(Error::PkceUnsupported { .. })));
+        assert!(!check(plain).unwrap().pkce_s256);
+        assert!(ok.pkce_s256);
+        let mut no_authorize = doc();
+        no_authorize
+            .as_object_mut()
+            .unwrap()
+            .remove("authorization_endpoint");
+        assert!(check(no_authorize)
+            .unwrap()
+            .authorization_endpoint
+            .is_none());
         let mut no_token = doc();
         no_token.as_object_mut().unwrap().remove("token_endpoint");
         assert!(matches!(check(no_token), Err(Error::BadMetadata { .. })));

@@ -23,6 +23,11 @@ pub enum Step {
     Refresh,
     /// The client credentials grant.
     ClientCredentials,
+    /// Cross-app access: exchanging the identity assertion for an ID-JAG at the identity
+    /// provider (RFC 8693).
+    TokenExchange,
+    /// Cross-app access: presenting the ID-JAG to the authorization server (RFC 7523).
+    JwtBearer,
 }
 
 impl fmt::Display for Step {
@@ -35,6 +40,8 @@ impl fmt::Display for Step {
             Step::CodeExchange => "code exchange",
             Step::Refresh => "token refresh",
             Step::ClientCredentials => "client credentials grant",
+            Step::TokenExchange => "token exchange at the identity provider",
+            Step::JwtBearer => "jwt bearer grant",
         })
     }
 }
@@ -137,6 +144,16 @@ pub enum Error {
         step: Step,
         /// The endpoint.
         url: String,
+    },
+    /// The authorization server's metadata lists the grants it supports, and not this one.
+    #[error("{server}: the authorization server {issuer} does not support the {grant} grant")]
+    GrantUnsupported {
+        /// The server's name.
+        server: Arc<str>,
+        /// The authorization server.
+        issuer: String,
+        /// The grant type, e.g. `urn:ietf:params:oauth:grant-type:jwt-bearer`.
+        grant: String,
     },
     /// No client identity: nothing pre-registered, no Client ID Metadata Document support,
     /// no registration endpoint.

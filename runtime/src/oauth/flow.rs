@@ -20,7 +20,11 @@ use super::net::Net;
 use super::registration;
 use super::store::{ClientRegistration, Credentials, TokenSet};
 use super::token::{self, now_ms, split_scope, ClientAuth, Grant};
+use super::xaa;
 use super::{Config, GrantType};
+
+/// The grant type the authorization server must support for cross-app access.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// How many step-up authorizations a server may ask for (after the first authorization):
 /// with it, at most three authorizations in a row.
@@ -153,8 +157,8 @@ impl Inner {
         };
         let renewed = if tokens.refresh_token.is_some() {
             self.refresh_locked(&mut state).await
-        } else if self.config.grant == GrantType::ClientCredentials && state.discovered.is_some() {
-            self.client_credentials(&mut state, None).await
+        } else if self.config.grant.is_unattended() && state.discovered.is_some() {
+            self.unattended(&mut state, None).await
         } else {
             // Send the old one: the server's 401 starts the flow, with its challenge.
             return Ok(Some(tokens.access_token));
@@ -354,8 +358,10 @@ impl Inner {
         let d = self.discovered(state, challenge).await?;
         let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &d));
         match self.config.grant {
-            GrantType::ClientCredentials => self.client_credentials(state, Some(scopes)).await,
             GrantType::AuthorizationCode => self.authorization_code(state, &d, scopes).await,
+            GrantType::ClientCredentials | GrantType::CrossAppAccess => {
+                self.unattended(state, Some(scopes)).await
+            }
         }
     }
 
@@ -373,7 +379,9 @@ impl Inner {
         }
     }
 
-    async fn client_credentials(
+    /// Obtains tokens with a grant that needs no person (client credentials, cross-app
+    /// access), as the pre-registered client; `scopes` default to the current tokens'.
+    async fn unattended(
         &self,
         state: &mut State,
         scopes: Option<Vec<String>>,
@@ -389,25 +397,70 @@ impl Inner {
         let client = registration::configured(&self.config, &d.server).ok_or_else(|| {
             Error::InvalidConfig {
                 server: self.server.clone(),
-                reason: "the client credentials grant needs a client id".into(),
+                reason: "this grant needs a pre-registered client id".into(),
             }
         })?;
         let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
+        let assertion;
+        let grant = match self.config.grant {
+            GrantType::CrossAppAccess => {
+                assertion = self.id_jag(&d, scope.as_deref()).await?;
+                Grant::JwtBearer {
+                    assertion: &assertion,
+                    scope: scope.as_deref(),
+                }
+            }
+            // The other grant that comes here (`is_unattended`).
+            _ => Grant::ClientCredentials {
+                scope: scope.as_deref(),
+            },
+        };
         let tokens = token::request(
             &self.net,
             &d.server.token_endpoint,
             self.client_auth(&client, &d.server.identity),
-            Grant::ClientCredentials {
-                scope: scope.as_deref(),
-            },
+            grant,
             &d.resource,
             &scopes,
             None,
         )
         .await?;
-        tracing::info!(server = %self.server, "obtained a token with the client credentials grant");
+        tracing::info!(server = %self.server, grant = ?self.config.grant, "obtained a token without a person");
         self.set_tokens(state, Some(tokens));
         Ok(())
+    }
+
+    /// Cross-app access, first half: an ID-JAG from the identity provider for this server
+    /// and its authorization server. A fresh one each time: it is single-use and short-lived.
+    async fn id_jag(&self, d: &Discovered, scope: Option<&str>) -> Result<String, Error> {
+        // RFC 8414 §2: metadata that lists its grants and omits this one will refuse it;
+        // say so rather than spend the user's assertion on an exchange that cannot be used.
+        if let Some(grants) = &d.server.grant_types_supported {
+            if !grants.iter().any(|g| g == JWT_BEARER) {
+                return Err(Error::GrantUnsupported {
+                    server: self.server.clone(),
+                    issuer: d.server.identity.clone(),
+                    grant: JWT_BEARER.into(),
+                });
+            }
+        }
+        let idp = self
+            .config
+            .identity_provider
+            .as_ref()
+            .ok_or_else(|| Error::InvalidConfig {
+                server: self.server.clone(),
+                reason: "cross-app access needs an identity provider".into(),
+            })?;
+        let target = xaa::Target {
+            // The ID-JAG's `aud` must be the issuer the authorization server knows itself by.
+            audience: d.server.issuer.as_deref().unwrap_or(&d.server.identity),
+            resource: &d.resource,
+            scope,
+        };
+        let jag = xaa::exchange(&self.net, idp, target).await?;
+        tracing::debug!(server = %self.server, "the identity provider issued an id-jag");
+        Ok(jag)
     }
 
     /// Refreshes with the refresh token, under the flow lock. A refused refresh token is

@@ -6,7 +6,9 @@
 //! then RFC 8414 or OpenID Connect discovery, with the 2025-03-26 fallbacks), registers
 //! (pre-registered client, Client ID Metadata Document, or dynamic registration), and gets
 //! a token with the authorization code grant and PKCE `S256` (asking the host's
-//! [`Authorizer`] to have a person approve) or with the client credentials grant. Every
+//! [`Authorizer`] to have a person approve), with the client credentials grant, or with
+//! cross-app access (an enterprise identity provider's ID token exchanged for an ID-JAG,
+//! presented with the JWT bearer grant: [`IdentityProvider`]). Every
 //! authorization and token request names the server with `resource` (RFC 8707). Tokens are
 //! refreshed before they expire and after a 401, one refresh at a time; a 403
 //! `insufficient_scope` authorizes again with the wider scope, a bounded number of times.
@@ -54,6 +56,7 @@ mod registration;
 mod settings;
 mod store;
 mod token;
+mod xaa;
 
 use std::fmt;
 use std::sync::Arc;
@@ -72,6 +75,7 @@ pub use self::settings::Settings;
 pub use self::store::{
     ClientRegistration, Credentials, FileStore, MemoryStore, StoreError, TokenSet, TokenStore,
 };
+pub use self::xaa::{IdentityAssertion, IdentityProvider};
 
 /// How the client authenticates at the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +125,21 @@ pub enum GrantType {
     AuthorizationCode,
     /// The client credentials grant: the client is its own resource owner, no browser.
     ClientCredentials,
+    /// Cross-app access (SEP-990, Enterprise-Managed Authorization): the user's identity
+    /// assertion is exchanged at the enterprise identity provider for an ID-JAG (RFC 8693),
+    /// which the pre-registered client presents with the JWT bearer grant (RFC 7523). No
+    /// browser; needs [`Config::identity_provider`] and a client id.
+    CrossAppAccess,
+}
+
+impl GrantType {
+    /// Whether tokens come without a person, so that the client may get new ones itself.
+    pub(crate) fn is_unattended(self) -> bool {
+        matches!(
+            self,
+            GrantType::ClientCredentials | GrantType::CrossAppAccess
+        )
+    }
 }
 
 /// How one server's OAuth client behaves. Build it with [`Config::new`] and the setters;
@@ -133,6 +152,7 @@ pub struct Config {
     pub(crate) client_secret: Option<String>,
     pub(crate) auth_method: Option<AuthMethod>,
     pub(crate) private_key: Option<PrivateKey>,
+    pub(crate) identity_provider: Option<IdentityProvider>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) client_name: String,
     pub(crate) scopes: Option<Vec<String>>,
@@ -157,6 +177,7 @@ impl Config {
             client_secret: None,
             auth_method: None,
             private_key: None,
+            identity_provider: None,
             client_metadata_url: None,
             client_name: "switchboard".into(),
             scopes: None,
@@ -196,6 +217,13 @@ impl Config {
     pub fn private_key(mut self, key: PrivateKey) -> Self {
         self.private_key = Some(key);
         self.auth_method = Some(AuthMethod::PrivateKeyJwt);
+        self
+    }
+
+    /// The enterprise identity provider of cross-app access (also sets that grant).
+    pub fn identity_provider(mut self, idp: IdentityProvider) -> Self {
+        self.identity_provider = Some(idp);
+        self.grant = GrantType::CrossAppAccess;
         self
     }
 
@@ -252,6 +280,7 @@ impl fmt::Debug for Config {
             )
             .field("auth_method", &self.auth_method)
             .field("private_key", &self.private_key)
+            .field("identity_provider", &self.identity_provider)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("authorizer", &self.authorizer)
@@ -290,6 +319,21 @@ impl OAuth {
                 server,
                 reason: "the client credentials grant needs a client id".into(),
             });
+        }
+        if config.grant == GrantType::CrossAppAccess {
+            // The ID-JAG names the client it was issued to: there is no registering here.
+            if config.client_id.is_none() {
+                return Err(Error::InvalidConfig {
+                    server,
+                    reason: "cross-app access needs the client id registered at the server's authorization server".into(),
+                });
+            }
+            if config.identity_provider.is_none() {
+                return Err(Error::InvalidConfig {
+                    server,
+                    reason: "cross-app access needs an identity provider".into(),
+                });
+            }
         }
         Ok(OAuth {
             inner: Arc::new(flow::Inner::new(server, endpoint, config)?),

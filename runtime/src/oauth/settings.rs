@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::{AuthMethod, Config, Error, GrantType, PrivateKey, SigningAlgorithm};
+use super::{AuthMethod, Config, Error, GrantType, IdentityProvider, PrivateKey, SigningAlgorithm};
 
 /// What a config file says about one server's OAuth (its `"oauth"` object), with variables
 /// expanded. `Debug` never shows the secret.
@@ -15,10 +15,26 @@ use super::{AuthMethod, Config, Error, GrantType, PrivateKey, SigningAlgorithm};
 ///   "scopes": ["files:read"], "redirectPort": 8976, "grant": "authorization_code"
 /// }
 /// ```
+///
+/// Cross-app access names the enterprise identity provider, where the host is another
+/// client, and the user's ID token from it (`idToken`, or `idTokenFile` read at each
+/// exchange):
+///
+/// ```json
+/// "oauth": {
+///   "grant": "cross_app_access", "clientId": "my-app", "clientSecret": "${MY_APP_SECRET}",
+///   "identityProvider": {
+///     "tokenEndpoint": "https://idp.example.com/oauth2/token",
+///     "clientId": "my-app-at-idp", "clientSecret": "${IDP_SECRET}",
+///     "idTokenFile": "${HOME}/.cache/idp/id_token"
+///   }
+/// }
+/// ```
 #[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Settings {
-    /// `grant`: `authorization_code` (default) or `client_credentials`.
+    /// `grant`: `authorization_code` (default), `client_credentials` or `cross_app_access`
+    /// (the default when there is an `identityProvider`).
     pub grant: GrantType,
     /// `clientId`: a pre-registered client.
     pub client_id: Option<String>,
@@ -37,6 +53,9 @@ pub struct Settings {
     pub scopes: Option<Vec<String>>,
     /// `redirectPort`: the loopback port of the redirect (default: any free port).
     pub redirect_port: Option<u16>,
+    /// `identityProvider`: the enterprise identity provider of cross-app access
+    /// (`tokenEndpoint`, `clientId`, `clientSecret`, and `idToken` or `idTokenFile`).
+    pub identity_provider: Option<IdentityProvider>,
 }
 
 impl fmt::Debug for Settings {
@@ -54,6 +73,7 @@ impl fmt::Debug for Settings {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("redirect_port", &self.redirect_port)
+            .field("identity_provider", &self.identity_provider)
             .finish()
     }
 }
@@ -84,6 +104,11 @@ impl Settings {
         }
         if let Some(scopes) = &self.scopes {
             config = config.scopes(scopes.clone());
+        }
+        if let Some(idp) = &self.identity_provider {
+            // `grant` below still decides: settings that name another grant keep it (and
+            // the identity provider goes unused) rather than changing grant silently.
+            config = config.identity_provider(idp.clone()).grant(self.grant);
         }
         Ok(config)
     }

@@ -1,5 +1,5 @@
-//! Token endpoint requests: the authorization code exchange, refresh and the client
-//! credentials grant, each with the `resource` parameter (RFC 8707) and the client's
+//! Token endpoint requests: the authorization code exchange, refresh, the client
+//! credentials grant and the JWT bearer grant (RFC 7523, cross-app access), each with the `resource` parameter (RFC 8707) and the client's
 //! authentication (`client_secret_basic`, `client_secret_post`, `private_key_jwt` or
 //! `none`), and the parsing of what comes back.
 
@@ -39,7 +39,15 @@ pub(crate) enum Grant<'a> {
     ClientCredentials {
         scope: Option<&'a str>,
     },
+    /// RFC 7523 §2.1: an authorization grant (for cross-app access, the ID-JAG).
+    JwtBearer {
+        assertion: &'a str,
+        scope: Option<&'a str>,
+    },
 }
+
+/// RFC 7523's grant type.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 impl Grant<'_> {
     fn step(&self) -> Step {
@@ -47,6 +55,7 @@ impl Grant<'_> {
             Grant::Code { .. } => Step::CodeExchange,
             Grant::Refresh { .. } => Step::Refresh,
             Grant::ClientCredentials { .. } => Step::ClientCredentials,
+            Grant::JwtBearer { .. } => Step::JwtBearer,
         }
     }
 }
@@ -94,6 +103,13 @@ pub(crate) async fn request(
                 form.push(("scope", scope));
             }
         }
+        Grant::JwtBearer { assertion, scope } => {
+            form.push(("grant_type", JWT_BEARER));
+            form.push(("assertion", assertion));
+            if let Some(scope) = scope {
+                form.push(("scope", scope));
+            }
+        }
     }
     form.push(("resource", resource));
     let assertion;
@@ -137,23 +153,35 @@ pub(crate) async fn request(
     let answer = net.post_form(step, endpoint, &form, basic).await?;
     let body = answer.json();
     if !answer.status.is_success() {
-        return Err(match body.as_ref().and_then(oauth_error) {
-            Some((error, description)) => Error::Refused {
-                server: net.server.clone(),
-                step,
-                error,
-                description,
-            },
-            None => Error::Status {
-                server: net.server.clone(),
-                step,
-                url: super::net::display(endpoint),
-                status: answer.status.as_u16(),
-            },
-        });
+        return Err(refusal(net, step, endpoint, answer.status, body.as_ref()));
     }
     let body = body.ok_or_else(|| bad(net, step, "not json"))?;
     parse(net, step, &body, requested, previous)
+}
+
+/// The error of a token endpoint that did not answer 2xx: its OAuth error when the body
+/// has one, else the status.
+pub(crate) fn refusal(
+    net: &Net,
+    step: Step,
+    endpoint: &Url,
+    status: reqwest::StatusCode,
+    body: Option<&Value>,
+) -> Error {
+    match body.and_then(oauth_error) {
+        Some((error, description)) => Error::Refused {
+            server: net.server.clone(),
+            step,
+            error,
+            description,
+        },
+        None => Error::Status {
+            server: net.server.clone(),
+            step,
+            url: super::net::display(endpoint),
+            status: status.as_u16(),
+        },
+    }
 }
 
 fn no_secret(net: &Net, method: AuthMethod) -> Error {
