@@ -346,6 +346,35 @@ async fn tampered_state_is_refused_before_any_token_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_with_an_error_is_refused_naming_the_step_and_the_error() {
+    let fixture = serve(Knobs {
+        redirect_error: Some("access_denied"),
+        ..Knobs::default()
+    })
+    .await;
+    let error = client(&fixture).login().await.unwrap_err();
+    match &error {
+        OAuthError::Refused {
+            server,
+            step: Step::Authorization,
+            error: code,
+            description,
+        } => {
+            assert_eq!(server.as_ref(), "guarded");
+            assert_eq!(code, "access_denied");
+            assert_eq!(description.as_deref(), Some("the user declined"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = error.to_string();
+    assert!(
+        text.contains("guarded") && text.contains("access_denied"),
+        "{text}"
+    );
+    assert!(fixture.requests("/as/token").is_empty(), "no token request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_or_missing_iss_is_refused() {
     let fixture = serve(Knobs {
         redirect_iss: Some("http://evil.example".into()),

@@ -54,6 +54,9 @@ pub(crate) struct Knobs {
     pub(crate) redirect_state: Option<&'static str>,
     /// An `iss` added to the redirect.
     pub(crate) redirect_iss: Option<String>,
+    /// The person said no: the redirect carries this `error` (with a description) and no
+    /// code.
+    pub(crate) redirect_error: Option<&'static str>,
     /// The token response, instead of a good one.
     pub(crate) token_body: Option<Value>,
     /// The server moved to the second authorization server (`/as2`): its resource metadata
@@ -334,11 +337,17 @@ impl Fixture {
             .map(str::to_owned)
             .or_else(|| params.get("state").cloned())
             .unwrap_or_default();
-        let mut location = format!(
-            "{}?code={code}&state={}",
-            params.get("redirect_uri").cloned().unwrap_or_default(),
-            state
-        );
+        let mut location = match knobs.redirect_error {
+            Some(error) => format!(
+                "{}?error={error}&error_description=the+user+declined&state={state}",
+                params.get("redirect_uri").cloned().unwrap_or_default(),
+            ),
+            None => format!(
+                "{}?code={code}&state={}",
+                params.get("redirect_uri").cloned().unwrap_or_default(),
+                state
+            ),
+        };
         if let Some(iss) = knobs.redirect_iss {
             location.push_str(&format!("&iss={iss}"));
         }
