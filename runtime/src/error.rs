@@ -191,6 +191,20 @@ pub enum Error {
         /// The rounds answered.
         rounds: u32,
     },
+    /// A stateless (2026-07-28) server did not acknowledge, within the server's timeout, a
+    /// `subscriptions/listen` asking for the resource a caller subscribed to.
+    #[error(
+        "server `{server}` did not acknowledge a subscription to `{uri}` within {} ms",
+        after.as_millis()
+    )]
+    SubscriptionNotAcknowledged {
+        /// The server.
+        server: Arc<str>,
+        /// The resource.
+        uri: String,
+        /// How long the runtime waited.
+        after: std::time::Duration,
+    },
     /// A server's input-required result asked for something Switchboard cannot answer: a
     /// capability it did not declare (no handler), or a request it does not know.
     #[error(
@@ -400,6 +414,7 @@ impl Error {
             | Error::HeaderMismatch { server, .. }
             | Error::VersionRejected { server, .. }
             | Error::InputLoop { server, .. }
+            | Error::SubscriptionNotAcknowledged { server, .. }
             | Error::InputUnsupported { server, .. }
             | Error::UrlElicitationRequired { server, .. }
             | Error::Protocol { server, .. }

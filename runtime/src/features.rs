@@ -232,19 +232,28 @@ impl ServerHandle {
         Ok(())
     }
 
-    /// Subscribes to a resource's updates (`resources/subscribe`). The subscription stands
-    /// until [`unsubscribe`](Self::unsubscribe), across restarts (the runtime subscribes
-    /// again to every new session); each receiver gets every update from now on.
+    /// Subscribes to a resource's updates. The subscription stands until
+    /// [`unsubscribe`](Self::unsubscribe), across restarts (the runtime subscribes again to
+    /// every new session); each receiver gets every update from now on.
+    ///
+    /// A handshake-era server is sent `resources/subscribe`. A stateless (2026-07-28) server
+    /// has no such request: the URI joins what the runtime's `subscriptions/listen` stream
+    /// asks for, the stream is opened again with it, and this returns once the server
+    /// acknowledged that stream (within the server's timeout).
     pub async fn subscribe(&self, uri: &str) -> Result<broadcast::Receiver<ResourceUpdate>> {
         self.require(
             methods::RESOURCES_SUBSCRIBE,
             Capability::ResourceSubscriptions,
         )?;
         // Registered first, so that an update racing the answer is not lost.
-        let updates = self.shared.subscriptions.add(uri);
-        let sent: Result<Value> = self
-            .typed(methods::RESOURCES_SUBSCRIBE, &json!({ "uri": uri }))
-            .await;
+        let (updates, revision) = self.shared.subscriptions.add(uri);
+        let sent = if self.speaks_modern().await {
+            self.listen_acknowledged(uri, revision).await
+        } else {
+            self.typed(methods::RESOURCES_SUBSCRIBE, &json!({ "uri": uri }))
+                .await
+                .map(|_: Value| ())
+        };
         if let Err(error) = sent {
             self.shared.subscriptions.remove(uri);
             return Err(error);
@@ -252,17 +261,47 @@ impl ServerHandle {
         Ok(updates)
     }
 
-    /// Ends a subscription: the server is told, and the receivers' streams end.
+    /// Ends a subscription: the server is told (a stateless server by a
+    /// `subscriptions/listen` without the URI), and the receivers' streams end.
     pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
         self.require(
             methods::RESOURCES_UNSUBSCRIBE,
             Capability::ResourceSubscriptions,
         )?;
+        // Removing the URI bumps the set's revision, which has a stateless server's listen
+        // opened again without it; nothing to wait for.
         self.shared.subscriptions.remove(uri);
+        if self.speaks_modern().await {
+            return Ok(());
+        }
         let _: Value = self
             .typed(methods::RESOURCES_UNSUBSCRIBE, &json!({ "uri": uri }))
             .await?;
         Ok(())
+    }
+
+    /// Whether the server speaks the stateless era, waiting for it to start when its era is
+    /// not known yet.
+    async fn speaks_modern(&self) -> bool {
+        let era = match self.status().era {
+            Some(era) => Some(era),
+            None => self.wait_started().await.era,
+        };
+        era == Some(crate::era::Era::Modern)
+    }
+
+    /// Waits until a stateless server acknowledged a listen asking for the subscription set
+    /// at `revision` (or a later one), within the server's timeout.
+    async fn listen_acknowledged(&self, uri: &str, revision: u64) -> Result<()> {
+        let after = self.shared.timeout.unwrap_or(self.shared.default_timeout);
+        let acked = self.shared.subscriptions.wait_acknowledged(revision);
+        tokio::time::timeout(after, acked)
+            .await
+            .map_err(|_| Error::SubscriptionNotAcknowledged {
+                server: self.shared.name.clone(),
+                uri: uri.to_owned(),
+                after,
+            })
     }
 
     /// The messages the server logs (`notifications/message`), from now on. A receiver that

@@ -15,6 +15,7 @@ mod era;
 mod fail_fast;
 mod handshake;
 mod io_runtime;
+mod listen;
 mod liveness;
 mod load;
 mod metrics;

@@ -35,6 +35,7 @@ impl ServerActor {
         self.connect_started = Instant::now();
         self.init = None;
         self.relist_running = false;
+        self.reset_listen(ctx);
         self.start_startup_timer(ctx);
         if !self.start_failed {
             self.set_gate(Gate::Starting);
@@ -403,12 +404,13 @@ impl ServerActor {
         self.set_gate(Gate::Ready(table));
         self.publish(ServerState::Ready);
         // The stateless era has neither: the log level travels in every request's `_meta`,
-        // and `resources/subscribe` is gone (`subscriptions/listen` replaces it).
+        // and `resources/subscribe` is gone: `subscriptions/listen` asks for the resources
+        // and the list changes.
         if !self.is_modern() {
             self.reapply_log_level(ctx);
             self.resubscribe(ctx);
-        } else if !self.ties.subscriptions.uris().is_empty() {
-            tracing::warn!(server = %self.name, "resource subscriptions are not renewed: the server speaks the stateless era, which has no resources/subscribe");
+        } else {
+            self.open_listen(ctx);
         }
         self.list_features(super::features::Lists::Resources, ctx);
         self.list_features(super::features::Lists::Prompts, ctx);

@@ -12,14 +12,15 @@
 //! The work is split by concern: [`lifecycle`] (connecting, handshake, going down,
 //! restarts), [`liveness`] (pings and silence), [`inbound`] (what the server sends that is
 //! not an answer), [`handlers`] (the server's requests, answered by the application),
-//! [`features`] (resources and prompts listed into the status), [`own`] (the actor's own
-//! requests).
+//! [`features`] (resources and prompts listed into the status), [`listen`] (a stateless
+//! server's `subscriptions/listen` stream), [`own`] (the actor's own requests).
 
 mod era;
 mod features;
 pub(crate) mod handlers;
 mod inbound;
 mod lifecycle;
+mod listen;
 mod liveness;
 mod own;
 
@@ -200,6 +201,8 @@ pub(crate) struct ServerActor {
     silences: mpsc::UnboundedSender<Silence>,
     /// The actor's own requests in flight (handshake, lists, pings).
     own_outstanding: Arc<AtomicUsize>,
+    /// A stateless server's `subscriptions/listen`.
+    listening: listen::Listening,
 }
 
 impl ServerActor {
@@ -247,6 +250,7 @@ impl ServerActor {
             session_recovering: false,
             silences,
             own_outstanding: Arc::new(AtomicUsize::new(0)),
+            listening: listen::Listening::default(),
         }
     }
 
@@ -334,19 +338,19 @@ impl ServerActor {
     }
 
     /// Runs `work` and hands its output to `then`, if the connection is still the same one
-    /// when it is done.
+    /// when it is done. The handle cancels the work (dropping it).
     fn when_same_link<T: 'static>(
         &mut self,
         ctx: &mut Context<Self>,
         work: impl std::future::Future<Output = T> + 'static,
         then: impl FnOnce(&mut Self, T, &mut Context<Self>) + 'static,
-    ) {
+    ) -> SpawnHandle {
         let generation = self.link.as_ref().map(|l| l.generation);
         ctx.spawn(work.into_actor(self).map(move |output, act, ctx| {
             if act.link.as_ref().map(|l| l.generation) == generation {
                 then(act, output, ctx);
             }
-        }));
+        }))
     }
 
     fn notify(&self, method: &str, params: &impl Serialize) {
@@ -389,6 +393,10 @@ impl Actor for ServerActor {
             Some((StaleTools, freshness))
         });
         ctx.add_stream(stale);
+        // Changes of the subscribed URIs, which a stateless server's listen asks for.
+        let uris =
+            tokio_stream::wrappers::WatchStream::from_changes(self.ties.subscriptions.revisions());
+        ctx.add_stream(tokio_stream::StreamExt::map(uris, |_| listen::UrisChanged));
         if self.liveness.is_enabled() {
             let tick = (self.liveness.interval / 4).max(Duration::from_millis(10));
             ctx.run_interval(tick, |act, ctx| act.liveness_tick(ctx));
