@@ -7,6 +7,7 @@
 mod cross_app_access;
 mod handlers;
 mod http_fixture;
+mod http_listen;
 mod http_modern;
 mod http_session;
 mod http_timeout;
