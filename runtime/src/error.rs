@@ -191,6 +191,24 @@ pub enum Error {
         /// The rounds answered.
         rounds: u32,
     },
+    /// A stateless (2026-07-28) request's response stream broke before its answer, and the
+    /// era cannot resume it: the server may or may not have run the request. Lists, reads,
+    /// prompt gets and completions are sent again instead; tool calls only when the tool or
+    /// server opted in ([`ToolPolicy::reissue_on_broken_stream`](crate::ToolPolicy::reissue_on_broken_stream)).
+    #[error(
+        "{} may or may not have run: its response stream broke before the answer ({reason})",
+        target(server, method, tool)
+    )]
+    StreamBroken {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// How the stream ended.
+        reason: Arc<str>,
+    },
     /// A stateless (2026-07-28) server did not acknowledge, within the server's timeout, a
     /// `subscriptions/listen` asking for the resource a caller subscribed to.
     #[error(
@@ -415,6 +433,7 @@ impl Error {
             | Error::VersionRejected { server, .. }
             | Error::InputLoop { server, .. }
             | Error::SubscriptionNotAcknowledged { server, .. }
+            | Error::StreamBroken { server, .. }
             | Error::InputUnsupported { server, .. }
             | Error::UrlElicitationRequired { server, .. }
             | Error::Protocol { server, .. }

@@ -4,6 +4,7 @@
 //! provider, for cross-app access), and interop with MCP servers nobody here wrote (behind
 //! `SWITCHBOARD_INTEROP=1`).
 
+mod broken_stream;
 mod cross_app_access;
 mod handlers;
 mod http_fixture;

@@ -174,6 +174,7 @@ impl Supervisor {
                 handlers: config.handlers.clone(),
                 handler_timeout: config.handler_timeout_value(),
                 max_input_rounds: config.max_input_rounds_value(),
+                reissue_on_broken_stream: config.reissue_on_broken_stream,
             }),
         };
         self.servers.insert(
