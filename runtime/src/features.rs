@@ -400,6 +400,10 @@ impl crate::Runtime {
     /// prefixed with its server only when another server has one of the same name (with the
     /// default naming). The entries' `tool` is the prompt's name, title and description.
     pub fn prompt_catalogue(&self) -> Arc<crate::Catalogue> {
+        // Stateless servers' prompt lists past their `ttlMs` are listed again meanwhile.
+        for server in self.servers() {
+            server.shared.freshness.prompts.touch();
+        }
         self.inner.registry.prompts.load_full()
     }
 
@@ -415,7 +419,7 @@ impl crate::Runtime {
         V: Into<String>,
     {
         let (server, prompt) = {
-            let prompts = self.inner.registry.prompts.load();
+            let prompts = self.prompt_catalogue();
             match prompts.resolve(name) {
                 Ok(entry) => (entry.server.clone(), entry.tool.name.clone()),
                 Err(crate::catalogue::Unresolved::Unknown) => {
@@ -435,6 +439,10 @@ impl crate::Runtime {
     /// The ready servers that list `uri` as a resource, or else a template matching it.
     pub fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {
         let servers = self.servers();
+        // Stateless servers' resource lists past their `ttlMs` are listed again meanwhile.
+        for server in &servers {
+            server.shared.freshness.resources.touch();
+        }
         let ready: Vec<(ServerHandle, crate::ServerStatus)> = servers
             .into_iter()
             .map(|h| {

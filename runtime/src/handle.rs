@@ -49,8 +49,8 @@ pub(crate) struct Shared {
     pub(crate) tool_rules: Arc<ArcSwap<crate::tool_rules::ToolRules>>,
     /// What requests to the server carry in the modern era (`None`: legacy or unknown yet).
     pub(crate) dialect: crate::era::Dialect,
-    /// How fresh a modern server's tool listing is.
-    pub(crate) freshness: Arc<crate::era::Freshness>,
+    /// How fresh a modern server's lists are.
+    pub(crate) freshness: Arc<crate::era::ListFreshness>,
     /// The application's handlers, for input-required results.
     pub(crate) handlers: Option<crate::client::ClientHandlers>,
     /// How long a handler may take.
@@ -206,7 +206,7 @@ impl ServerHandle {
             return answer;
         }
         // A stateless server's listing past its `ttlMs` is listed again meanwhile.
-        self.shared.freshness.touch();
+        self.shared.freshness.tools.touch();
         // A modern server may refuse the version or need input first.
         let original = crate::mrtr::Original {
             method: "tools/call",

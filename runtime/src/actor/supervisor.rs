@@ -132,7 +132,7 @@ impl Supervisor {
             crate::tool_rules::ToolRules::default(),
         ));
         let dialect: crate::era::Dialect = Arc::default();
-        let freshness: Arc<crate::era::Freshness> = Arc::default();
+        let freshness: Arc<crate::era::ListFreshness> = Arc::default();
         let ties = Ties {
             dialect: dialect.clone(),
             freshness: freshness.clone(),

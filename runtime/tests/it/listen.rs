@@ -24,28 +24,41 @@ enum Push {
 }
 
 /// The scripted server and what it saw.
-struct Peer {
+pub(crate) struct Peer {
     seen: Arc<Mutex<Vec<Value>>>,
     push: broadcast::Sender<Push>,
     /// The listings' version: tool `t{n}` and prompt `p{n}`.
     version: Arc<AtomicUsize>,
+    /// The `ttlMs` of the resource and prompt lists (none when `None`).
+    list_ttl: Option<u64>,
 }
 
 impl Peer {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Peer {
             seen: Arc::default(),
             push: broadcast::channel(16).0,
             version: Arc::default(),
+            list_ttl: None,
+        }
+    }
+
+    /// A peer whose resource and prompt lists say `ttlMs`.
+    pub(crate) fn with_list_ttl(ttl_ms: u64) -> Self {
+        Peer {
+            list_ttl: Some(ttl_ms),
+            ..Peer::new()
         }
     }
 
     /// A modern server; with `announces`, its capabilities say it sends list changes and
     /// takes resource subscriptions, otherwise they say nothing of the kind.
-    fn config(&self, announces: bool) -> ServerConfig<switchboard::transport::Memory> {
+    pub(crate) fn config(&self, announces: bool) -> ServerConfig<switchboard::transport::Memory> {
         let (seen, push, version) = (self.seen.clone(), self.push.clone(), self.version.clone());
+        let ttl = self.list_ttl;
         ServerConfig::memory(move |io| {
             let (seen, mut pushes, version) = (seen.clone(), push.subscribe(), version.clone());
+            let peer = Script { announces, ttl };
             async move {
                 let (reader, mut writer) = tokio::io::split(io);
                 let mut lines = BufReader::new(reader).lines();
@@ -56,7 +69,7 @@ impl Peer {
                             let Ok(Some(line)) = line else { break };
                             let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
                             seen.lock().unwrap().push(msg.clone());
-                            answer(&msg, announces, version.load(Ordering::SeqCst), &mut listen)
+                            answer(&msg, peer, version.load(Ordering::SeqCst), &mut listen)
                         }
                         push = pushes.recv() => {
                             let Ok(push) = push else { break };
@@ -98,7 +111,7 @@ impl Peer {
         self.seen_of("subscriptions/listen")
     }
 
-    fn seen_of(&self, method: &str) -> Vec<Value> {
+    pub(crate) fn seen_of(&self, method: &str) -> Vec<Value> {
         let seen = self.seen.lock().unwrap();
         seen.iter()
             .filter(|m| m["method"] == method)
@@ -107,18 +120,30 @@ impl Peer {
     }
 }
 
-/// The scripted server's answer to `msg` (an array: several messages in order).
-fn answer(
-    msg: &Value,
+/// How the scripted server answers.
+#[derive(Clone, Copy)]
+struct Script {
+    /// Whether its capabilities announce list changes and subscriptions.
     announces: bool,
-    version: usize,
-    listen: &mut Option<Value>,
-) -> Option<Value> {
+    /// The `ttlMs` of its resource and prompt lists.
+    ttl: Option<u64>,
+}
+
+/// The scripted server's answer to `msg` (an array: several messages in order).
+fn answer(msg: &Value, peer: Script, version: usize, listen: &mut Option<Value>) -> Option<Value> {
     let id = msg["id"].clone();
-    let result = |result: Value| Some(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    let ttl = peer.ttl;
+    let result = |mut result: Value| {
+        if let (Some(ttl), Some(method)) = (ttl, msg["method"].as_str()) {
+            if method != "tools/list" && method.ends_with("/list") {
+                result["ttlMs"] = json!(ttl);
+            }
+        }
+        Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    };
     match msg["method"].as_str()? {
         "server/discover" => {
-            let capabilities = if announces {
+            let capabilities = if peer.announces {
                 json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
                        "resources": {"listChanged": true, "subscribe": true}})
             } else {
@@ -153,7 +178,9 @@ fn answer(
     }
 }
 
-async fn start(config: ServerConfig<switchboard::transport::Memory>) -> (Runtime, ServerHandle) {
+pub(crate) async fn start(
+    config: ServerConfig<switchboard::transport::Memory>,
+) -> (Runtime, ServerHandle) {
     let config: ServerConfig = config.into();
     let config = config
         .restart(RestartPolicy::off())
@@ -169,7 +196,7 @@ async fn start(config: ServerConfig<switchboard::transport::Memory>) -> (Runtime
 }
 
 /// Waits (at most 5 s) for `done`.
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) async fn until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while !done() {
         assert!(

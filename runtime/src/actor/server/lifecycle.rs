@@ -319,7 +319,7 @@ impl ServerActor {
                     let ttl = facts
                         .ttl_ms
                         .map(|t| std::time::Duration::from_millis(t as u64));
-                    act.ties.freshness.listed(ttl);
+                    act.ties.freshness.tools.listed(ttl);
                 }
                 act.on_tools_listed(tools, ctx)
             }

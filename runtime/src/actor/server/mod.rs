@@ -92,8 +92,8 @@ pub(crate) struct Ties {
     pub(crate) io: IoPlaces,
     /// What requests carry in the modern era, published for handles before the gate opens.
     pub(crate) dialect: crate::era::Dialect,
-    /// How fresh a modern server's tool listing is.
-    pub(crate) freshness: Arc<crate::era::Freshness>,
+    /// How fresh a modern server's lists are.
+    pub(crate) freshness: Arc<crate::era::ListFreshness>,
 }
 
 /// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
@@ -389,10 +389,21 @@ impl Actor for ServerActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let freshness = self.ties.freshness.clone();
         let stale = futures_util::stream::unfold(freshness, |freshness| async move {
-            freshness.stale().await;
+            freshness.tools.stale().await;
             Some((StaleTools, freshness))
         });
         ctx.add_stream(stale);
+        for which in [features::Lists::Resources, features::Lists::Prompts] {
+            let freshness = self.ties.freshness.clone();
+            let stale = futures_util::stream::unfold(freshness, move |freshness| async move {
+                match which {
+                    features::Lists::Resources => freshness.resources.stale().await,
+                    features::Lists::Prompts => freshness.prompts.stale().await,
+                }
+                Some((StaleList(which), freshness))
+            });
+            ctx.add_stream(stale);
+        }
         // Changes of the subscribed URIs, which a stateless server's listen asks for.
         let uris =
             tokio_stream::wrappers::WatchStream::from_changes(self.ties.subscriptions.revisions());
@@ -428,6 +439,18 @@ impl StreamHandler<StaleTools> for ServerActor {
     fn handle(&mut self, _: StaleTools, ctx: &mut Context<Self>) {
         // Re-listed like after `notifications/tools/list_changed` (once per burst).
         self.on_tools_changed(ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+/// A caller used a modern server's resources or prompts past their `ttlMs`.
+pub(crate) struct StaleList(features::Lists);
+
+impl StreamHandler<StaleList> for ServerActor {
+    fn handle(&mut self, StaleList(which): StaleList, ctx: &mut Context<Self>) {
+        // Listed again in the background; the caller went on with the cached list.
+        self.list_features(which, ctx);
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
