@@ -6,6 +6,7 @@
 
 mod broken_stream;
 mod cross_app_access;
+mod era_per_origin;
 mod handlers;
 mod http_fixture;
 mod http_listen;

@@ -246,6 +246,7 @@ impl ServerActor {
         let has_tools = init.capabilities.tools.is_some();
         self.init = Some(init);
         self.era = Some(crate::era::Era::Legacy);
+        self.keep_verdict(crate::verdicts::Verdict::Legacy);
         self.notify(methods::INITIALIZED, &serde_json::json!({}));
         self.after_handshake(has_tools, ctx);
     }
@@ -447,6 +448,8 @@ impl ServerActor {
     /// fail at once with this error until a start succeeds.
     pub(super) fn fail_start(&mut self, error: Error, ctx: &mut Context<Self>) {
         tracing::warn!(server = %self.name, %error, "server failed to start");
+        // A start that failed may have failed for the verdict: the next one probes.
+        self.forget_verdict();
         self.stop_startup_timer(ctx);
         self.start_failed = true;
         let reason: Arc<str> = error.to_string().into();
@@ -490,6 +493,13 @@ impl ServerActor {
     ) {
         let pending = table.as_ref().map_or(0, |t| t.len());
         tracing::warn!(server = %self.name, %reason, pending, "server disconnected");
+        // An origin that could not be reached may come back as another deployment.
+        if matches!(
+            reason.cause,
+            switchboard_transports::CloseCause::WriteFailed(_)
+        ) {
+            self.forget_verdict();
+        }
         self.stop_startup_timer(ctx);
         let reason = Arc::new(reason);
         let text: Arc<str> = format!("it disconnected: {reason}").into();

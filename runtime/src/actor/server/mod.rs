@@ -94,6 +94,8 @@ pub(crate) struct Ties {
     pub(crate) dialect: crate::era::Dialect,
     /// How fresh a modern server's lists are.
     pub(crate) freshness: Arc<crate::era::ListFreshness>,
+    /// The era verdicts of HTTP servers, by origin (the runtime's).
+    pub(crate) verdicts: Arc<crate::verdicts::Verdicts>,
 }
 
 /// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
@@ -551,6 +553,8 @@ impl Handler<Restart> for ServerActor {
         }
         self.backoff.reset();
         self.restarts += 1;
+        // Asked to start over: the server may have been redeployed in another era.
+        self.forget_verdict();
         self.connect(ctx);
     }
 }
