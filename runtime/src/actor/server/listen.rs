@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use actix::{AsyncContext, Context, SpawnHandle, StreamHandler};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use switchboard_codecs::frame;
 use switchboard_codecs::mcp::modern::listen::{self, Acknowledged, SubscriptionFilter};
 use switchboard_codecs::mcp::ServerCapabilities;
 
@@ -139,15 +140,26 @@ impl ServerActor {
         });
     }
 
-    /// Cancels the open listen (dropping its request tells the server) and any scheduled
-    /// re-open: a new connection starts over, and a new filter replaces the old listen.
+    /// Cancels the open listen and any scheduled re-open: a new connection starts over, and
+    /// a new filter replaces the old listen.
     pub(super) fn close_listen(&mut self, ctx: &mut Context<Self>) {
         if let Some(retry) = self.listening.retry.take() {
             ctx.cancel_future(retry);
         }
-        if let Some(open) = self.listening.open.take() {
-            ctx.cancel_future(open.task);
+        let Some(open) = self.listening.open.take() else {
+            return;
+        };
+        // Taken out of the table and cancelled here rather than by dropping the request,
+        // which would count as a caller's cancellation. Over HTTP the transport closes the
+        // listen's stream instead of sending the notification.
+        if let Some(link) = &self.link {
+            if let Some(waiter) = link.table.take(open.id) {
+                waiter.discard();
+                let cancel = frame::cancelled(open.id, "the subscriptions changed");
+                link.table.write(None, cancel);
+            }
         }
+        ctx.cancel_future(open.task);
     }
 
     /// A new connection: no listen of the old one survives, and its retry count goes.
