@@ -239,7 +239,8 @@ impl ServerHandle {
     /// A handshake-era server is sent `resources/subscribe`. A stateless (2026-07-28) server
     /// has no such request: the URI joins what the runtime's `subscriptions/listen` stream
     /// asks for, the stream is opened again with it, and this returns once the server
-    /// acknowledged that stream (within the server's timeout).
+    /// acknowledged that stream (within the server's timeout); when the server refuses it,
+    /// with the server's error.
     pub async fn subscribe(&self, uri: &str) -> Result<broadcast::Receiver<ResourceUpdate>> {
         self.require(
             methods::RESOURCES_SUBSCRIBE,
@@ -295,13 +296,14 @@ impl ServerHandle {
     async fn listen_acknowledged(&self, uri: &str, revision: u64) -> Result<()> {
         let after = self.shared.timeout.unwrap_or(self.shared.default_timeout);
         let acked = self.shared.subscriptions.wait_acknowledged(revision);
-        tokio::time::timeout(after, acked)
-            .await
-            .map_err(|_| Error::SubscriptionNotAcknowledged {
+        match tokio::time::timeout(after, acked).await {
+            Ok(answered) => answered,
+            Err(_) => Err(Error::SubscriptionNotAcknowledged {
                 server: self.shared.name.clone(),
                 uri: uri.to_owned(),
                 after,
-            })
+            }),
+        }
     }
 
     /// The messages the server logs (`notifications/message`), from now on. A receiver that

@@ -33,8 +33,17 @@ pub(crate) struct Subscriptions {
     by_uri: Mutex<ByUri>,
     /// The set's revision, bumped by every added or removed URI.
     revision: watch::Sender<u64>,
-    /// The newest revision a stateless server acknowledged a listen for.
-    acked: watch::Sender<u64>,
+    /// The newest revision a stateless server answered a listen for.
+    acked: watch::Sender<Answered>,
+}
+
+/// What a stateless server said to the newest listen it answered.
+#[derive(Debug, Clone, Default)]
+struct Answered {
+    /// The revision of the set the listen asked for.
+    revision: u64,
+    /// `Some`: the server refused that listen.
+    refused: Option<crate::Error>,
 }
 
 /// The subscribed URIs and the revision of that set, changed together.
@@ -57,7 +66,7 @@ impl Subscriptions {
             server,
             by_uri: Mutex::new(ByUri::default()),
             revision: watch::Sender::new(0),
-            acked: watch::Sender::new(0),
+            acked: watch::Sender::new(Answered::default()),
         }
     }
 
@@ -111,20 +120,36 @@ impl Subscriptions {
 
     /// The server acknowledged a listen that asked for the set at `revision`.
     pub(crate) fn acknowledged(&self, revision: u64) {
-        self.acked.send_if_modified(|acked| {
-            let newer = revision > *acked;
+        self.answered(revision, None);
+    }
+
+    /// The server refused a listen that asked for the set at `revision`.
+    pub(crate) fn refused(&self, revision: u64, error: crate::Error) {
+        self.answered(revision, Some(error));
+    }
+
+    fn answered(&self, revision: u64, refused: Option<crate::Error>) {
+        self.acked.send_if_modified(|answered| {
+            // An answer to an older listen, arriving late, says nothing of newer ones.
+            let newer = revision > answered.revision
+                || (revision == answered.revision && refused.is_some());
             if newer {
-                *acked = revision;
+                *answered = Answered { revision, refused };
             }
             newer
         });
     }
 
-    /// Resolves once the server acknowledged a listen for `revision` or a later one.
-    pub(crate) async fn wait_acknowledged(&self, revision: u64) {
+    /// Resolves once the server answered a listen for `revision` or a later one: `Ok` when
+    /// it acknowledged it, the server's error when it refused it.
+    pub(crate) async fn wait_acknowledged(&self, revision: u64) -> Result<(), crate::Error> {
         let mut acked = self.acked.subscribe();
-        // The sender lives as long as `self`, so the wait ends only by the condition.
-        let _ = acked.wait_for(|acked| *acked >= revision).await;
+        let answered = acked.wait_for(|a| a.revision >= revision).await;
+        match answered.as_deref().map(|a| a.refused.clone()) {
+            Ok(Some(error)) => Err(error),
+            // The sender lives as long as `self`: the wait ends only by the condition.
+            Ok(None) | Err(_) => Ok(()),
+        }
     }
 
     /// An update from the server; `false` when nobody subscribed to that URI.
@@ -186,11 +211,23 @@ mod tests {
         use futures_util::FutureExt;
         let subs = Subscriptions::new("s".into());
         subs.acknowledged(2);
-        assert!(subs.wait_acknowledged(2).now_or_never().is_some());
+        assert!(matches!(
+            subs.wait_acknowledged(2).now_or_never(),
+            Some(Ok(()))
+        ));
         assert!(subs.wait_acknowledged(3).now_or_never().is_none());
         // An older acknowledgement arriving late does not go back.
         subs.acknowledged(1);
         subs.acknowledged(5);
-        assert!(subs.wait_acknowledged(3).now_or_never().is_some());
+        assert!(matches!(
+            subs.wait_acknowledged(3).now_or_never(),
+            Some(Ok(()))
+        ));
+        // A refusal reaches the waiters of its revision.
+        subs.refused(6, crate::Error::Shutdown);
+        assert!(matches!(
+            subs.wait_acknowledged(6).now_or_never(),
+            Some(Err(crate::Error::Shutdown))
+        ));
     }
 }

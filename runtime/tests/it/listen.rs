@@ -31,6 +31,8 @@ pub(crate) struct Peer {
     version: Arc<AtomicUsize>,
     /// The `ttlMs` of the resource and prompt lists (none when `None`).
     list_ttl: Option<u64>,
+    /// Whether `subscriptions/listen` is answered with -32601.
+    refuses_listen: bool,
 }
 
 impl Peer {
@@ -40,6 +42,7 @@ impl Peer {
             push: broadcast::channel(16).0,
             version: Arc::default(),
             list_ttl: None,
+            refuses_listen: false,
         }
     }
 
@@ -55,10 +58,14 @@ impl Peer {
     /// takes resource subscriptions, otherwise they say nothing of the kind.
     pub(crate) fn config(&self, announces: bool) -> ServerConfig<switchboard::transport::Memory> {
         let (seen, push, version) = (self.seen.clone(), self.push.clone(), self.version.clone());
-        let ttl = self.list_ttl;
+        let (ttl, refuses_listen) = (self.list_ttl, self.refuses_listen);
         ServerConfig::memory(move |io| {
             let (seen, mut pushes, version) = (seen.clone(), push.subscribe(), version.clone());
-            let peer = Script { announces, ttl };
+            let peer = Script {
+                announces,
+                ttl,
+                refuses_listen,
+            };
             async move {
                 let (reader, mut writer) = tokio::io::split(io);
                 let mut lines = BufReader::new(reader).lines();
@@ -127,6 +134,8 @@ struct Script {
     announces: bool,
     /// The `ttlMs` of its resource and prompt lists.
     ttl: Option<u64>,
+    /// Whether it answers `subscriptions/listen` with -32601.
+    refuses_listen: bool,
 }
 
 /// The scripted server's answer to `msg` (an array: several messages in order).
@@ -166,6 +175,9 @@ fn answer(msg: &Value, peer: Script, version: usize, listen: &mut Option<Value>)
         "resources/templates/list" => {
             result(json!({"resultType": "complete", "resourceTemplates": []}))
         }
+        "subscriptions/listen" if peer.refuses_listen => Some(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}),
+        ),
         "subscriptions/listen" => {
             *listen = Some(id.clone());
             Some(
@@ -322,5 +334,27 @@ async fn a_server_that_announces_nothing_is_not_listened_to() {
     until("the lists", || !server.status().prompts.is_empty()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(peer.listens().is_empty(), "nothing to listen for");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_refused_listen_is_not_asked_again_on_a_timer() {
+    let peer = Peer {
+        refuses_listen: true,
+        ..Peer::new()
+    };
+    let (rt, server) = start(peer.config(true)).await;
+    until("the listen", || peer.listens().len() == 1).await;
+    // A re-open after an end would come after 250 ms.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(peer.listens().len(), 1, "refused: not asked again");
+    // A change of the subscriptions asks again; refused, `subscribe` fails with the refusal.
+    let err = server.subscribe("x://a").await.unwrap_err();
+    assert!(
+        matches!(&err, switchboard::Error::Rpc { method, code: -32601, .. } if &**method == "subscriptions/listen"),
+        "{err:?}"
+    );
+    // (The URI is forgotten again, which may ask once more.)
+    assert!(peer.listens().len() >= 2);
     rt.shutdown().await;
 }

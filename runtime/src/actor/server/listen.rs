@@ -12,7 +12,8 @@
 //! The listen is an ordinary request of the actor (through the connection's call table),
 //! answered only when the server closes it. When it ends (a graceful result, a broken
 //! stream, the server cancelling it on stdio) it is opened again after a delay that doubles
-//! with each listen that ended early. When callers change the subscribed URIs, the listen is
+//! with each listen that ended early. A listen the server refuses with an error is not
+//! asked again until the subscriptions change or the server reconnects. When callers change the subscribed URIs, the listen is
 //! replaced at once: the old one is cancelled (over HTTP its stream is closed, on stdio the
 //! server is sent `notifications/cancelled`), and the new one's acknowledgement is what
 //! [`ServerHandle::subscribe`](crate::ServerHandle::subscribe) waits for.
@@ -179,6 +180,18 @@ impl ServerActor {
         match answer {
             Some(Ok(_)) => {
                 tracing::debug!(server = %self.name, id, "the server closed subscriptions/listen")
+            }
+            // A JSON-RPC error is the server refusing the listen (it may not serve the
+            // method at all): asking again on a timer would only be refused again. The next
+            // change of the subscriptions, or the next connection, asks again.
+            Some(Err(error @ Error::Rpc { .. })) => {
+                tracing::warn!(server = %self.name, %error, "the server refused subscriptions/listen; no list changes or resource updates will arrive");
+                if self.listening.open.as_ref().map(|o| o.id) == Some(id) {
+                    if let Some(open) = self.listening.open.take() {
+                        self.ties.subscriptions.refused(open.revision, error);
+                    }
+                }
+                return;
             }
             Some(Err(error)) => {
                 tracing::debug!(server = %self.name, id, %error, "subscriptions/listen ended")
