@@ -97,6 +97,7 @@ pub struct ServerConfig<T = Transport> {
     pub(crate) handler_timeout: Option<Duration>,
     pub(crate) protocol: Protocol,
     pub(crate) max_input_rounds: Option<u32>,
+    pub(crate) reissue_on_broken_stream: bool,
 }
 
 impl<T: Specific> From<ServerConfig<T>> for ServerConfig {
@@ -188,6 +189,7 @@ impl<T> ServerConfig<T> {
             handler_timeout: None,
             protocol: Protocol::Auto,
             max_input_rounds: None,
+            reissue_on_broken_stream: false,
         }
     }
 
@@ -212,6 +214,7 @@ impl<T> ServerConfig<T> {
             handler_timeout: self.handler_timeout,
             protocol: self.protocol,
             max_input_rounds: self.max_input_rounds,
+            reissue_on_broken_stream: self.reissue_on_broken_stream,
         }
     }
 
@@ -241,6 +244,16 @@ impl<T> ServerConfig<T> {
     /// before it fails with [`Error::InputLoop`](crate::Error::InputLoop) (default 10).
     pub fn max_input_rounds(mut self, rounds: u32) -> Self {
         self.max_input_rounds = Some(rounds);
+        self
+    }
+
+    /// Whether this server's tool calls are sent again, under a new id, when their response
+    /// stream breaks before the answer (2026-07-28 over HTTP, which cannot resume it); a
+    /// tool's [`ToolPolicy::reissue_on_broken_stream`] beats it. Only for servers whose
+    /// tools are all safe to run twice. Off by default. Lists, reads, prompt gets and
+    /// completions are always sent again: they change nothing.
+    pub fn reissue_on_broken_stream(mut self, reissue: bool) -> Self {
+        self.reissue_on_broken_stream = reissue;
         self
     }
 

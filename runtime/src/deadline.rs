@@ -43,6 +43,9 @@ pub struct ToolPolicy {
     pub reset_on_progress: Option<bool>,
     /// The hard cap on a call's total time when progress restarts its timeout.
     pub max_total: Option<Duration>,
+    /// Whether a call whose response stream broke (2026-07-28 over HTTP) is sent again
+    /// (beats the server's setting; default off).
+    pub reissue_on_broken_stream: Option<bool>,
 }
 
 impl ToolPolicy {
@@ -70,6 +73,16 @@ impl ToolPolicy {
         self.max_total = Some(max_total);
         self
     }
+
+    /// Whether a call to the tool is sent again, under a new id, when its response stream
+    /// breaks before the answer (a stateless server over HTTP, which cannot resume it).
+    /// Only for tools that are safe to run twice: the first call may have run. Off by
+    /// default; without it the caller gets
+    /// [`Error::StreamBroken`](crate::Error::StreamBroken).
+    pub fn reissue_on_broken_stream(mut self, reissue: bool) -> Self {
+        self.reissue_on_broken_stream = Some(reissue);
+        self
+    }
 }
 
 /// The resolved deadline rules of one request.
@@ -78,6 +91,9 @@ pub(crate) struct DeadlinePolicy {
     pub(crate) timeout: Duration,
     pub(crate) reset_on_progress: bool,
     pub(crate) max_total: Duration,
+    /// Whether the call or the tool opted in (or out) of re-issuing after a broken stream;
+    /// `None`: the server's setting decides.
+    pub(crate) reissue_on_broken_stream: Option<bool>,
 }
 
 impl DeadlinePolicy {
@@ -106,6 +122,9 @@ impl DeadlinePolicy {
             timeout,
             reset_on_progress,
             max_total,
+            reissue_on_broken_stream: call
+                .reissue_on_broken_stream
+                .or(tool.and_then(|t| t.reissue_on_broken_stream)),
         }
     }
 

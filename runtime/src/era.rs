@@ -246,6 +246,42 @@ impl Freshness {
     }
 }
 
+/// How fresh each cached list of a stateless server is: its tools (in the catalogue), and
+/// its resources, resource templates and prompts (in its status, where the runtime resolves
+/// URIs and prompt names). Each has its own `ttlMs`.
+#[derive(Debug, Default)]
+pub(crate) struct ListFreshness {
+    /// `tools/list`.
+    pub(crate) tools: Freshness,
+    /// `resources/list` and `resources/templates/list` (the shorter `ttlMs` of the two).
+    pub(crate) resources: Freshness,
+    /// `prompts/list`.
+    pub(crate) prompts: Freshness,
+}
+
+impl ListFreshness {
+    /// No TTL applies to any list (a new connection, whose era is not known yet).
+    pub(crate) fn forget(&self) {
+        self.tools.forget();
+        self.resources.forget();
+        self.prompts.forget();
+    }
+}
+
+/// The `ttlMs` of a list result's fields, negative read as 0.
+pub(crate) fn ttl_ms(extra: &Map<String, Value>) -> Option<i64> {
+    extra.get("ttlMs").and_then(Value::as_i64).map(|t| t.max(0))
+}
+
+/// The shorter of two `ttlMs`, either absent: a listing of several pages (or lists) is
+/// fresh as long as its least fresh part.
+pub(crate) fn shortest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Our identity, as `initialize` and modern `_meta` send it.
 pub(crate) fn client_info() -> Value {
     serde_json::json!({"name": "switchboard", "version": env!("CARGO_PKG_VERSION")})
@@ -295,6 +331,17 @@ mod tests {
             futures_util::FutureExt::now_or_never(freshness.stale()).is_none(),
             "once"
         );
+    }
+
+    #[test]
+    fn the_shortest_ttl_of_the_pages_counts_and_negative_is_zero() {
+        let extra = |v: Value| v.as_object().cloned().unwrap_or_default();
+        assert_eq!(ttl_ms(&extra(serde_json::json!({"ttlMs": -5}))), Some(0));
+        assert_eq!(ttl_ms(&extra(serde_json::json!({"ttlMs": "soon"}))), None);
+        assert_eq!(shortest(Some(5), Some(3)), Some(3));
+        assert_eq!(shortest(None, Some(3)), Some(3));
+        assert_eq!(shortest(Some(5), None), Some(5));
+        assert_eq!(shortest(None, None), None);
     }
 
     #[test]

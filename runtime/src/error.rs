@@ -191,6 +191,38 @@ pub enum Error {
         /// The rounds answered.
         rounds: u32,
     },
+    /// A stateless (2026-07-28) request's response stream broke before its answer, and the
+    /// era cannot resume it: the server may or may not have run the request. Lists, reads,
+    /// prompt gets and completions are sent again instead; tool calls only when the tool or
+    /// server opted in ([`ToolPolicy::reissue_on_broken_stream`](crate::ToolPolicy::reissue_on_broken_stream)).
+    #[error(
+        "{} may or may not have run: its response stream broke before the answer ({reason})",
+        target(server, method, tool)
+    )]
+    StreamBroken {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// How the stream ended.
+        reason: Arc<str>,
+    },
+    /// A stateless (2026-07-28) server did not acknowledge, within the server's timeout, a
+    /// `subscriptions/listen` asking for the resource a caller subscribed to.
+    #[error(
+        "server `{server}` did not acknowledge a subscription to `{uri}` within {} ms",
+        after.as_millis()
+    )]
+    SubscriptionNotAcknowledged {
+        /// The server.
+        server: Arc<str>,
+        /// The resource.
+        uri: String,
+        /// How long the runtime waited.
+        after: std::time::Duration,
+    },
     /// A server's input-required result asked for something Switchboard cannot answer: a
     /// capability it did not declare (no handler), or a request it does not know.
     #[error(
@@ -400,6 +432,8 @@ impl Error {
             | Error::HeaderMismatch { server, .. }
             | Error::VersionRejected { server, .. }
             | Error::InputLoop { server, .. }
+            | Error::SubscriptionNotAcknowledged { server, .. }
+            | Error::StreamBroken { server, .. }
             | Error::InputUnsupported { server, .. }
             | Error::UrlElicitationRequired { server, .. }
             | Error::Protocol { server, .. }

@@ -232,19 +232,29 @@ impl ServerHandle {
         Ok(())
     }
 
-    /// Subscribes to a resource's updates (`resources/subscribe`). The subscription stands
-    /// until [`unsubscribe`](Self::unsubscribe), across restarts (the runtime subscribes
-    /// again to every new session); each receiver gets every update from now on.
+    /// Subscribes to a resource's updates. The subscription stands until
+    /// [`unsubscribe`](Self::unsubscribe), across restarts (the runtime subscribes again to
+    /// every new session); each receiver gets every update from now on.
+    ///
+    /// A handshake-era server is sent `resources/subscribe`. A stateless (2026-07-28) server
+    /// has no such request: the URI joins what the runtime's `subscriptions/listen` stream
+    /// asks for, the stream is opened again with it, and this returns once the server
+    /// acknowledged that stream (within the server's timeout); when the server refuses it,
+    /// with the server's error.
     pub async fn subscribe(&self, uri: &str) -> Result<broadcast::Receiver<ResourceUpdate>> {
         self.require(
             methods::RESOURCES_SUBSCRIBE,
             Capability::ResourceSubscriptions,
         )?;
         // Registered first, so that an update racing the answer is not lost.
-        let updates = self.shared.subscriptions.add(uri);
-        let sent: Result<Value> = self
-            .typed(methods::RESOURCES_SUBSCRIBE, &json!({ "uri": uri }))
-            .await;
+        let (updates, revision) = self.shared.subscriptions.add(uri);
+        let sent = if self.speaks_modern().await {
+            self.listen_acknowledged(uri, revision).await
+        } else {
+            self.typed(methods::RESOURCES_SUBSCRIBE, &json!({ "uri": uri }))
+                .await
+                .map(|_: Value| ())
+        };
         if let Err(error) = sent {
             self.shared.subscriptions.remove(uri);
             return Err(error);
@@ -252,17 +262,48 @@ impl ServerHandle {
         Ok(updates)
     }
 
-    /// Ends a subscription: the server is told, and the receivers' streams end.
+    /// Ends a subscription: the server is told (a stateless server by a
+    /// `subscriptions/listen` without the URI), and the receivers' streams end.
     pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
         self.require(
             methods::RESOURCES_UNSUBSCRIBE,
             Capability::ResourceSubscriptions,
         )?;
+        // Removing the URI bumps the set's revision, which has a stateless server's listen
+        // opened again without it; nothing to wait for.
         self.shared.subscriptions.remove(uri);
+        if self.speaks_modern().await {
+            return Ok(());
+        }
         let _: Value = self
             .typed(methods::RESOURCES_UNSUBSCRIBE, &json!({ "uri": uri }))
             .await?;
         Ok(())
+    }
+
+    /// Whether the server speaks the stateless era, waiting for it to start when its era is
+    /// not known yet.
+    async fn speaks_modern(&self) -> bool {
+        let era = match self.status().era {
+            Some(era) => Some(era),
+            None => self.wait_started().await.era,
+        };
+        era == Some(crate::era::Era::Modern)
+    }
+
+    /// Waits until a stateless server acknowledged a listen asking for the subscription set
+    /// at `revision` (or a later one), within the server's timeout.
+    async fn listen_acknowledged(&self, uri: &str, revision: u64) -> Result<()> {
+        let after = self.shared.timeout.unwrap_or(self.shared.default_timeout);
+        let acked = self.shared.subscriptions.wait_acknowledged(revision);
+        match tokio::time::timeout(after, acked).await {
+            Ok(answered) => answered,
+            Err(_) => Err(Error::SubscriptionNotAcknowledged {
+                server: self.shared.name.clone(),
+                uri: uri.to_owned(),
+                after,
+            }),
+        }
     }
 
     /// The messages the server logs (`notifications/message`), from now on. A receiver that
@@ -361,6 +402,10 @@ impl crate::Runtime {
     /// prefixed with its server only when another server has one of the same name (with the
     /// default naming). The entries' `tool` is the prompt's name, title and description.
     pub fn prompt_catalogue(&self) -> Arc<crate::Catalogue> {
+        // Stateless servers' prompt lists past their `ttlMs` are listed again meanwhile.
+        for server in self.servers() {
+            server.shared.freshness.prompts.touch();
+        }
         self.inner.registry.prompts.load_full()
     }
 
@@ -376,7 +421,7 @@ impl crate::Runtime {
         V: Into<String>,
     {
         let (server, prompt) = {
-            let prompts = self.inner.registry.prompts.load();
+            let prompts = self.prompt_catalogue();
             match prompts.resolve(name) {
                 Ok(entry) => (entry.server.clone(), entry.tool.name.clone()),
                 Err(crate::catalogue::Unresolved::Unknown) => {
@@ -396,6 +441,10 @@ impl crate::Runtime {
     /// The ready servers that list `uri` as a resource, or else a template matching it.
     pub fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {
         let servers = self.servers();
+        // Stateless servers' resource lists past their `ttlMs` are listed again meanwhile.
+        for server in &servers {
+            server.shared.freshness.resources.touch();
+        }
         let ready: Vec<(ServerHandle, crate::ServerStatus)> = servers
             .into_iter()
             .map(|h| {

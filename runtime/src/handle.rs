@@ -49,14 +49,17 @@ pub(crate) struct Shared {
     pub(crate) tool_rules: Arc<ArcSwap<crate::tool_rules::ToolRules>>,
     /// What requests to the server carry in the modern era (`None`: legacy or unknown yet).
     pub(crate) dialect: crate::era::Dialect,
-    /// How fresh a modern server's tool listing is.
-    pub(crate) freshness: Arc<crate::era::Freshness>,
+    /// How fresh a modern server's lists are.
+    pub(crate) freshness: Arc<crate::era::ListFreshness>,
     /// The application's handlers, for input-required results.
     pub(crate) handlers: Option<crate::client::ClientHandlers>,
     /// How long a handler may take.
     pub(crate) handler_timeout: Duration,
     /// Input-required rounds allowed per request.
     pub(crate) max_input_rounds: u32,
+    /// Whether tool calls whose response stream broke are sent again (the server's
+    /// setting; a tool's or call's policy beats it).
+    pub(crate) reissue_on_broken_stream: bool,
 }
 
 /// A result, and the measurement of its request, which the caller finishes once it knows
@@ -203,7 +206,7 @@ impl ServerHandle {
             return answer;
         }
         // A stateless server's listing past its `ttlMs` is listed again meanwhile.
-        self.shared.freshness.touch();
+        self.shared.freshness.tools.touch();
         // A modern server may refuse the version or need input first.
         let original = crate::mrtr::Original {
             method: "tools/call",
@@ -236,7 +239,7 @@ impl ServerHandle {
         tool: Option<Arc<str>>,
         policy: DeadlinePolicy,
         progress: Option<ProgressFn>,
-        frame: impl FnOnce(i64) -> bytes::Bytes,
+        frame: impl Fn(i64) -> bytes::Bytes,
     ) -> Result<Answer> {
         let span = tracing::debug_span!(
             "request",
@@ -267,55 +270,83 @@ impl ServerHandle {
     async fn send_measured(
         &self,
         spec: Spec,
-        frame: impl FnOnce(i64) -> bytes::Bytes,
+        frame: impl Fn(i64) -> bytes::Bytes,
         mut recording: Recording,
     ) -> Result<Answer> {
         let shared = &*self.shared;
         let deadline = spec.policy.map(|p| p.first(spec.started));
-        let overloaded = || Error::Overloaded {
-            server: shared.name.clone(),
-            method: spec.method.clone(),
-            tool: spec.tool.clone(),
-            max_in_flight: shared.max_in_flight,
-        };
-        let permit = match shared.permits.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(TryAcquireError::Closed) => return Err(recording.fail(self.gone(&spec.tool))),
-            Err(TryAcquireError::NoPermits) => {
-                let acquire = shared.permits.clone().acquire_owned();
-                match until(deadline, acquire).await {
-                    Some(Ok(permit)) => permit,
-                    Some(Err(_)) => return Err(recording.fail(self.gone(&spec.tool))),
-                    None => return Err(recording.fail(overloaded())),
-                }
-            }
+        let mut permit = match self.slot(&spec, deadline).await {
+            Ok(permit) => Some(permit),
+            Err(error) => return Err(recording.fail(error)),
         };
         recording.took_slot();
-        let id = shared.ids.fetch_add(1, Ordering::Relaxed);
+        let reissue = crate::calls::reissue::allowed(
+            &spec.method,
+            spec.policy.and_then(|p| p.reissue_on_broken_stream),
+            shared.reissue_on_broken_stream,
+        );
+        let mut reissues = 0;
+        let mut id = shared.ids.fetch_add(1, Ordering::Relaxed);
         tracing::Span::current().record("id", id);
-        let mut frame = Some(frame);
-        let mut payload = bytes::Bytes::new();
-        let mut permit = Some(permit);
+        let mut payload: Option<bytes::Bytes> = None;
         loop {
             let table = match self.ready_table(deadline, &spec.tool).await {
                 Ok(table) => table,
                 Err(error) => return Err(recording.fail(error)),
             };
             // Built once a connection is ready, when the server's era (its `_meta`) is known.
-            if let Some(frame) = frame.take() {
-                payload = frame(id);
-            }
-            match request::send(&table, id, payload.clone(), &spec, permit.take()).await {
+            let bytes = payload.get_or_insert_with(|| frame(id)).clone();
+            match request::send(&table, id, bytes, &spec, permit.take()).await {
                 Ok(Ok(raw)) => {
                     return Ok(Answer {
                         raw,
                         recording: recording.answered(),
                     })
                 }
+                Ok(Err(Error::StreamBroken { reason, .. }))
+                    if reissue && reissues < crate::calls::reissue::MAX_REISSUES =>
+                {
+                    reissues += 1;
+                    // A new id: the lost request may still be running under the old one.
+                    id = shared.ids.fetch_add(1, Ordering::Relaxed);
+                    payload = None;
+                    tracing::debug!(server = %shared.name, method = %spec.method, tool = spec.tool.as_deref(), %reason, id, "the response stream broke; sending the request again");
+                    // The lost request's slot was freed with it; the new one takes its own.
+                    match self.slot(&spec, deadline).await {
+                        Ok(slot) => permit = Some(slot),
+                        Err(error) => return Err(recording.fail(error)),
+                    }
+                }
                 Ok(Err(error)) => return Err(recording.fail(error)),
                 // The connection closed before the request was written: the server is going
                 // down, and the call waits for its next connection like any other.
                 Err(returned) => permit = returned,
+            }
+        }
+    }
+
+    /// An in-flight slot, waiting for one until `deadline`.
+    async fn slot(
+        &self,
+        spec: &Spec,
+        deadline: Option<Instant>,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        let shared = &*self.shared;
+        match shared.permits.clone().try_acquire_owned() {
+            Ok(permit) => Ok(permit),
+            Err(TryAcquireError::Closed) => Err(self.gone(&spec.tool)),
+            Err(TryAcquireError::NoPermits) => {
+                let acquire = shared.permits.clone().acquire_owned();
+                match until(deadline, acquire).await {
+                    Some(Ok(permit)) => Ok(permit),
+                    Some(Err(_)) => Err(self.gone(&spec.tool)),
+                    None => Err(Error::Overloaded {
+                        server: shared.name.clone(),
+                        method: spec.method.clone(),
+                        tool: spec.tool.clone(),
+                        max_in_flight: shared.max_in_flight,
+                    }),
+                }
             }
         }
     }

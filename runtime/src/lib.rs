@@ -34,6 +34,7 @@ mod subscriptions;
 mod tool_rules;
 pub mod transport;
 mod uri_template;
+mod verdicts;
 
 pub use call::Call;
 pub use calls::Progress;

@@ -343,6 +343,7 @@ fn remaining(policy: &DeadlinePolicy, hard_end: Instant) -> Option<DeadlinePolic
         timeout: policy.timeout.min(left),
         reset_on_progress: policy.reset_on_progress,
         max_total: left,
+        reissue_on_broken_stream: policy.reissue_on_broken_stream,
     })
 }
 
@@ -434,6 +435,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             reset_on_progress: false,
             max_total: Duration::from_secs(60),
+            reissue_on_broken_stream: None,
         };
         let end = Instant::now() + Duration::from_secs(2);
         let left = remaining(&policy, end).unwrap();

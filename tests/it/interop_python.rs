@@ -275,3 +275,28 @@ async fn interop_python_sdk_modern_typed_errors() {
     );
     rt.shutdown().await;
 }
+
+/// 2026-07-28: the SDK serves `subscriptions/listen`; a tools list change and an update of
+/// a subscribed resource published by a tool reach the catalogue and the subscriber.
+#[tokio::test]
+async fn interop_python_sdk_modern_listen_delivers_list_changes_and_resource_updates() {
+    let Some(python) = python() else { return };
+    let (rt, server) = python_runtime(python, Protocol::Modern, None).await;
+    let mut updates = server.subscribe("python://static/greeting").await.unwrap();
+    let touched = server.call_tool("touch_greeting", json!({})).await.unwrap();
+    assert_eq!(touched.text(), "touched");
+    let update = tokio::time::timeout(Duration::from_secs(20), updates.recv())
+        .await
+        .expect("an update in time")
+        .unwrap();
+    assert_eq!(update.uri, "python://static/greeting");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !server.tools().iter().any(|t| t.name == "late_tool") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tools were not listed again after the list change"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    rt.shutdown().await;
+}

@@ -4,9 +4,12 @@
 //! provider, for cross-app access), and interop with MCP servers nobody here wrote (behind
 //! `SWITCHBOARD_INTEROP=1`).
 
+mod broken_stream;
 mod cross_app_access;
+mod era_per_origin;
 mod handlers;
 mod http_fixture;
+mod http_listen;
 mod http_modern;
 mod http_session;
 mod http_timeout;

@@ -5,12 +5,14 @@ creates (`SWITCHBOARD_PYTHON`). It offers one static resource, one prompt with a
 typed tool whose return annotation gives an `outputSchema` and `structuredContent`, and a tool
 that publishes the same schema but answers a `structuredContent` that does not match it.
 `book_trip` asks the user (elicitation) before it answers: in 2026-07-28 through an
-input-required result, in the handshake era through `elicitation/create`.
+input-required result, in the handshake era through `elicitation/create`. `touch_greeting`
+adds a tool `late_tool` and publishes a tools list change and an update of the greeting, which
+reach a 2026-07-28 client on its `subscriptions/listen` stream.
 """
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Elicit, MCPServer, Resolve
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
@@ -77,6 +79,21 @@ def ask_booking(city: str) -> Elicit[Booking]:
 def book_trip(city: str, booking: Annotated[Booking, Resolve(ask_booking)]) -> str:
     """Books a trip once the user confirms it."""
     return f"booked {city}" if booking.confirm else f"not booked: {city}"
+
+
+def late_tool() -> str:
+    """Added by `touch_greeting`."""
+    return "late"
+
+
+@mcp.tool()
+async def touch_greeting(ctx: Context) -> str:
+    """Adds `late_tool`, then publishes a tools list change and an update of the greeting."""
+    if "late_tool" not in {tool.name for tool in await mcp.list_tools()}:
+        mcp.add_tool(late_tool)
+    await ctx.notify_tools_changed()
+    await ctx.notify_resource_updated(GREETING_URI)
+    return "touched"
 
 
 if __name__ == "__main__":

@@ -56,6 +56,15 @@ pub enum Event {
         /// Why.
         reason: Arc<str>,
     },
+    /// A stateless-era (2026-07-28) request's response stream ended before its answer
+    /// (HTTP transports). The era has no resumption, so the request is lost: the server may
+    /// or may not have run it. The connection goes on.
+    StreamBroken {
+        /// The request's id.
+        id: Id,
+        /// How the stream ended.
+        reason: Arc<str>,
+    },
     /// A request was refused with 401 and no credentials could fix it (HTTP transports);
     /// the connection goes on.
     Unauthorized {

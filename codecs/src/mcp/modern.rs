@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 use super::{Implementation, ServerCapabilities};
 
 pub mod headers;
+pub mod listen;
 
 /// The stateless protocol version Switchboard speaks, and asks for first.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
@@ -57,6 +58,9 @@ pub mod meta {
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
     /// Result: who the server is.
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// Notification (and the result closing a listen): the id of the
+    /// `subscriptions/listen` request whose stream carried it.
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
 
 /// The result of `server/discover`.

@@ -70,6 +70,8 @@ pub(crate) struct Supervisor {
     /// Where servers' connections do their I/O (`None`: the actor thread).
     io: IoPlaces,
     servers: BTreeMap<Arc<str>, Managed>,
+    /// The era verdicts of HTTP servers, by origin, shared by every server.
+    verdicts: Arc<crate::verdicts::Verdicts>,
     version: u64,
     /// Every server's status as of the last rebuild (name, when it changed).
     seen: Vec<(Arc<str>, Instant)>,
@@ -93,6 +95,7 @@ impl Supervisor {
             events,
             metrics,
             servers: BTreeMap::new(),
+            verdicts: Arc::default(),
             version: 0,
             seen: Vec::new(),
             stopping: false,
@@ -132,10 +135,11 @@ impl Supervisor {
             crate::tool_rules::ToolRules::default(),
         ));
         let dialect: crate::era::Dialect = Arc::default();
-        let freshness: Arc<crate::era::Freshness> = Arc::default();
+        let freshness: Arc<crate::era::ListFreshness> = Arc::default();
         let ties = Ties {
             dialect: dialect.clone(),
             freshness: freshness.clone(),
+            verdicts: self.verdicts.clone(),
             tool_rules: tool_rules.clone(),
             logging: logging.clone(),
             subscriptions: subscriptions.clone(),
@@ -174,6 +178,7 @@ impl Supervisor {
                 handlers: config.handlers.clone(),
                 handler_timeout: config.handler_timeout_value(),
                 max_input_rounds: config.max_input_rounds_value(),
+                reissue_on_broken_stream: config.reissue_on_broken_stream,
             }),
         };
         self.servers.insert(
@@ -295,6 +300,7 @@ impl Supervisor {
         let ties = Ties {
             dialect: managed.handle.shared.dialect.clone(),
             freshness: managed.handle.shared.freshness.clone(),
+            verdicts: self.verdicts.clone(),
             gate: managed.handle.shared.gate.clone(),
             logging: managed.handle.shared.logging.clone(),
             tool_rules: managed.handle.shared.tool_rules.clone(),

@@ -18,6 +18,7 @@
 //! is not an answer — notifications other than progress, requests from the server, session
 //! loss, and the close.
 
+pub(crate) mod reissue;
 pub(crate) mod request;
 pub(crate) mod router;
 pub(crate) mod table;

@@ -108,6 +108,21 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
             }
             None
         }
+        Event::StreamBroken { id, reason } => {
+            let failed = match id {
+                Id::Number(id) => table.fail(id, |waiter| Error::StreamBroken {
+                    server: table.server().clone(),
+                    method: waiter.method.clone(),
+                    tool: waiter.tool.clone(),
+                    reason: reason.clone(),
+                }),
+                Id::String(_) => false,
+            };
+            if !failed {
+                tracing::debug!(server = %table.server(), %reason, "a stream broke for a finished request");
+            }
+            None
+        }
         Event::Unauthorized {
             id,
             resource_metadata,

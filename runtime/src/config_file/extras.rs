@@ -12,8 +12,10 @@
 //!     "build": {
 //!       "command": "build-server",
 //!       "timeout": 20000, "restart": false, "prefix": "ci",
-//!       "tools": { "run": { "timeout": "5m", "resetOnProgress": true, "maxTotal": "1h" } },
-//!       "allowTools": ["run", "status_*"], "denyTools": ["status_debug"], "protocol": "auto"
+//!       "tools": { "run": { "timeout": "5m", "resetOnProgress": true, "maxTotal": "1h" },
+//!                  "status": { "reissueOnBrokenStream": true } },
+//!       "allowTools": ["run", "status_*"], "denyTools": ["status_debug"], "protocol": "auto",
+//!       "reissueOnBrokenStream": false
 //!     }
 //!   }
 //! }
@@ -50,7 +52,12 @@ const RESTART_FIELDS: &[&str] = &[
     "stableAfter",
 ];
 const NAMING_FIELDS: &[&str] = &["mode", "separator"];
-const TOOL_FIELDS: &[&str] = &["timeout", "resetOnProgress", "maxTotal"];
+const TOOL_FIELDS: &[&str] = &[
+    "timeout",
+    "resetOnProgress",
+    "maxTotal",
+    "reissueOnBrokenStream",
+];
 
 /// Reads the top-level `"switchboard"` object.
 pub(super) fn defaults(
@@ -113,6 +120,10 @@ pub(super) fn apply(
     }
     if let Some(value) = field(entry, "prefix") {
         config = config.prefix(ctx.non_empty_string(value, &at.key("prefix"))?);
+    }
+    if let Some(value) = field(entry, "reissueOnBrokenStream") {
+        let reissue = ctx.bool(value, &at.key("reissueOnBrokenStream"))?;
+        config = config.reissue_on_broken_stream(reissue);
     }
     if let Some(value) = field(entry, "protocol") {
         let at = at.key("protocol");
@@ -267,6 +278,9 @@ fn tool_policy(ctx: &Ctx<'_>, value: &Value, at: &JsonPath) -> Result<ToolPolicy
         match key {
             "timeout" => policy.timeout = Some(timeout(ctx, value, &at)?),
             "resetOnProgress" => policy = policy.reset_on_progress(ctx.bool(value, &at)?),
+            "reissueOnBrokenStream" => {
+                policy = policy.reissue_on_broken_stream(ctx.bool(value, &at)?)
+            }
             _ => policy = policy.max_total(timeout(ctx, value, &at)?),
         }
     }

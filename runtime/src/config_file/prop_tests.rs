@@ -34,6 +34,7 @@ const KEYS: &[&str] = &[
     "naming",
     "resetOnProgress",
     "maxTotal",
+    "reissueOnBrokenStream",
     "initialDelay",
     "x-unknown",
 ];

@@ -570,7 +570,7 @@ fn wrong_types_are_errors_at_their_exact_path() {
         (
             r#"{"mcpServers": {"s": {"command": "x", "tools": {"t": {"timeout": "1s", "retries": 3}}}}}"#,
             "mcpServers.s.tools.t.retries",
-            "unknown field; expected `timeout`, `resetOnProgress`, `maxTotal`",
+            "unknown field; expected `timeout`, `resetOnProgress`, `maxTotal`, `reissueOnBrokenStream`",
         ),
         (
             r#"{"mcpServers": {"s": {"command": "x", "tools": {"t": {"resetOnProgress": "yes"}}}}}"#,
@@ -782,7 +782,8 @@ fn per_tool_policies() {
     let text = r#"{"mcpServers": {"s": {"command": "x", "tools": {
         "slow": {"timeout": "5m", "resetOnProgress": true, "maxTotal": "1h"},
         "quick": {"timeout": 2000},
-        "chatty": {"resetOnProgress": true}
+        "chatty": {"resetOnProgress": true},
+        "idempotent": {"reissueOnBrokenStream": true}
     }}}}"#;
     let tools = &parse(text, &[]).servers[0].config.tools;
     assert_eq!(
@@ -796,6 +797,30 @@ fn per_tool_policies() {
     assert_eq!(
         tools["chatty"],
         ToolPolicy::default().reset_on_progress(true)
+    );
+    assert_eq!(
+        tools["idempotent"],
+        ToolPolicy::new().reissue_on_broken_stream(true)
+    );
+}
+
+#[test]
+fn reissue_on_broken_stream_per_server() {
+    let text = r#"{"mcpServers": {"on": {"command": "x", "reissueOnBrokenStream": true},
+                                  "off": {"command": "x"}}}"#;
+    let servers = parse(text, &[]).servers;
+    let by_name = |name: &str| {
+        servers
+            .iter()
+            .find(|s| &*s.name == name)
+            .map(|s| s.config.reissue_on_broken_stream)
+    };
+    assert_eq!(by_name("on"), Some(true));
+    assert_eq!(by_name("off"), Some(false));
+    rejects(
+        r#"{"mcpServers": {"s": {"command": "x", "reissueOnBrokenStream": "yes"}}}"#,
+        "mcpServers.s.reissueOnBrokenStream",
+        "expected true or false",
     );
 }
 

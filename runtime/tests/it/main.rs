@@ -15,6 +15,8 @@ mod era;
 mod fail_fast;
 mod handshake;
 mod io_runtime;
+mod list_ttl;
+mod listen;
 mod liveness;
 mod load;
 mod metrics;

@@ -292,6 +292,17 @@ impl Shared {
         }
     }
 
+    /// Reports a stateless request whose response stream ended before its answer:
+    /// [`Event::StreamBroken`].
+    pub(crate) async fn broken(&self, id: Id, reason: &str) {
+        tracing::debug!(server = %self.name, id = %id, reason, "a stateless request's stream broke");
+        self.emit(Event::StreamBroken {
+            id,
+            reason: reason.into(),
+        })
+        .await;
+    }
+
     /// Reports a failed message with its typed cause: a 401 that stays becomes
     /// [`Event::Unauthorized`], anything else goes to [`fail`](Self::fail).
     pub(crate) async fn fail_error(&self, id: Option<Id>, error: &Error) {

@@ -53,7 +53,10 @@
 //!   [`Config::idle_timeout`]) before its answer, the transport GETs the endpoint with
 //!   `Last-Event-ID` after exactly the stream's `retry:` delay (1 s when it sent none), then
 //!   with a capped, jittered backoff, 5 attempts in all. A stream that never carried an event
-//!   id cannot resume: its request fails with [`Event::SendFailed`].
+//!   id cannot resume: its request fails with [`Event::SendFailed`]. A stateless-era
+//!   (2026-07-28) request's stream is never resumed (the era has none): when it ends, or its
+//!   JSON answer breaks off, before the answer, the request is reported lost with
+//!   [`Event::StreamBroken`], and the runtime decides whether to send it again.
 //! - **End.** No single stream's end means "disconnected". The connection ends with
 //!   [`CloseCause::Closed`] after [`Control::close`] (which first DELETEs the session), or
 //!   with [`CloseCause::WriteFailed`] when a POST cannot connect to the server at all (the

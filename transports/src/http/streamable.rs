@@ -290,7 +290,8 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
     }
     let content_type = client::content_type(&response);
     if content_type == "text/event-stream" {
-        return answer_stream(&shared, response, request, generation).await;
+        // The stateless era has no resumption: its streams are not resumed with GET.
+        return answer_stream(&shared, response, request, generation, !modern.is_empty()).await;
     }
     if request.is_none() {
         // A notification or a response needs no answer; whatever came is ignored.
@@ -315,11 +316,19 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
                 .fail(request, "the answer is longer than the limit")
                 .await;
         }
-        Err(reason) => {
-            shared
-                .fail(request, &format!("reading the answer failed: {reason}"))
-                .await
-        }
+        // A stateless request's answer that broke off is lost like a broken stream.
+        Err(reason) => match request {
+            Some(id) if !modern.is_empty() => {
+                shared
+                    .broken(id, &format!("reading the answer failed: {reason}"))
+                    .await
+            }
+            request => {
+                shared
+                    .fail(request, &format!("reading the answer failed: {reason}"))
+                    .await
+            }
+        },
     }
     PostEnd::Done
 }
@@ -370,12 +379,15 @@ struct StreamState {
     answered: bool,
 }
 
-/// Reads a POST's SSE answer, resuming it with GET and `Last-Event-ID` if it drops first.
+/// Reads a POST's SSE answer, resuming it with GET and `Last-Event-ID` if it drops first;
+/// a `stateless` request's stream is never resumed (the era has no resumption), and its
+/// request is reported lost instead.
 async fn answer_stream(
     shared: &Arc<Shared>,
     mut response: Response,
     request: Option<Id>,
     generation: u64,
+    stateless: bool,
 ) -> PostEnd {
     let mut state = StreamState::default();
     let mut attempt = 0;
@@ -383,7 +395,16 @@ async fn answer_stream(
         if read_stream(shared, &mut response, &mut state, request.as_ref()).await {
             attempt = 0;
         }
-        if state.answered || request.is_none() {
+        if state.answered {
+            return PostEnd::Done;
+        }
+        let Some(id) = &request else {
+            return PostEnd::Done;
+        };
+        if stateless {
+            shared
+                .broken(id.clone(), "the response stream ended before the answer")
+                .await;
             return PostEnd::Done;
         }
         let Some(last_event_id) = state.last_event_id.clone() else {

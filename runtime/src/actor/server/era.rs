@@ -6,7 +6,9 @@
 //! probe is sent once more with a version from the server's `supported` list; any other
 //! error (legacy servers answer `-32601` or `-32602`, among others) or no answer within the
 //! probe timeout means legacy, and `initialize` follows on the same connection. The verdict
-//! holds for the connection (one server process); a restart probes again.
+//! holds for the connection (one server process); a restart probes again. Over HTTP it holds
+//! for the origin (see [`crate::verdicts`]): a new connection to a known origin skips the
+//! probe, until the origin is unreachable, a start fails or the server is restarted.
 //!
 //! A modern server is ready once its tools are listed: there is no `initialize` and no
 //! `notifications/initialized`; its capabilities, instructions and identity come from the
@@ -26,6 +28,8 @@ use super::{Phase, ServerActor};
 use crate::client::ClientHandlers;
 use crate::era::{Era, Modern, Protocol};
 use crate::error::Error;
+use crate::transport::Transport;
+use crate::verdicts::Verdict;
 
 /// The longest the auto probe waits for an answer to `server/discover` before it decides the
 /// server is legacy (and at most half the startup timeout, which must leave `initialize`
@@ -41,11 +45,47 @@ impl ServerActor {
         self.ties.dialect.store(None);
         self.ties.freshness.forget();
         self.era = None;
-        match self.config.protocol {
-            Protocol::Legacy => self.send_initialize(ctx),
-            Protocol::Auto | Protocol::Modern => {
+        let known = self
+            .verdict_origin()
+            .and_then(|origin| self.ties.verdicts.get(&origin));
+        match (self.config.protocol, known) {
+            (Protocol::Legacy, _) | (Protocol::Auto, Some(Verdict::Legacy)) => {
+                self.send_initialize(ctx)
+            }
+            (Protocol::Auto, Some(Verdict::Modern { version, discover })) => {
+                tracing::debug!(server = %self.name, %version, "the origin's era is known: no probe");
+                self.phase = Phase::Discovering;
+                let dialect = Arc::new(Modern::new(
+                    &version,
+                    modern_capabilities(self.config.handlers.as_ref()),
+                ));
+                self.become_modern(dialect, *discover, ctx);
+            }
+            (Protocol::Auto | Protocol::Modern, _) => {
                 self.send_discover(modern::PROTOCOL_VERSION, true, ctx)
             }
+        }
+    }
+
+    /// The origin whose verdict this server shares: an auto server over HTTP has one.
+    fn verdict_origin(&self) -> Option<String> {
+        match (&self.config.transport, self.config.protocol) {
+            (Transport::Http(http), Protocol::Auto) => crate::verdicts::origin(&http.url),
+            _ => None,
+        }
+    }
+
+    /// Keeps the verdict the probe reached for the server's origin.
+    pub(super) fn keep_verdict(&self, verdict: Verdict) {
+        if let Some(origin) = self.verdict_origin() {
+            self.ties.verdicts.keep(origin, verdict);
+        }
+    }
+
+    /// Forgets the server's origin's verdict: its next connection probes.
+    pub(super) fn forget_verdict(&self) {
+        if let Some(origin) = self.verdict_origin() {
+            self.ties.verdicts.forget(&origin);
         }
     }
 
@@ -128,6 +168,10 @@ impl ServerActor {
             self.repick(&dialect, first, &supported, ctx);
             return;
         }
+        self.keep_verdict(Verdict::Modern {
+            version: dialect.version.to_string(),
+            discover: Box::new(discover.clone()),
+        });
         self.become_modern(dialect, discover, ctx);
     }
 

@@ -3,8 +3,13 @@
 //! and published in its status, where the runtime resolves URIs and prompt names.
 //!
 //! A listing that fails is logged and the last one kept: the server still serves its tools.
+//!
+//! A stateless server's lists carry `ttlMs`: the listing is fresh for the shortest of its
+//! pages (resources and templates together), at least [`MIN_FRESH`](crate::era::MIN_FRESH).
+//! When the runtime resolves a URI or a prompt name with a listing past that, the listing is
+//! used as it is and the actor is asked to list again (see [`crate::era::Freshness`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use actix::Context;
 use serde::de::DeserializeOwned;
@@ -42,32 +47,38 @@ impl ServerActor {
         let own = self.own_requests(link);
         let name = self.name.clone();
         let timeout = self.config.timeout;
+        // The shortest `ttlMs` of the pages, noted as they arrive.
+        let ttl = Ttl::default();
         match which {
             Lists::Resources => {
+                let pages = ttl.clone();
                 let work = async move {
                     let resources = collect_pages(&name, methods::RESOURCES_LIST, |cursor| {
-                        let own = own.clone();
+                        let (own, pages) = (own.clone(), pages.clone());
                         async move {
                             let page: ListResourcesResult =
                                 fetch(&own, methods::RESOURCES_LIST, cursor, timeout).await?;
+                            pages.note(&page.extra);
                             Ok((page.resources, page.next_cursor))
                         }
                     })
                     .await;
                     let templates =
                         collect_pages(&name, methods::RESOURCE_TEMPLATES_LIST, |cursor| {
-                            let own = own.clone();
+                            let (own, pages) = (own.clone(), pages.clone());
                             async move {
                                 let page: ListResourceTemplatesResult =
                                     fetch(&own, methods::RESOURCE_TEMPLATES_LIST, cursor, timeout)
                                         .await?;
+                                pages.note(&page.extra);
                                 Ok((page.resource_templates, page.next_cursor))
                             }
                         })
                         .await;
                     (resources, templates)
                 };
-                self.when_same_link(ctx, work, |act, (resources, templates), _| {
+                self.when_same_link(ctx, work, move |act, (resources, templates), _| {
+                    let listed = resources.is_ok() && templates.is_ok();
                     match resources {
                         Ok(list) => act.resources = Arc::from(list),
                         Err(why) => act.listing_kept(methods::RESOURCES_LIST, why),
@@ -76,24 +87,34 @@ impl ServerActor {
                         Ok(list) => act.resource_templates = Arc::from(list),
                         Err(why) => act.listing_kept(methods::RESOURCE_TEMPLATES_LIST, why),
                     }
+                    if listed && act.is_modern() {
+                        act.ties.freshness.resources.listed(ttl.get());
+                    }
                     act.republish();
                 });
             }
             Lists::Prompts => {
+                let pages = ttl.clone();
                 let work = async move {
                     collect_pages(&name, methods::PROMPTS_LIST, |cursor| {
-                        let own = own.clone();
+                        let (own, pages) = (own.clone(), pages.clone());
                         async move {
                             let page: ListPromptsResult =
                                 fetch(&own, methods::PROMPTS_LIST, cursor, timeout).await?;
+                            pages.note(&page.extra);
                             Ok((page.prompts, page.next_cursor))
                         }
                     })
                     .await
                 };
-                self.when_same_link(ctx, work, |act, prompts, _| {
+                self.when_same_link(ctx, work, move |act, prompts, _| {
                     match prompts {
-                        Ok(list) => act.prompts = Arc::from(list),
+                        Ok(list) => {
+                            act.prompts = Arc::from(list);
+                            if act.is_modern() {
+                                act.ties.freshness.prompts.listed(ttl.get());
+                            }
+                        }
                         Err(why) => act.listing_kept(methods::PROMPTS_LIST, why),
                     }
                     act.republish();
@@ -113,6 +134,24 @@ impl ServerActor {
         if self.phase == Phase::Ready {
             self.publish(ServerState::Ready);
         }
+    }
+}
+
+/// The shortest `ttlMs` of a listing's pages so far.
+#[derive(Clone, Default)]
+struct Ttl(Arc<Mutex<Option<i64>>>);
+
+impl Ttl {
+    fn note(&self, extra: &serde_json::Map<String, serde_json::Value>) {
+        let mut shortest = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *shortest = crate::era::shortest(*shortest, crate::era::ttl_ms(extra));
+    }
+
+    /// The listing's TTL (`None`: no page had one).
+    fn get(&self) -> Option<std::time::Duration> {
+        let shortest = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // Non-negative: `ttl_ms` reads negative as 0.
+        shortest.map(|ms| std::time::Duration::from_millis(ms.unsigned_abs()))
     }
 }
 

@@ -4,6 +4,7 @@
 
 use actix::Context;
 use switchboard_codecs::jsonrpc::{Message, Notification};
+use switchboard_codecs::mcp::modern::listen;
 use switchboard_codecs::mcp::{self, methods};
 use switchboard_transports::connection::Event;
 
@@ -40,6 +41,8 @@ impl ServerActor {
             methods::PROMPTS_LIST_CHANGED => {
                 self.list_features(super::features::Lists::Prompts, ctx)
             }
+            listen::ACKNOWLEDGED => self.on_listen_acknowledged(n.params.as_deref()),
+            methods::CANCELLED => self.on_server_cancelled(n.params.as_deref(), ctx),
             methods::ELICITATION_COMPLETE => self.on_elicitation_complete(n.params.as_deref()),
             methods::RESOURCES_UPDATED => {
                 let update = n

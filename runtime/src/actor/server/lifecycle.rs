@@ -35,6 +35,7 @@ impl ServerActor {
         self.connect_started = Instant::now();
         self.init = None;
         self.relist_running = false;
+        self.reset_listen(ctx);
         self.start_startup_timer(ctx);
         if !self.start_failed {
             self.set_gate(Gate::Starting);
@@ -245,6 +246,7 @@ impl ServerActor {
         let has_tools = init.capabilities.tools.is_some();
         self.init = Some(init);
         self.era = Some(crate::era::Era::Legacy);
+        self.keep_verdict(crate::verdicts::Verdict::Legacy);
         self.notify(methods::INITIALIZED, &serde_json::json!({}));
         self.after_handshake(has_tools, ctx);
     }
@@ -318,7 +320,7 @@ impl ServerActor {
                     let ttl = facts
                         .ttl_ms
                         .map(|t| std::time::Duration::from_millis(t as u64));
-                    act.ties.freshness.listed(ttl);
+                    act.ties.freshness.tools.listed(ttl);
                 }
                 act.on_tools_listed(tools, ctx)
             }
@@ -403,12 +405,13 @@ impl ServerActor {
         self.set_gate(Gate::Ready(table));
         self.publish(ServerState::Ready);
         // The stateless era has neither: the log level travels in every request's `_meta`,
-        // and `resources/subscribe` is gone (`subscriptions/listen` replaces it).
+        // and `resources/subscribe` is gone: `subscriptions/listen` asks for the resources
+        // and the list changes.
         if !self.is_modern() {
             self.reapply_log_level(ctx);
             self.resubscribe(ctx);
-        } else if !self.ties.subscriptions.uris().is_empty() {
-            tracing::warn!(server = %self.name, "resource subscriptions are not renewed: the server speaks the stateless era, which has no resources/subscribe");
+        } else {
+            self.open_listen(ctx);
         }
         self.list_features(super::features::Lists::Resources, ctx);
         self.list_features(super::features::Lists::Prompts, ctx);
@@ -445,6 +448,8 @@ impl ServerActor {
     /// fail at once with this error until a start succeeds.
     pub(super) fn fail_start(&mut self, error: Error, ctx: &mut Context<Self>) {
         tracing::warn!(server = %self.name, %error, "server failed to start");
+        // A start that failed may have failed for the verdict: the next one probes.
+        self.forget_verdict();
         self.stop_startup_timer(ctx);
         self.start_failed = true;
         let reason: Arc<str> = error.to_string().into();
@@ -488,6 +493,13 @@ impl ServerActor {
     ) {
         let pending = table.as_ref().map_or(0, |t| t.len());
         tracing::warn!(server = %self.name, %reason, pending, "server disconnected");
+        // An origin that could not be reached may come back as another deployment.
+        if matches!(
+            reason.cause,
+            switchboard_transports::CloseCause::WriteFailed(_)
+        ) {
+            self.forget_verdict();
+        }
         self.stop_startup_timer(ctx);
         let reason = Arc::new(reason);
         let text: Arc<str> = format!("it disconnected: {reason}").into();

@@ -12,14 +12,15 @@
 //! The work is split by concern: [`lifecycle`] (connecting, handshake, going down,
 //! restarts), [`liveness`] (pings and silence), [`inbound`] (what the server sends that is
 //! not an answer), [`handlers`] (the server's requests, answered by the application),
-//! [`features`] (resources and prompts listed into the status), [`own`] (the actor's own
-//! requests).
+//! [`features`] (resources and prompts listed into the status), [`listen`] (a stateless
+//! server's `subscriptions/listen` stream), [`own`] (the actor's own requests).
 
 mod era;
 mod features;
 pub(crate) mod handlers;
 mod inbound;
 mod lifecycle;
+mod listen;
 mod liveness;
 mod own;
 
@@ -91,8 +92,10 @@ pub(crate) struct Ties {
     pub(crate) io: IoPlaces,
     /// What requests carry in the modern era, published for handles before the gate opens.
     pub(crate) dialect: crate::era::Dialect,
-    /// How fresh a modern server's tool listing is.
-    pub(crate) freshness: Arc<crate::era::Freshness>,
+    /// How fresh a modern server's lists are.
+    pub(crate) freshness: Arc<crate::era::ListFreshness>,
+    /// The era verdicts of HTTP servers, by origin (the runtime's).
+    pub(crate) verdicts: Arc<crate::verdicts::Verdicts>,
 }
 
 /// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
@@ -200,6 +203,8 @@ pub(crate) struct ServerActor {
     silences: mpsc::UnboundedSender<Silence>,
     /// The actor's own requests in flight (handshake, lists, pings).
     own_outstanding: Arc<AtomicUsize>,
+    /// A stateless server's `subscriptions/listen`.
+    listening: listen::Listening,
 }
 
 impl ServerActor {
@@ -247,6 +252,7 @@ impl ServerActor {
             session_recovering: false,
             silences,
             own_outstanding: Arc::new(AtomicUsize::new(0)),
+            listening: listen::Listening::default(),
         }
     }
 
@@ -334,19 +340,19 @@ impl ServerActor {
     }
 
     /// Runs `work` and hands its output to `then`, if the connection is still the same one
-    /// when it is done.
+    /// when it is done. The handle cancels the work (dropping it).
     fn when_same_link<T: 'static>(
         &mut self,
         ctx: &mut Context<Self>,
         work: impl std::future::Future<Output = T> + 'static,
         then: impl FnOnce(&mut Self, T, &mut Context<Self>) + 'static,
-    ) {
+    ) -> SpawnHandle {
         let generation = self.link.as_ref().map(|l| l.generation);
         ctx.spawn(work.into_actor(self).map(move |output, act, ctx| {
             if act.link.as_ref().map(|l| l.generation) == generation {
                 then(act, output, ctx);
             }
-        }));
+        }))
     }
 
     fn notify(&self, method: &str, params: &impl Serialize) {
@@ -385,10 +391,25 @@ impl Actor for ServerActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let freshness = self.ties.freshness.clone();
         let stale = futures_util::stream::unfold(freshness, |freshness| async move {
-            freshness.stale().await;
+            freshness.tools.stale().await;
             Some((StaleTools, freshness))
         });
         ctx.add_stream(stale);
+        for which in [features::Lists::Resources, features::Lists::Prompts] {
+            let freshness = self.ties.freshness.clone();
+            let stale = futures_util::stream::unfold(freshness, move |freshness| async move {
+                match which {
+                    features::Lists::Resources => freshness.resources.stale().await,
+                    features::Lists::Prompts => freshness.prompts.stale().await,
+                }
+                Some((StaleList(which), freshness))
+            });
+            ctx.add_stream(stale);
+        }
+        // Changes of the subscribed URIs, which a stateless server's listen asks for.
+        let uris =
+            tokio_stream::wrappers::WatchStream::from_changes(self.ties.subscriptions.revisions());
+        ctx.add_stream(tokio_stream::StreamExt::map(uris, |_| listen::UrisChanged));
         if self.liveness.is_enabled() {
             let tick = (self.liveness.interval / 4).max(Duration::from_millis(10));
             ctx.run_interval(tick, |act, ctx| act.liveness_tick(ctx));
@@ -420,6 +441,18 @@ impl StreamHandler<StaleTools> for ServerActor {
     fn handle(&mut self, _: StaleTools, ctx: &mut Context<Self>) {
         // Re-listed like after `notifications/tools/list_changed` (once per burst).
         self.on_tools_changed(ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+/// A caller used a modern server's resources or prompts past their `ttlMs`.
+pub(crate) struct StaleList(features::Lists);
+
+impl StreamHandler<StaleList> for ServerActor {
+    fn handle(&mut self, StaleList(which): StaleList, ctx: &mut Context<Self>) {
+        // Listed again in the background; the caller went on with the cached list.
+        self.list_features(which, ctx);
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
@@ -520,6 +553,8 @@ impl Handler<Restart> for ServerActor {
         }
         self.backoff.reset();
         self.restarts += 1;
+        // Asked to start over: the server may have been redeployed in another era.
+        self.forget_verdict();
         self.connect(ctx);
     }
 }

@@ -1,0 +1,64 @@
+//! Which requests are sent again when their response stream breaks.
+//!
+//! A stateless (2026-07-28) request over Streamable HTTP is answered on its own response
+//! stream, and the era has no resumption: when the stream breaks before the answer, the
+//! request is lost and the server may or may not have run it. Requests that change nothing
+//! (lists, reads, prompt gets, completions) are sent again under a new id, within the call's
+//! deadline; a tool call only when the caller, the tool's policy or the server's setting
+//! said the tool is safe to run twice. Anything else fails with
+//! [`Error::StreamBroken`](crate::Error::StreamBroken).
+
+use switchboard_codecs::mcp::methods;
+
+/// How many times one request is sent again after broken streams.
+pub(crate) const MAX_REISSUES: u32 = 2;
+
+/// The methods that change nothing on the server, so that running them twice is harmless.
+const SAFE: &[&str] = &[
+    methods::TOOLS_LIST,
+    methods::RESOURCES_LIST,
+    methods::RESOURCE_TEMPLATES_LIST,
+    methods::PROMPTS_LIST,
+    methods::RESOURCES_READ,
+    methods::PROMPTS_GET,
+    methods::COMPLETION_COMPLETE,
+];
+
+/// Whether a `method` request whose stream broke may be sent again: safe methods always,
+/// `tools/call` when the call's or tool's policy (`policy`, `None`: neither said) or else
+/// the server's setting (`server`) opted in.
+pub(crate) fn allowed(method: &str, policy: Option<bool>, server: bool) -> bool {
+    if method == methods::TOOLS_CALL {
+        return policy.unwrap_or(server);
+    }
+    SAFE.contains(&method)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_sent_again_and_tool_calls_only_when_opted_in() {
+        for method in [
+            "tools/list",
+            "resources/read",
+            "prompts/get",
+            "completion/complete",
+        ] {
+            assert!(allowed(method, None, false), "{method}");
+        }
+        assert!(!allowed("tools/call", None, false), "off by default");
+        assert!(allowed("tools/call", None, true), "the server's setting");
+        assert!(
+            allowed("tools/call", Some(true), false),
+            "the tool's policy"
+        );
+        assert!(
+            !allowed("tools/call", Some(false), true),
+            "the tool's policy beats the server's"
+        );
+        assert!(!allowed("server/discover", None, true));
+        assert!(!allowed("logging/setLevel", None, true));
+    }
+}
