@@ -46,6 +46,8 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
     // transport, and `notifications/initialized`, which must reach the server before any
     // request of the session does (each message is its own POST, and POSTs race).
     let mut gate: Option<tokio::task::Id> = None;
+    // Whether this connection speaks the stateless era (it has sent such a request).
+    let mut stateless_era = false;
     // The POSTs of stateless requests in flight, by request id, to close when cancelled.
     let mut stateless: std::collections::HashMap<Id, tokio::task::AbortHandle> =
         std::collections::HashMap::new();
@@ -109,6 +111,12 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                             task.abort();
                             continue;
                         }
+                        // Its request already ended (its answer crossed the cancel): on a
+                        // stateless connection there is nothing to send, and the era has no
+                        // such notification.
+                        if stateless_era {
+                            continue;
+                        }
                     }
                     let request = outbound.id.clone();
                     let modern = super::modern::is_stateless(&outbound.payload);
@@ -117,6 +125,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                     if gates {
                         gate = Some(task.id());
                     }
+                    stateless_era |= modern;
                     if let (true, Some(request)) = (modern, request) {
                         stateless.insert(request, task);
                     }

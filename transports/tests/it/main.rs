@@ -35,6 +35,8 @@ mod http_server_gone_closes;
 #[cfg(feature = "http")]
 mod http_session_expiry;
 #[cfg(feature = "http")]
+mod http_stateless_cancel;
+#[cfg(feature = "http")]
 mod http_stream_resumes_after_retry;
 #[cfg(feature = "http")]
 mod http_streamable_answers;
