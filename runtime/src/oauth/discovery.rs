@@ -67,53 +67,19 @@ pub(crate) async fn discover(
     let header = challenge
         .and_then(|c| c.resource_metadata.as_deref())
         .and_then(|u| endpoint.join(u).ok());
-    let mut tried = Vec::new();
-    for url in resource_metadata_candidates(endpoint, header) {
-        let answer = net.get(Step::ResourceMetadata, &url).await?;
-        tried.push(display(&url));
-        if answer.status.is_client_error() {
-            continue;
-        }
-        if !answer.status.is_success() {
-            return Err(Error::Status {
+    let candidates = resource_metadata_candidates(endpoint, header);
+    let tried = match first_document(net, Step::ResourceMetadata, candidates).await? {
+        Found::Document(url, doc) => {
+            let bad = |reason: &str| Error::BadMetadata {
                 server: net.server.clone(),
                 step: Step::ResourceMetadata,
                 url: display(&url),
-                status: answer.status.as_u16(),
-            });
+                reason: reason.to_owned(),
+            };
+            return resource_metadata(net, endpoint, &doc, bad).await;
         }
-        let bad = |reason: &str| Error::BadMetadata {
-            server: net.server.clone(),
-            step: Step::ResourceMetadata,
-            url: display(&url),
-            reason: reason.to_owned(),
-        };
-        let doc = answer.json().ok_or_else(|| bad("not json"))?;
-        let resource = doc
-            .get("resource")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("no `resource`"))?;
-        if !resource_matches(resource, endpoint) {
-            return Err(Error::ResourceMismatch {
-                server: net.server.clone(),
-                resource: resource.to_owned(),
-                expected: display(endpoint),
-            });
-        }
-        let issuer = doc
-            .get("authorization_servers")
-            .and_then(Value::as_array)
-            .and_then(|a| a.iter().find_map(Value::as_str))
-            .ok_or_else(|| bad("no `authorization_servers`"))?;
-        let issuer_url =
-            Url::parse(issuer).map_err(|_| bad("an authorization server is not a url"))?;
-        let server = server_metadata(net, &issuer_url, Some(issuer)).await?;
-        return Ok(Discovered {
-            resource: resource.to_owned(),
-            resource_scopes: strings(&doc, "scopes_supported"),
-            server,
-        });
-    }
+        Found::Nothing(tried) => tried,
+    };
     tracing::debug!(server = %net.server, tried = %tried.join(", "), "no protected resource metadata; using the 2025-03-26 fallbacks");
     let mut origin = endpoint.clone();
     origin.set_path("/");
@@ -129,6 +95,75 @@ pub(crate) async fn discover(
         resource_scopes: None,
         server,
     })
+}
+
+/// Checks a protected resource metadata document and looks up its authorization server.
+async fn resource_metadata(
+    net: &Net,
+    endpoint: &Url,
+    doc: &Value,
+    bad: impl Fn(&str) -> Error,
+) -> Result<Discovered, Error> {
+    let resource = doc
+        .get("resource")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("no `resource`"))?;
+    if !resource_matches(resource, endpoint) {
+        return Err(Error::ResourceMismatch {
+            server: net.server.clone(),
+            resource: resource.to_owned(),
+            expected: display(endpoint),
+        });
+    }
+    let issuer = doc
+        .get("authorization_servers")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find_map(Value::as_str))
+        .ok_or_else(|| bad("no `authorization_servers`"))?;
+    let issuer_url = Url::parse(issuer).map_err(|_| bad("an authorization server is not a url"))?;
+    let server = server_metadata(net, &issuer_url, Some(issuer)).await?;
+    Ok(Discovered {
+        resource: resource.to_owned(),
+        resource_scopes: strings(doc, "scopes_supported"),
+        server,
+    })
+}
+
+/// What a walk through metadata candidates found.
+enum Found {
+    /// The first document a candidate URL had.
+    Document(Url, Value),
+    /// Every candidate answered 4xx: the URLs tried, for the error.
+    Nothing(Vec<String>),
+}
+
+/// The first of `candidates` the server has, as JSON. A 4xx moves on to the next one;
+/// any other failure status, or a body that is not JSON, is an error naming `step`.
+async fn first_document(net: &Net, step: Step, candidates: Vec<Url>) -> Result<Found, Error> {
+    let mut tried = Vec::new();
+    for url in candidates {
+        let answer = net.get(step, &url).await?;
+        tried.push(display(&url));
+        if answer.status.is_client_error() {
+            continue;
+        }
+        if !answer.status.is_success() {
+            return Err(Error::Status {
+                server: net.server.clone(),
+                step,
+                url: display(&url),
+                status: answer.status.as_u16(),
+            });
+        }
+        let doc = answer.json().ok_or_else(|| Error::BadMetadata {
+            server: net.server.clone(),
+            step,
+            url: display(&url),
+            reason: "not json".into(),
+        })?;
+        return Ok(Found::Document(url, doc));
+    }
+    Ok(Found::Nothing(tried))
 }
 
 /// The resource metadata URLs to try, in order.
@@ -182,34 +217,15 @@ async fn server_metadata(
     issuer_url: &Url,
     issuer: Option<&str>,
 ) -> Result<ServerMetadata, Error> {
-    let mut tried = Vec::new();
-    for url in server_metadata_candidates(issuer_url) {
-        let answer = net.get(Step::ServerMetadata, &url).await?;
-        tried.push(display(&url));
-        if answer.status.is_client_error() {
-            continue;
-        }
-        if !answer.status.is_success() {
-            return Err(Error::Status {
-                server: net.server.clone(),
-                step: Step::ServerMetadata,
-                url: display(&url),
-                status: answer.status.as_u16(),
-            });
-        }
-        let doc = answer.json().ok_or_else(|| Error::BadMetadata {
+    let candidates = server_metadata_candidates(issuer_url);
+    match first_document(net, Step::ServerMetadata, candidates).await? {
+        Found::Document(url, doc) => parse_server_metadata(net, &url, &doc, issuer, issuer_url),
+        Found::Nothing(tried) => Err(Error::NoMetadata {
             server: net.server.clone(),
             step: Step::ServerMetadata,
-            url: display(&url),
-            reason: "not json".into(),
-        })?;
-        return parse_server_metadata(net, &url, &doc, issuer, issuer_url);
+            tried: tried.join(", "),
+        }),
     }
-    Err(Error::NoMetadata {
-        server: net.server.clone(),
-        step: Step::ServerMetadata,
-        tried: tried.join(", "),
-    })
 }
 
 /// Checks one authorization server metadata document.
