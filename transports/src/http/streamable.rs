@@ -77,7 +77,13 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                 Some(Command::Close(done)) => {
                     // What was sent before the close is delivered (briefly), the session
                     // deleted, then the streams close (below).
+                    let era = stateless_era;
                     super::settle(inputs, &mut posts, |outbound| {
+                        // The stateless era cancels by closing streams, as this close
+                        // does: its cancels have nothing to POST.
+                        if era && client::method_of(&outbound.payload).as_deref() == Some(CANCELLED) {
+                            return Box::pin(async { PostEnd::Done });
+                        }
                         Box::pin(post(shared.clone(), outbound, false, false))
                     })
                     .await;

@@ -47,5 +47,18 @@ async fn a_cancel_after_the_answer_is_not_posted_on_a_stateless_connection() {
         .map(|s| s.rpc_method())
         .collect();
     assert_eq!(methods, [Some("ping".into()), Some("ping".into())]);
+    // A cancel still queued when the connection closes (a runtime shutting down cancels
+    // what is pending) is not POSTed either.
+    conn.sender
+        .send(outbound(
+            &CANCEL_5.replace(r#""requestId":5"#, r#""requestId":6"#),
+        ))
+        .unwrap();
     conn.control.close().await;
+    let cancels = server
+        .seen_with(Method::POST)
+        .iter()
+        .filter(|s| s.rpc_method().as_deref() == Some("notifications/cancelled"))
+        .count();
+    assert_eq!(cancels, 0);
 }
