@@ -358,7 +358,7 @@ impl ServerHandle {
         let policy = self.policy(None, &ToolPolicy::default());
         let started = std::time::Instant::now();
         let answer = self
-            .send(method.into(), None, policy, None, |id| {
+            .send(method.into(), None, started, policy, None, |id| {
                 let modern = self.shared.dialect.load();
                 let level = self.shared.logging.level();
                 crate::era::frame_request(modern.as_deref(), level, id, method, params)

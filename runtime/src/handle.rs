@@ -135,7 +135,7 @@ impl ServerHandle {
         let params = params.unwrap_or_else(|| serde_json::json!({}));
         let started = Instant::now();
         let answer = self
-            .send(method.into(), None, policy, None, |id| {
+            .send(method.into(), None, started, policy, None, |id| {
                 let modern = self.shared.dialect.load();
                 let level = self.shared.logging.level();
                 crate::era::frame_request(modern.as_deref(), level, id, method, &params)
@@ -181,6 +181,7 @@ impl ServerHandle {
             .send(
                 "tools/call".into(),
                 Some(tool.clone()),
+                started,
                 policy,
                 progress.clone(),
                 |id| {
@@ -233,10 +234,13 @@ impl ServerHandle {
     /// The hot path: take a slot, number and serialize, send through the ready connection's
     /// table, await the answer; in a `debug` span `request` (free when nobody listens),
     /// measured from start to answer.
+    ///
+    /// `started` is when the caller's request began (its deadline counts from there).
     pub(crate) async fn send(
         &self,
         method: Arc<str>,
         tool: Option<Arc<str>>,
+        started: Instant,
         policy: DeadlinePolicy,
         progress: Option<ProgressFn>,
         frame: impl Fn(i64) -> bytes::Bytes,
@@ -248,7 +252,6 @@ impl ServerHandle {
             tool = tool.as_deref(),
             id = tracing::field::Empty,
         );
-        let started = Instant::now();
         let recording = Recording::start(
             self.shared.metrics.series(&method, tool.as_deref()),
             started,

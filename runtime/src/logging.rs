@@ -6,7 +6,8 @@
 //! to INFO, `warning` to WARN, `error` and above to ERROR; the events have the target
 //! `switchboard::server_log`, so a subscriber's filter can keep or drop them as a whole.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_codecs::mcp::{LoggingLevel, LoggingMessageParams};
@@ -30,12 +31,26 @@ pub struct ServerLog {
     pub data: Value,
 }
 
+/// Every level, least severe first (the order of [`LoggingLevel`]).
+const LEVELS: [LoggingLevel; 8] = [
+    LoggingLevel::Debug,
+    LoggingLevel::Info,
+    LoggingLevel::Notice,
+    LoggingLevel::Warning,
+    LoggingLevel::Error,
+    LoggingLevel::Critical,
+    LoggingLevel::Alert,
+    LoggingLevel::Emergency,
+];
+
 /// One server's logging, shared by its handles and every incarnation of its actor.
 #[derive(Debug)]
 pub(crate) struct Logging {
     server: Arc<str>,
-    /// The level set with `set_log_level`, sent again after every (re)initialization.
-    level: Mutex<Option<LoggingLevel>>,
+    /// The level set with `set_log_level`, sent again after every (re)initialization: 0 for
+    /// none, else 1 + its index in [`LEVELS`]. An atomic, because every request to a
+    /// stateless server reads it to put it in `_meta`.
+    level: AtomicU8,
     messages: broadcast::Sender<ServerLog>,
 }
 
@@ -43,18 +58,21 @@ impl Logging {
     pub(crate) fn new(server: Arc<str>) -> Self {
         Logging {
             server,
-            level: Mutex::new(None),
+            level: AtomicU8::new(0),
             messages: broadcast::channel(BACKLOG).0,
         }
     }
 
     /// The level to (re)apply, if one was chosen.
     pub(crate) fn level(&self) -> Option<LoggingLevel> {
-        *self.level.lock().unwrap_or_else(|e| e.into_inner())
+        let stored = usize::from(self.level.load(Ordering::Relaxed));
+        stored.checked_sub(1).and_then(|i| LEVELS.get(i).copied())
     }
 
     pub(crate) fn set_level(&self, level: LoggingLevel) {
-        *self.level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
+        let index = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
+        // At most 8 levels: the index always fits.
+        self.level.store(index as u8 + 1, Ordering::Relaxed);
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<ServerLog> {
@@ -154,5 +172,15 @@ mod tests {
             (LoggingLevel::Warning, Some("db"))
         );
         assert_eq!(got.data, Value::from("slow"));
+    }
+
+    #[test]
+    fn the_chosen_level_reads_back_as_set() {
+        let logging = Logging::new("s".into());
+        assert_eq!(logging.level(), None);
+        for level in LEVELS {
+            logging.set_level(level);
+            assert_eq!(logging.level(), Some(level));
+        }
     }
 }

@@ -222,6 +222,7 @@ impl ServerHandle {
         self.send(
             method.into(),
             original.tool.clone(),
+            Instant::now(),
             policy,
             original.progress.clone(),
             |id| {
