@@ -4,15 +4,10 @@
 //! refusals (the identity provider says no, its answer is not an ID-JAG, the authorization
 //! server does not offer the grant or refuses the client).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde_json::json;
 use switchboard::oauth::{
     self, Error as OAuthError, IdentityAssertion, IdentityProvider, OAuth, Step,
 };
-use switchboard::transport::HttpKind;
-use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig};
 
 use crate::oauth_fixture::{serve, Fixture, Knobs, IDP_CLIENT, ID_TOKEN, JWT_BEARER};
 
@@ -36,20 +31,7 @@ fn client(fixture: &Fixture, secret: &str) -> OAuth {
 async fn cross_app_access_exchanges_the_id_token_then_presents_the_id_jag() {
     let fixture = serve(Knobs::default()).await;
     let auth = client(&fixture, "svc-secret");
-    let rt = Runtime::builder()
-        .server(
-            "guarded",
-            ServerConfig::http(fixture.mcp_url(), HttpKind::StreamableHttp)
-                .auth(Arc::new(auth.clone()))
-                .restart(RestartPolicy::off())
-                .liveness(Liveness::off())
-                .timeout(Duration::from_secs(20)),
-        )
-        .build()
-        .await
-        .unwrap();
-    let server = rt.server("guarded").unwrap();
-    assert!(server.status().is_ready(), "{:?}", server.status().state);
+    let (rt, server) = crate::oauth::runtime(&fixture, &auth).await;
     let text = server.call_tool("whoami", json!({})).await.unwrap().text();
     assert_eq!(text, "scopes: read");
     rt.shutdown().await;

@@ -14,7 +14,7 @@ use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
 use crate::oauth_fixture::{serve, Fixture, Knobs};
 
 /// The OAuth client of the fixture's MCP server, approving headlessly.
-fn client(fixture: &Fixture) -> OAuth {
+pub(crate) fn client(fixture: &Fixture) -> OAuth {
     let authorizer = oauth::Headless::new("http://127.0.0.1/callback").unwrap();
     OAuth::new(
         "guarded",
@@ -25,7 +25,7 @@ fn client(fixture: &Fixture) -> OAuth {
 }
 
 /// A runtime with the fixture's server behind `auth`, ready.
-async fn runtime(fixture: &Fixture, auth: &OAuth) -> (Runtime, ServerHandle) {
+pub(crate) async fn runtime(fixture: &Fixture, auth: &OAuth) -> (Runtime, ServerHandle) {
     let rt = Runtime::builder()
         .server(
             "guarded",

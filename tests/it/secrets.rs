@@ -90,28 +90,10 @@ async fn secrets_are_absent_from_logs_at_every_level() {
 /// refresh tokens, the code and its verifier, client secrets and assertions).
 async fn oauth_flow() -> Vec<String> {
     use crate::oauth_fixture::{serve, Knobs};
-    use switchboard::oauth::{self, OAuth};
 
     let fixture = serve(Knobs::default()).await;
-    let authorizer = oauth::Headless::new("http://127.0.0.1/callback").unwrap();
-    let auth = OAuth::new(
-        "guarded",
-        &fixture.mcp_url(),
-        oauth::Config::new().authorizer(Arc::new(authorizer)),
-    )
-    .unwrap();
-    let rt = Runtime::builder()
-        .server(
-            "guarded",
-            ServerConfig::http(fixture.mcp_url(), HttpKind::StreamableHttp)
-                .auth(Arc::new(auth))
-                .restart(RestartPolicy::off())
-                .liveness(Liveness::off()),
-        )
-        .build()
-        .await
-        .unwrap();
-    let server = rt.server("guarded").unwrap();
+    let auth = crate::oauth::client(&fixture);
+    let (rt, server) = crate::oauth::runtime(&fixture, &auth).await;
     server.call_tool("whoami", json!({})).await.unwrap();
     fixture.invalidate_access_tokens();
     server.call_tool("whoami", json!({})).await.unwrap();
