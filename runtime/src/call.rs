@@ -47,19 +47,34 @@ pub struct Call {
 
 /// A call's settings, before it is sent.
 pub(crate) struct CallSpec {
-    /// The server, or why the call cannot be routed (reported when awaited).
-    pub(crate) handle: Result<ServerHandle, Error>,
+    /// Where the call goes.
+    pub(crate) route: Route,
+    /// The tool's name: the server's name for it, or with [`Route::Catalogue`] its
+    /// catalogue name.
     pub(crate) tool: Arc<str>,
     pub(crate) arguments: serde_json::Value,
     pub(crate) options: ToolPolicy,
     pub(crate) progress: Option<ProgressFn>,
 }
 
+/// Where a call goes.
+pub(crate) enum Route {
+    /// To this server.
+    Server(ServerHandle),
+    /// To the owner of a catalogue name, resolved when the call is sent (after any stale
+    /// listing of a stateless server is fetched again).
+    Catalogue(crate::Runtime),
+}
+
 impl fmt::Debug for Call {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Call");
         if let Some(spec) = &self.spec {
-            d.field("server", &spec.handle.as_ref().map(|h| h.name()).ok())
+            let server = match &spec.route {
+                Route::Server(handle) => Some(handle.name()),
+                Route::Catalogue(_) => None,
+            };
+            d.field("server", &server)
                 .field("tool", &spec.tool)
                 .field("options", &spec.options);
         }
@@ -71,20 +86,16 @@ impl fmt::Debug for Call {
 impl ServerHandle {
     /// Starts a `tools/call`; configure it, then `.await` it.
     pub fn call_tool(&self, tool: impl Into<Arc<str>>, arguments: serde_json::Value) -> Call {
-        Call::new(Ok(self.clone()), tool.into(), arguments)
+        Call::new(Route::Server(self.clone()), tool.into(), arguments)
     }
 }
 
 impl Call {
-    /// A call of `tool` on `handle` (or one that fails with the routing error).
-    pub(crate) fn new(
-        handle: Result<ServerHandle, Error>,
-        tool: Arc<str>,
-        arguments: serde_json::Value,
-    ) -> Call {
+    /// A call of `tool` by `route`.
+    pub(crate) fn new(route: Route, tool: Arc<str>, arguments: serde_json::Value) -> Call {
         Call {
             spec: Some(CallSpec {
-                handle,
+                route,
                 tool,
                 arguments,
                 options: ToolPolicy::default(),
@@ -128,7 +139,7 @@ impl Call {
     /// Sends the call and returns the result as raw JSON, untouched.
     pub async fn raw(mut self) -> Result<Box<RawValue>> {
         let spec = self.spec.take().ok_or_else(already_sent)?;
-        let answer = spec.send().await?;
+        let (answer, ..) = spec.send().await?;
         // Measured without parsing: see the `metrics` module.
         let tool_error = crate::metrics::says_is_error(answer.raw.get());
         answer.recording.finish(tool_error);
@@ -137,15 +148,20 @@ impl Call {
 }
 
 impl CallSpec {
-    async fn send(self) -> Result<Answer> {
+    /// Routes and sends the call; the answer, with the server and tool it went to.
+    async fn send(self) -> Result<(Answer, ServerHandle, Arc<str>)> {
         let CallSpec {
-            handle,
+            route,
             tool,
             arguments,
             options,
             progress,
         } = self;
-        let handle = handle?;
+        let started = std::time::Instant::now();
+        let (handle, tool) = match route {
+            Route::Server(handle) => (handle, tool),
+            Route::Catalogue(runtime) => runtime.route_tool(&tool, &options, started).await?,
+        };
         if !arguments.is_object() {
             return Err(Error::InvalidArguments {
                 server: handle.shared.name.clone(),
@@ -153,26 +169,19 @@ impl CallSpec {
                 got: json_type(&arguments),
             });
         }
-        handle.call_raw(tool, &arguments, &options, progress).await
+        let answer = handle
+            .call_raw(tool.clone(), &arguments, &options, progress, started)
+            .await?;
+        Ok((answer, handle, tool))
     }
 
     async fn send_typed(self) -> Result<CallToolResult> {
-        let server = match &self.handle {
-            Ok(handle) => handle.shared.name.clone(),
-            Err(e) => return Err(e.clone()),
-        };
-        let tool = self.tool.clone();
-        let rules = match &self.handle {
-            Ok(handle) => Some(handle.shared.clone()),
-            Err(_) => None,
-        };
-        let answer = self.send().await?;
+        let (answer, handle, tool) = self.send().await?;
+        let shared = &handle.shared;
         match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
             Ok(mut result) => {
                 answer.recording.finish(result.is_error());
-                if let (Some(shared), Some(structured), false) =
-                    (rules, &result.structured_content, result.is_error())
-                {
+                if let (Some(structured), false) = (&result.structured_content, result.is_error()) {
                     result.output_schema_mismatch =
                         shared.tool_rules.load().output_mismatch(&tool, structured);
                     if result.output_schema_mismatch.is_some() {
@@ -182,7 +191,7 @@ impl CallSpec {
                 Ok(result)
             }
             Err(e) => Err(answer.recording.fail(Error::Protocol {
-                server,
+                server: shared.name.clone(),
                 method: "tools/call".into(),
                 tool: Some(tool),
                 detail: format!("the result is not a CallToolResult: {e}"),

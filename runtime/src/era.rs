@@ -21,6 +21,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,7 @@ use serde_json::{Map, Value};
 use switchboard_codecs::frame;
 use switchboard_codecs::mcp::modern::meta;
 use switchboard_codecs::mcp::LoggingLevel;
+use tokio::sync::watch;
 
 /// Which protocol era to speak to a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -202,48 +204,137 @@ pub(crate) struct ModernMeta<'a> {
 /// busy caller does not re-list the tools before every call.
 pub(crate) const MIN_FRESH: Duration = Duration::from_secs(1);
 
-/// How fresh a stateless server's tool listing is, after its `ttlMs`: shared by the actor,
-/// which lists, and handles, which notice staleness when they call. A stale listing is
-/// served as it is while the actor lists again (the caching rules allow serving stale),
-/// so no call waits for a re-list; there is no background polling.
-#[derive(Debug, Default)]
+/// How fresh one of a stateless server's cached lists is, after its `ttlMs`: shared by the
+/// actor, which lists, and callers, which find it stale when they route by it.
+///
+/// A caller that routes by a stale list has it fetched again first, and waits (within its
+/// own deadline) for that one re-list; every caller of the same burst waits for the same
+/// one, and the next listing is fresh for at least [`MIN_FRESH`]. A list only looked at (a
+/// catalogue read) is re-listed in the background and served stale meanwhile, as the caching
+/// rules allow. There is no polling.
+#[derive(Debug)]
 pub(crate) struct Freshness {
-    /// Until when the listing is fresh; `None`: no TTL to honour (a legacy server, a
-    /// re-list already asked for, or not listed yet).
+    /// Until when the list is fresh; `None`: no TTL to honour (a legacy server, not listed
+    /// yet, or a re-list under way).
     until: ArcSwapOption<Instant>,
+    /// Whether a re-list was asked for and has not ended yet: callers wait for it.
+    pending: AtomicBool,
     /// Wakes the actor to list again.
     wake: tokio::sync::Notify,
+    /// Counts the re-lists that ended (listed, failed or abandoned), for the callers waiting.
+    rounds: watch::Sender<u64>,
+}
+
+impl Default for Freshness {
+    fn default() -> Self {
+        Freshness {
+            until: ArcSwapOption::empty(),
+            pending: AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
+            rounds: watch::channel(0).0,
+        }
+    }
 }
 
 impl Freshness {
-    /// A listing with `ttl` (`None` when the result had none) arrived now.
+    /// A listing with `ttl` (`None` when the result had none) is in use now.
     pub(crate) fn listed(&self, ttl: Option<Duration>) {
         let fresh = ttl.unwrap_or_default().max(MIN_FRESH);
         self.until.store(Some(Arc::new(Instant::now() + fresh)));
+        self.end_round();
     }
 
-    /// No TTL applies (a legacy server, or the connection is gone).
+    /// Listing again failed: the last list stays in use, and is tried again once it has
+    /// served for [`MIN_FRESH`] more (a failing server is not asked before every call).
+    pub(crate) fn failed(&self) {
+        self.until.store(Some(Arc::new(Instant::now() + MIN_FRESH)));
+        self.end_round();
+    }
+
+    /// No TTL applies (a legacy server, or the connection is gone); callers waiting for a
+    /// re-list go on.
     pub(crate) fn forget(&self) {
         self.until.store(None);
+        self.end_round();
     }
 
-    /// A caller is about to use the listing: when it is stale, the actor is asked, once, to
-    /// list again.
-    pub(crate) fn touch(&self) {
+    fn end_round(&self) {
+        // After the new `until`: a caller that sees no re-list pending sees the new list.
+        if self.pending.swap(false, Ordering::SeqCst) {
+            self.rounds.send_modify(|round| *round += 1);
+        }
+    }
+
+    /// Whether a caller routing by the list at `now` must wait for a re-list: the list is
+    /// past its TTL (then the actor is asked, once per burst), or a re-list is under way.
+    pub(crate) fn needs_relist(&self, now: Instant) -> bool {
         let stale = self
             .until
             .load()
             .as_deref()
-            .is_some_and(|until| Instant::now() >= *until);
-        if stale && self.until.swap(None).is_some() {
+            .is_some_and(|until| now >= *until);
+        if !stale {
+            return self.pending.load(Ordering::SeqCst);
+        }
+        // The first caller of a burst asks; the others find it pending.
+        if self
+            .pending
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            self.until.store(None);
             self.wake.notify_one();
+        }
+        true
+    }
+
+    /// A caller is about to read the list without routing by it: when it is stale, the
+    /// actor is asked to list again, and the caller goes on with the list it has.
+    pub(crate) fn touch(&self) {
+        self.needs_relist(Instant::now());
+    }
+
+    /// Waits until the list is fresh at `now` (asking for a re-list first when it is stale),
+    /// or until `deadline`; `false` when the deadline passed first.
+    pub(crate) async fn fresh(&self, now: Instant, deadline: Option<Instant>) -> bool {
+        if !self.needs_relist(now) {
+            return true;
+        }
+        let mut rounds = self.rounds.subscribe();
+        // Subscribed before this check: a round that ends after it wakes the wait below.
+        if !self.pending.load(Ordering::SeqCst) {
+            return true;
+        }
+        match deadline {
+            Some(at) => tokio::time::timeout_at(at.into(), rounds.changed())
+                .await
+                .is_ok(),
+            // The sender lives as long as `self`: `changed` only returns on a new round.
+            None => rounds.changed().await.is_ok(),
         }
     }
 
-    /// Resolves when a caller found the listing stale.
+    /// Resolves when a caller found the list stale.
     pub(crate) async fn stale(&self) {
         self.wake.notified().await
     }
+}
+
+/// Waits until the `which` list of each of `servers` is fresh, each within the deadline that
+/// `deadline` gives it; `false` when a deadline passed first.
+pub(crate) async fn all_fresh(
+    servers: &[crate::ServerHandle],
+    which: fn(&ListFreshness) -> &Freshness,
+    now: Instant,
+    deadline: impl Fn(&crate::ServerHandle) -> Option<Instant>,
+) -> bool {
+    let waits = servers
+        .iter()
+        .map(|server| which(&server.shared.freshness).fresh(now, deadline(server)));
+    futures_util::future::join_all(waits)
+        .await
+        .into_iter()
+        .all(|fresh| fresh)
 }
 
 /// How fresh each cached list of a stateless server is: its tools (in the catalogue), and
@@ -310,27 +401,68 @@ pub(crate) fn frame_request<P: Serialize + ?Sized>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_stale_listing_wakes_the_actor_once() {
-        let freshness = Freshness::default();
-        freshness.touch();
-        assert!(freshness.until.load().is_none(), "no listing, no TTL");
-        freshness.listed(Some(Duration::from_secs(60)));
-        freshness.touch();
-        assert!(freshness.until.load().is_some(), "still fresh");
+    fn expire(freshness: &Freshness) {
         freshness
             .until
             .store(Some(Arc::new(Instant::now() - Duration::from_millis(1))));
+    }
+
+    #[test]
+    fn a_stale_listing_wakes_the_actor_once_per_burst() {
+        use futures_util::FutureExt as _;
+        let freshness = Freshness::default();
+        let now = Instant::now;
+        assert!(!freshness.needs_relist(now()), "no listing, no TTL");
+        freshness.listed(Some(Duration::from_secs(60)));
+        assert!(!freshness.needs_relist(now()), "still fresh");
+        expire(&freshness);
+        assert!(freshness.needs_relist(now()), "stale: asks");
+        assert!(freshness.stale().now_or_never().is_some(), "the actor woke");
+        // The rest of the burst waits for the same re-list and does not ask again.
+        assert!(freshness.needs_relist(now()));
         freshness.touch();
-        assert!(freshness.until.load().is_none(), "asked for a re-list");
-        // The permit is stored: the actor's next wait returns at once.
-        let woke = futures_util::FutureExt::now_or_never(freshness.stale());
-        assert!(woke.is_some());
-        freshness.touch();
-        assert!(
-            futures_util::FutureExt::now_or_never(freshness.stale()).is_none(),
-            "once"
-        );
+        assert!(freshness.stale().now_or_never().is_none(), "once");
+        freshness.listed(None);
+        assert!(!freshness.needs_relist(now()), "fresh for MIN_FRESH");
+    }
+
+    #[tokio::test]
+    async fn callers_wait_for_the_relist_and_go_on_when_it_ends_however_it_ends() {
+        let freshness = Arc::new(Freshness::default());
+        for end in [
+            Freshness::listed as fn(&Freshness, Option<Duration>),
+            |f, _| f.failed(),
+            |f, _| f.forget(),
+        ] {
+            freshness.listed(Some(Duration::from_secs(60)));
+            let now = Instant::now();
+            assert!(freshness.fresh(now, None).await, "fresh: at once");
+            expire(&freshness);
+            let waiting: Vec<_> = (0..3)
+                .map(|_| {
+                    let f = freshness.clone();
+                    tokio::spawn(async move { f.fresh(Instant::now(), None).await })
+                })
+                .collect();
+            freshness.stale().await;
+            tokio::task::yield_now().await;
+            assert!(waiting.iter().all(|w| !w.is_finished()), "they wait");
+            end(&freshness, None);
+            for w in waiting {
+                assert!(w.await.unwrap());
+            }
+            assert!(!freshness.needs_relist(Instant::now()));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_caller_waits_no_longer_than_its_deadline() {
+        let freshness = Freshness::default();
+        freshness.listed(None);
+        expire(&freshness);
+        let now = Instant::now();
+        let deadline = now + Duration::from_millis(50);
+        assert!(!freshness.fresh(now, Some(deadline)).await);
     }
 
     #[test]

@@ -410,7 +410,9 @@ impl crate::Runtime {
     }
 
     /// Fetches a prompt by its name in [`prompt_catalogue`](Self::prompt_catalogue), from
-    /// the server that offers it.
+    /// the server that offers it. A stateless server's prompt list past its `ttlMs` that
+    /// decides the route (the owner's, or any, for a name nobody offers) is fetched again
+    /// first, within the server's timeout.
     pub async fn get_prompt<K, V>(
         &self,
         name: &str,
@@ -420,22 +422,62 @@ impl crate::Runtime {
         K: Into<String>,
         V: Into<String>,
     {
-        let (server, prompt) = {
-            let prompts = self.prompt_catalogue();
-            match prompts.resolve(name) {
-                Ok(entry) => (entry.server.clone(), entry.tool.name.clone()),
-                Err(crate::catalogue::Unresolved::Unknown) => {
-                    return Err(Error::UnknownPrompt { name: name.into() })
-                }
-                Err(crate::catalogue::Unresolved::Ambiguous(collision)) => {
-                    return Err(Error::AmbiguousPrompt {
-                        name: name.into(),
-                        servers: collision.servers.clone(),
-                    })
-                }
-            }
-        };
+        let started = std::time::Instant::now();
+        let mut routed = self.resolve_prompt(name);
+        let owner = routed.as_ref().ok().map(|(server, _)| server.clone());
+        if self.refreshed(owner, |lists| &lists.prompts, started).await {
+            // The new lists are in the statuses; the prompt catalogue is rebuilt from them.
+            self.settle().await;
+            routed = self.resolve_prompt(name);
+        }
+        let (server, prompt) = routed?;
         self.server(&server)?.get_prompt(&prompt, arguments).await
+    }
+
+    fn resolve_prompt(&self, name: &str) -> Result<(Arc<str>, String)> {
+        let prompts = self.prompt_catalogue();
+        match prompts.resolve(name) {
+            Ok(entry) => Ok((entry.server.clone(), entry.tool.name.clone())),
+            Err(crate::catalogue::Unresolved::Unknown) => {
+                Err(Error::UnknownPrompt { name: name.into() })
+            }
+            Err(crate::catalogue::Unresolved::Ambiguous(collision)) => {
+                Err(Error::AmbiguousPrompt {
+                    name: name.into(),
+                    servers: collision.servers.clone(),
+                })
+            }
+        }
+    }
+
+    /// Has the stale `which` lists that decide a route fetched again: the `owner`'s, or
+    /// with no single owner every server's. `true` when one was stale (the route must be
+    /// found again, even if a deadline cut the wait short).
+    async fn refreshed(
+        &self,
+        owner: Option<Arc<str>>,
+        which: fn(&crate::era::ListFreshness) -> &crate::era::Freshness,
+        started: std::time::Instant,
+    ) -> bool {
+        let stale: Vec<ServerHandle> = self
+            .servers()
+            .into_iter()
+            .filter(|server| {
+                owner
+                    .as_deref()
+                    .map_or(true, |owner| server.name() == owner)
+            })
+            .filter(|server| which(&server.shared.freshness).needs_relist(started))
+            .collect();
+        if stale.is_empty() {
+            return false;
+        }
+        let policy = crate::deadline::ToolPolicy::default();
+        crate::era::all_fresh(&stale, which, started, |server| {
+            Some(server.policy(None, &policy).first(started))
+        })
+        .await;
+        true
     }
 
     /// The ready servers that list `uri` as a resource, or else a template matching it.
@@ -472,9 +514,23 @@ impl crate::Runtime {
             .collect()
     }
 
-    /// Reads a resource from the one server that lists it (or a template matching it).
+    /// Reads a resource from the one server that lists it (or a template matching it). A
+    /// stateless server's resource list past its `ttlMs` that decides the route (the
+    /// owner's, or any, when not exactly one server has the URI) is fetched again first,
+    /// within the server's timeout.
     pub async fn read_resource(&self, uri: &str) -> Result<crate::model::ReadResourceResult> {
-        let owners = self.resource_owners(uri);
+        let started = std::time::Instant::now();
+        let mut owners = self.resource_owners(uri);
+        let owner = match &owners[..] {
+            [one] => Some(Arc::from(one.name())),
+            _ => None,
+        };
+        if self
+            .refreshed(owner, |lists| &lists.resources, started)
+            .await
+        {
+            owners = self.resource_owners(uri);
+        }
         match &owners[..] {
             [one] => one.read_resource(uri).await,
             [] => Err(Error::ResourceNotFound {

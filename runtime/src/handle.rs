@@ -155,12 +155,15 @@ impl ServerHandle {
         Ok(answer.raw)
     }
 
+    /// Calls `tool`; `started` is when the caller's call began (its deadline counts from
+    /// there, routing included).
     pub(crate) async fn call_raw(
         &self,
         tool: Arc<str>,
         arguments: &serde_json::Value,
         options: &ToolPolicy,
         progress: Option<ProgressFn>,
+        started: Instant,
     ) -> Result<Answer> {
         if !tool_allowed(&self.shared.allow, &self.shared.deny, &tool) {
             return Err(Error::ToolDenied {
@@ -168,15 +171,25 @@ impl ServerHandle {
                 tool,
             });
         }
+        let policy = self.policy(Some(&tool), options);
+        // A stateless server's tool listing past its `ttlMs` is listed again first: the
+        // call is checked (and its headers built) by the listing the server has now.
+        if !self
+            .shared
+            .freshness
+            .tools
+            .fresh(started, Some(policy.first(started)))
+            .await
+        {
+            return Err(self.relist_too_slow(&tool));
+        }
         if self.shared.tool_rules.load().requires_task(&tool) {
             return Err(Error::TaskRequired {
                 server: self.shared.name.clone(),
                 tool,
             });
         }
-        let policy = self.policy(Some(&tool), options);
         let name: &str = &tool;
-        let started = Instant::now();
         let answer = self
             .send(
                 "tools/call".into(),
@@ -206,8 +219,6 @@ impl ServerHandle {
         if self.shared.dialect.load().is_none() {
             return answer;
         }
-        // A stateless server's listing past its `ttlMs` is listed again meanwhile.
-        self.shared.freshness.tools.touch();
         // A modern server may refuse the version or need input first.
         let original = crate::mrtr::Original {
             method: "tools/call",
@@ -399,6 +410,16 @@ impl ServerHandle {
                 reason: reason.clone(),
                 cause: cause.clone(),
             }),
+        }
+    }
+
+    /// The server's tool list was being fetched again when the call's deadline passed.
+    pub(crate) fn relist_too_slow(&self, tool: &Arc<str>) -> Error {
+        Error::Unavailable {
+            server: self.shared.name.clone(),
+            tool: Some(tool.clone()),
+            reason: "its tool list was still being fetched again (past its ttlMs) at the call's deadline".into(),
+            cause: None,
         }
     }
 

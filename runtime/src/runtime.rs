@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, AsyncContext};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -19,11 +19,12 @@ use crate::actor::supervisor::{
     AddServer, PanicServer, Registry, RemoveServer, RestartServer, RootsChanged, Settle, StopAll,
     Supervisor,
 };
-use crate::call::Call;
+use crate::call::{Call, Route};
 use crate::catalogue::{Catalogue, Naming, Unresolved};
 use crate::client::ClientHandlers;
 use crate::config::{Defaults, ServerConfig};
 use crate::config_file::ConfigFile;
+use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::handle::ServerHandle;
 use crate::metrics::{RuntimeMetrics, Sink};
@@ -408,7 +409,7 @@ impl Runtime {
     }
 
     /// Waits until the catalogue reflects every status published so far.
-    async fn settle(&self) {
+    pub(crate) async fn settle(&self) {
         let _ = self.inner.supervisor.send(Settle).await;
     }
 
@@ -434,16 +435,31 @@ impl Runtime {
             .collect()
     }
 
-    /// The tool catalogue of every ready server, now.
+    /// The tool catalogue of every ready server, now. A stateless server's tool list past
+    /// its `ttlMs` is in it as it is, and fetched again in the background.
     pub fn catalogue(&self) -> Arc<Catalogue> {
+        let now = Instant::now();
+        for server in self.inner.registry.servers.load().values() {
+            server.shared.freshness.tools.needs_relist(now);
+        }
         self.inner.registry.catalogue.load_full()
     }
 
     /// Starts a `tools/call` of a catalogue tool (by its catalogue name, or its prefixed
     /// form `<prefix><separator><tool>`), routed to the server that owns it.
+    ///
+    /// The name is resolved when the call is sent. When the owner is a stateless
+    /// (2026-07-28) server whose tool list is past its `ttlMs` (or, for a name no server
+    /// lists, any such server), that list is fetched again first, within the call's
+    /// deadline, once for every call of the burst.
     pub fn call_tool(&self, name: &str, arguments: serde_json::Value) -> Call {
+        Call::new(Route::Catalogue(self.clone()), name.into(), arguments)
+    }
+
+    /// The server and tool a catalogue name stands for, by the catalogue as it is now.
+    fn resolve_tool(&self, name: &str) -> Result<(ServerHandle, Arc<str>)> {
         let catalogue = self.inner.registry.catalogue.load();
-        let routed = match catalogue.resolve(name) {
+        match catalogue.resolve(name) {
             Ok(entry) => self
                 .server(&entry.server)
                 .map(|handle| (handle, Arc::<str>::from(entry.tool.name.as_str()))),
@@ -455,11 +471,45 @@ impl Runtime {
                 name: name.into(),
                 servers: collision.servers.clone(),
             }),
-        };
-        match routed {
-            Ok((handle, tool)) => handle.call_tool(tool, arguments),
-            Err(error) => Call::new(Err(error), name.into(), arguments),
         }
+    }
+
+    /// Resolves a catalogue name for a call that began at `started`, by fresh listings:
+    /// when the owner's (or for an unknown or ambiguous name, any server's) stateless
+    /// listing is stale, it is fetched again and the name resolved again.
+    pub(crate) async fn route_tool(
+        &self,
+        name: &str,
+        options: &ToolPolicy,
+        started: Instant,
+    ) -> Result<(ServerHandle, Arc<str>)> {
+        let routed = self.resolve_tool(name);
+        let stale: Vec<ServerHandle> = match &routed {
+            Ok((owner, _)) => vec![owner.clone()],
+            Err(Error::UnknownTool { .. } | Error::AmbiguousTool { .. }) => self.servers(),
+            Err(_) => return routed,
+        }
+        .into_iter()
+        .filter(|server| server.shared.freshness.tools.needs_relist(started))
+        .collect();
+        if stale.is_empty() {
+            return routed;
+        }
+        let tool = routed.as_ref().ok().map(|(_, tool)| tool.clone());
+        let fresh = crate::era::all_fresh(
+            &stale,
+            |lists| &lists.tools,
+            started,
+            |server| Some(server.policy(tool.as_deref(), options).first(started)),
+        )
+        .await;
+        if !fresh {
+            // Past the deadline: the call itself reports it (as a server that is relisting).
+            return routed;
+        }
+        // The new listing is in the status; the catalogue is rebuilt from it.
+        self.settle().await;
+        self.resolve_tool(name)
     }
 
     /// A watch on the runtime: wakes on every change of a server's status or of the

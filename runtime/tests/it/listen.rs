@@ -118,6 +118,20 @@ impl Peer {
         self.seen_of("subscriptions/listen")
     }
 
+    /// The listings from now on: tool `t{n}`, prompt `p{n}`, resource `x://r{n}`; with
+    /// [`FAILING_LISTS`], every list request fails.
+    pub(crate) fn set_version(&self, version: usize) {
+        self.version.store(version, Ordering::SeqCst);
+    }
+
+    /// Every method the server was sent, in order.
+    pub(crate) fn methods(&self) -> Vec<String> {
+        let seen = self.seen.lock().unwrap();
+        seen.iter()
+            .filter_map(|m| m["method"].as_str().map(String::from))
+            .collect()
+    }
+
     pub(crate) fn seen_of(&self, method: &str) -> Vec<Value> {
         let seen = self.seen.lock().unwrap();
         seen.iter()
@@ -138,19 +152,30 @@ struct Script {
     refuses_listen: bool,
 }
 
+/// The version at which every list request fails.
+pub(crate) const FAILING_LISTS: usize = 99;
+
 /// The scripted server's answer to `msg` (an array: several messages in order).
 fn answer(msg: &Value, peer: Script, version: usize, listen: &mut Option<Value>) -> Option<Value> {
     let id = msg["id"].clone();
     let ttl = peer.ttl;
+    let method = msg["method"].as_str()?;
     let result = |mut result: Value| {
-        if let (Some(ttl), Some(method)) = (ttl, msg["method"].as_str()) {
-            if method != "tools/list" && method.ends_with("/list") {
+        if let Some(ttl) = ttl {
+            if method.ends_with("/list") {
                 result["ttlMs"] = json!(ttl);
             }
         }
         Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
     };
-    match msg["method"].as_str()? {
+    let error = |message: String| {
+        Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message}}))
+    };
+    if version == FAILING_LISTS && method.ends_with("/list") {
+        return error("listing is broken".into());
+    }
+    let name = &msg["params"]["name"];
+    match method {
         "server/discover" => {
             let capabilities = if peer.announces {
                 json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
@@ -174,6 +199,19 @@ fn answer(msg: &Value, peer: Script, version: usize, listen: &mut Option<Value>)
         ]})),
         "resources/templates/list" => {
             result(json!({"resultType": "complete", "resourceTemplates": []}))
+        }
+        // Only what the current listing names exists.
+        "tools/call" if *name == format!("t{version}") => result(json!({
+            "resultType": "complete", "content": [{"type": "text", "text": name}]
+        })),
+        "prompts/get" if *name == format!("p{version}") => result(json!({
+            "resultType": "complete", "messages": []
+        })),
+        "resources/read" if msg["params"]["uri"] == format!("x://r{version}") => {
+            result(json!({"resultType": "complete", "contents": []}))
+        }
+        "tools/call" | "prompts/get" | "resources/read" => {
+            error(format!("no such thing: {}", msg["params"]))
         }
         "subscriptions/listen" if peer.refuses_listen => Some(
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}),

@@ -42,6 +42,8 @@ impl ServerActor {
             Lists::Prompts => caps.prompts.is_some(),
         };
         if !declared || self.phase != Phase::Ready {
+            // Nothing to list: callers waiting for a re-list go on.
+            self.freshness_of(which).forget();
             return;
         }
         let own = self.own_requests(link);
@@ -87,10 +89,15 @@ impl ServerActor {
                         Ok(list) => act.resource_templates = Arc::from(list),
                         Err(why) => act.listing_kept(methods::RESOURCE_TEMPLATES_LIST, why),
                     }
-                    if listed && act.is_modern() {
-                        act.ties.freshness.resources.listed(ttl.get());
-                    }
                     act.republish();
+                    // After the status is published: callers that waited route by it.
+                    if act.is_modern() {
+                        let freshness = &act.ties.freshness.resources;
+                        match listed {
+                            true => freshness.listed(ttl.get()),
+                            false => freshness.failed(),
+                        }
+                    }
                 });
             }
             Lists::Prompts => {
@@ -108,18 +115,28 @@ impl ServerActor {
                     .await
                 };
                 self.when_same_link(ctx, work, move |act, prompts, _| {
+                    let listed = prompts.is_ok();
                     match prompts {
-                        Ok(list) => {
-                            act.prompts = Arc::from(list);
-                            if act.is_modern() {
-                                act.ties.freshness.prompts.listed(ttl.get());
-                            }
-                        }
+                        Ok(list) => act.prompts = Arc::from(list),
                         Err(why) => act.listing_kept(methods::PROMPTS_LIST, why),
                     }
                     act.republish();
+                    if act.is_modern() {
+                        let freshness = &act.ties.freshness.prompts;
+                        match listed {
+                            true => freshness.listed(ttl.get()),
+                            false => freshness.failed(),
+                        }
+                    }
                 });
             }
+        }
+    }
+
+    fn freshness_of(&self, which: Lists) -> &crate::era::Freshness {
+        match which {
+            Lists::Resources => &self.ties.freshness.resources,
+            Lists::Prompts => &self.ties.freshness.prompts,
         }
     }
 

@@ -316,13 +316,16 @@ impl ServerActor {
                     .map(|mut f| std::mem::take(&mut *f))
                     .unwrap_or_default();
                 act.learn_identity(facts.identity);
-                if act.is_modern() {
+                let modern = act.is_modern();
+                act.on_tools_listed(tools, ctx);
+                // After the status is published: callers that waited for this listing
+                // route by it.
+                if modern {
                     let ttl = facts
                         .ttl_ms
                         .map(|t| std::time::Duration::from_millis(t as u64));
                     act.ties.freshness.tools.listed(ttl);
                 }
-                act.on_tools_listed(tools, ctx)
             }
             Err(Some(detail)) => act.listing_failed(detail, ctx),
             Err(None) => {}
@@ -349,6 +352,10 @@ impl ServerActor {
     }
 
     fn listing_failed(&mut self, detail: String, ctx: &mut Context<Self>) {
+        if self.is_modern() {
+            // Callers waiting for a re-list go on with the last list.
+            self.ties.freshness.tools.failed();
+        }
         if self.phase == Phase::ListingTools {
             let error = self.handshake_error(detail);
             self.fail_start(error, ctx);
@@ -370,7 +377,7 @@ impl ServerActor {
         });
     }
 
-    fn relist(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn relist(&mut self, ctx: &mut Context<Self>) {
         if self.phase != Phase::Ready {
             return;
         }
@@ -539,6 +546,9 @@ impl ServerActor {
     /// Schedules a restart with backoff, or gives up for good; publishes the gate and the
     /// status.
     fn went_down(&mut self, reason: Arc<str>, final_state: ServerState, ctx: &mut Context<Self>) {
+        // Nothing is listed until the next connection: callers waiting for a re-list go on
+        // (and wait for readiness instead).
+        self.ties.freshness.forget();
         self.last_error = Some(reason.clone());
         self.ready_since = None;
         self.ping_outstanding = false;

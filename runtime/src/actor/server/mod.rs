@@ -439,8 +439,14 @@ pub(crate) struct StaleTools;
 
 impl StreamHandler<StaleTools> for ServerActor {
     fn handle(&mut self, _: StaleTools, ctx: &mut Context<Self>) {
-        // Re-listed like after `notifications/tools/list_changed` (once per burst).
-        self.on_tools_changed(ctx);
+        // Callers wait for this listing: no debounce (the burst already shares it).
+        match self.phase {
+            Phase::Ready => self.relist(ctx),
+            // The listing under way ends the callers' wait.
+            Phase::ListingTools => {}
+            // No connection to list on: the callers go on, and wait for readiness instead.
+            _ => self.ties.freshness.tools.forget(),
+        }
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
@@ -451,7 +457,6 @@ pub(crate) struct StaleList(features::Lists);
 
 impl StreamHandler<StaleList> for ServerActor {
     fn handle(&mut self, StaleList(which): StaleList, ctx: &mut Context<Self>) {
-        // Listed again in the background; the caller went on with the cached list.
         self.list_features(which, ctx);
     }
 
