@@ -9,8 +9,10 @@
 //! 2. [`router::route`], the task that reads the connection, settles the waiter in place when
 //!    the answer (or a malformed answer, an HTTP send failure or a 401 for that id) arrives,
 //!    and moves the caller's deadline when a progress notification asks for it;
-//! 3. the request enforces its own deadline and, on timeout or when its future is dropped,
-//!    takes its waiter back and tells the server with `notifications/cancelled`;
+//! 3. the connection's deadline task ([`table::run_deadlines`], one timer per connection)
+//!    times out a waiter whose deadline passed and tells the server with
+//!    `notifications/cancelled`; a request whose future is dropped takes its waiter back and
+//!    does the same;
 //! 4. when the connection ends, the server actor closes the table once and every waiter
 //!    fails with the cause.
 //!

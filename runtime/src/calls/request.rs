@@ -1,6 +1,6 @@
-//! One request in flight, as one owned future: it registers in the connection's call table,
-//! writes its frame, enforces its deadline (which progress may move), and cancels itself
-//! when it times out or its future is dropped.
+//! One request in flight, as one owned future: it registers in the connection's call table
+//! with its deadline (which the connection's deadline task enforces, and progress may move),
+//! writes its frame, and cancels itself when its future is dropped.
 //!
 //! Every request the client sends is one of these: a caller's tool call, list or raw
 //! request, and the server actor's own `initialize`, `tools/list` and `ping`.
@@ -11,7 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use super::table::{Answer, Registration, Silence, Table, Track};
+use super::table::{Answer, Registration, Table, Track};
 use super::ProgressFn;
 use crate::deadline::DeadlinePolicy;
 use crate::metrics::CancelReason;
@@ -52,8 +52,7 @@ pub(crate) async fn send(
 ) -> Result<Answer, Option<OwnedSemaphorePermit>> {
     let deadline = spec.policy.map(|p| p.first(spec.started));
     let track = Track::new(spec.started, spec.policy, spec.progress.clone());
-    let (tx, mut rx) = oneshot::channel();
-    let heard = table.heard();
+    let (tx, rx) = oneshot::channel();
     let registration = Registration {
         id,
         method: spec.method.clone(),
@@ -61,43 +60,19 @@ pub(crate) async fn send(
         permit,
         started: spec.started,
         deadline,
-        track: track.clone(),
+        track,
+        cancellable: spec.cancellable,
+        reports_silence: spec.reports_silence,
     };
     table.register(registration, frame, tx)?;
-    let written = Instant::now();
     let guard = CancelOnDrop {
         table,
         id,
         cancellable: spec.cancellable,
     };
-    let result = match deadline {
-        None => (&mut rx).await,
-        Some(first) => {
-            let mut at = first;
-            loop {
-                match tokio::time::timeout_at(at.into(), &mut rx).await {
-                    Ok(result) => break result,
-                    Err(_) => {
-                        if let Some(moved) = track.as_ref().and_then(|t| t.moved_past(at)) {
-                            at = moved;
-                            continue;
-                        }
-                        match table.take(id) {
-                            Some(waiter) => {
-                                std::mem::forget(guard);
-                                let error = waiter.timeout(table.dropped());
-                                waiter.discard();
-                                timed_out(table, id, spec, heard, written);
-                                return Ok(Err(error));
-                            }
-                            // The answer is being delivered right now.
-                            None => break (&mut rx).await,
-                        }
-                    }
-                }
-            }
-        }
-    };
+    // The connection's deadline task times the request out (see `table`): the answer, the
+    // timeout and the close all arrive here.
+    let result = rx.await;
     std::mem::forget(guard);
     Ok(result.unwrap_or_else(|_| {
         // Unreachable in practice: a waiter settles its caller even when dropped.
@@ -108,22 +83,6 @@ pub(crate) async fn send(
             reason: Arc::new(CloseReason::aborted("the answer was lost")),
         })
     }))
-}
-
-/// A request's deadline passed: tell the server, and liveness if the server was silent.
-fn timed_out(table: &Table, id: i64, spec: &Spec, heard: u64, written: Instant) {
-    if spec.cancellable {
-        let reason = format!("timed out after {} ms", spec.started.elapsed().as_millis());
-        table.cancel(id, CancelReason::Timeout, &reason);
-    }
-    // Only silence is evidence: a server that answered anything since this request was
-    // written is alive, however slow this one tool is.
-    if spec.reports_silence && table.heard() == heard {
-        table.report_silence(Silence {
-            written,
-            timed_out: Instant::now(),
-        });
-    }
 }
 
 /// Takes back a request whose caller stopped waiting, and tells the server.

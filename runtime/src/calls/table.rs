@@ -9,11 +9,18 @@
 //! The table also keeps the facts liveness needs without an actor on the hot path: how many
 //! events were heard from the server (a timed-out call is suspicious only if nothing at all
 //! was heard since it was written) and how many unreadable frames nobody claimed.
+//!
+//! Deadlines are kept here too, ordered per shard, and one task per connection
+//! ([`run_deadlines`]) sleeps until the earliest: a call registers no timer of its own (a
+//! tokio timer entry per call cost about as much as the rest of a task's round trip; see
+//! `BENCHMARKS.md`). When a deadline passes, that task moves it if progress asked for it, or
+//! times the request out: `notifications/cancelled`, the liveness report, then the caller's
+//! [`Error::Timeout`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -23,7 +30,7 @@ use switchboard_codecs::jsonrpc::{Id, Outcome, Response};
 use switchboard_codecs::mcp::ProgressNotificationParams;
 use switchboard_transports::connection::{Outbound, Sender};
 use switchboard_transports::CloseReason;
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit};
 
 use super::{Progress, ProgressFn};
 use crate::deadline::DeadlinePolicy;
@@ -118,6 +125,16 @@ pub(crate) struct Waiter {
     track: Option<Arc<Track>>,
     /// The table's count of unclaimed unreadable frames when the request was written.
     dropped_at_write: u64,
+    /// The table's count of events heard from the server when the request was written.
+    heard_at_write: u64,
+    /// When the request was written.
+    written: Instant,
+    /// The deadline under which the waiter is queued in its shard (`None`: not queued).
+    queued: Option<Instant>,
+    /// Whether a timeout tells the server with `notifications/cancelled`.
+    cancellable: bool,
+    /// Whether a timeout with nothing heard since the write is reported to liveness.
+    reports_silence: bool,
     /// The frame, kept where a lost HTTP session may need it resent once.
     frame: Option<Bytes>,
 }
@@ -131,6 +148,12 @@ pub(crate) struct Registration {
     pub(crate) started: Instant,
     pub(crate) deadline: Option<Instant>,
     pub(crate) track: Option<Arc<Track>>,
+    /// Whether a timeout tells the server with `notifications/cancelled` (never for
+    /// `initialize`, which the spec forbids cancelling).
+    pub(crate) cancellable: bool,
+    /// Whether a timeout with nothing heard from the server is reported as liveness
+    /// evidence (the actor's own pings count their failures themselves).
+    pub(crate) reports_silence: bool,
 }
 
 impl Waiter {
@@ -203,6 +226,63 @@ impl Drop for Waiter {
 struct Shard {
     closed: bool,
     waiters: HashMap<i64, Waiter, BuildHasherDefault<IdHasher>>,
+    /// The queued waiters' deadlines, earliest first. Calls with the same timeout arrive
+    /// in deadline order and are mostly answered in order, so inserts and removals land
+    /// near the ends.
+    deadlines: VecDeque<(Instant, i64)>,
+}
+
+impl Shard {
+    fn queue(&mut self, at: Instant, id: i64) {
+        let key = (at, id);
+        let index = match self.deadlines.back() {
+            Some(last) if *last > key => self.deadlines.partition_point(|k| *k < key),
+            _ => self.deadlines.len(),
+        };
+        self.deadlines.insert(index, key);
+    }
+
+    fn unqueue(&mut self, at: Instant, id: i64) {
+        let key = (at, id);
+        let index = match self.deadlines.front() {
+            Some(first) if *first == key => Some(0),
+            _ => self.deadlines.binary_search(&key).ok(),
+        };
+        if let Some(index) = index {
+            self.deadlines.remove(index);
+        }
+    }
+
+    fn remove(&mut self, id: i64) -> Option<Waiter> {
+        let waiter = self.waiters.remove(&id)?;
+        if let Some(at) = waiter.queued {
+            self.unqueue(at, id);
+        }
+        Some(waiter)
+    }
+}
+
+/// When the connection's deadline task wakes next, and how to wake it sooner.
+struct Deadlines {
+    /// The instant the wake-up times count from.
+    epoch: Instant,
+    /// Nanoseconds after `epoch` at which the task wakes; `u64::MAX`: it waits for a
+    /// deadline (or is looking for the next one), so every new one wakes it.
+    next_wake: AtomicU64,
+    wake: Notify,
+}
+
+impl Deadlines {
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A deadline was queued: the task wakes for it when it would sleep past it.
+    fn queued(&self, at: Instant) {
+        if self.nanos(at) < self.next_wake.load(Ordering::Acquire) {
+            self.wake.notify_one();
+        }
+    }
 }
 
 /// Ids are small sequential integers: one multiplication spreads them over the hash bits.
@@ -238,6 +318,7 @@ pub(crate) struct Table {
     /// Whether waiters keep their frame (HTTP: a lost session resends the rejected request).
     keeps_frames: bool,
     silences: mpsc::UnboundedSender<Silence>,
+    deadlines: Arc<Deadlines>,
     pub(crate) metrics: Arc<ServerMetrics>,
 }
 
@@ -258,6 +339,11 @@ impl Table {
             dropped: AtomicU64::new(0),
             keeps_frames,
             silences,
+            deadlines: Arc::new(Deadlines {
+                epoch: Instant::now(),
+                next_wake: AtomicU64::new(u64::MAX),
+                wake: Notify::new(),
+            }),
             metrics,
         }
     }
@@ -282,7 +368,8 @@ impl Table {
         tx: oneshot::Sender<Answer>,
     ) -> Result<(), Option<OwnedSemaphorePermit>> {
         let id = r.id;
-        let waiter = Waiter {
+        let heard_at_write = self.heard();
+        let mut waiter = Waiter {
             tx: Some(tx),
             server: self.server.clone(),
             method: r.method,
@@ -293,6 +380,11 @@ impl Table {
             deadline: r.deadline,
             track: r.track,
             dropped_at_write: self.dropped(),
+            heard_at_write,
+            written: Instant::now(),
+            queued: None,
+            cancellable: r.cancellable,
+            reports_silence: r.reports_silence,
             frame: self.keeps_frames.then(|| frame.clone()),
         };
         {
@@ -301,7 +393,14 @@ impl Table {
                 drop(shard);
                 return Err(waiter.discard());
             }
+            if let Some(at) = r.deadline {
+                waiter.queued = Some(at);
+                shard.queue(at, id);
+            }
             shard.waiters.insert(id, waiter);
+        }
+        if let Some(at) = r.deadline {
+            self.deadlines.queued(at);
         }
         // A failed write means the writer is gone; the connection's close follows and fails
         // the waiter with its cause.
@@ -311,7 +410,7 @@ impl Table {
 
     /// Removes a waiter (its caller gave up, or its answer came).
     pub(crate) fn take(&self, id: i64) -> Option<Waiter> {
-        self.shard(id).waiters.remove(&id)
+        self.shard(id).remove(id)
     }
 
     /// Closes the table once: nothing can be registered any more, and every waiter fails
@@ -320,6 +419,8 @@ impl Table {
     pub(crate) fn close(&self, mut error: impl FnMut(&Waiter) -> Error) {
         self.closed.store(true, Ordering::Release);
         self.drain(true, None, |waiter| error(waiter));
+        // The deadline task ends.
+        self.deadlines.wake.notify_one();
     }
 
     /// Fails every waiter but `keep` without closing the table (the connection goes on).
@@ -334,9 +435,13 @@ impl Table {
             let drained: Vec<Waiter> = {
                 let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
                 shard.closed |= close;
-                let kept = keep.and_then(|id| shard.waiters.remove(&id));
+                let kept = keep.and_then(|id| shard.remove(id));
                 let drained = shard.waiters.drain().map(|(_, w)| w).collect();
+                shard.deadlines.clear();
                 if let (Some(id), Some(w)) = (keep, kept) {
+                    if let Some(at) = w.queued {
+                        shard.queue(at, id);
+                    }
                     shard.waiters.insert(id, w);
                 }
                 drained
@@ -478,6 +583,118 @@ impl Table {
             );
         }
         true
+    }
+}
+
+impl Table {
+    /// Times out every request whose deadline passed by `now` (moving those whose deadline
+    /// progress moved); returns the earliest deadline still queued.
+    fn sweep(&self, now: Instant) -> Option<Instant> {
+        let mut due = Vec::new();
+        let mut earliest: Option<Instant> = None;
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            while let Some(&(at, id)) = shard.deadlines.front() {
+                if at > now {
+                    break;
+                }
+                shard.deadlines.pop_front();
+                // Progress may have moved it: decided under the lock, so that an answer
+                // arriving meanwhile still finds its waiter.
+                let moved = match shard.waiters.get_mut(&id) {
+                    Some(waiter) => match waiter.deadline_now() {
+                        Some(later) if later > now => {
+                            waiter.queued = Some(later);
+                            Some(later)
+                        }
+                        _ => None,
+                    },
+                    None => continue,
+                };
+                match moved {
+                    Some(later) => shard.queue(later, id),
+                    None => {
+                        if let Some(mut waiter) = shard.waiters.remove(&id) {
+                            waiter.queued = None;
+                            due.push(waiter);
+                        }
+                    }
+                }
+            }
+            if let Some(&(at, _)) = shard.deadlines.front() {
+                earliest = Some(earliest.map_or(at, |e| e.min(at)));
+            }
+        }
+        for waiter in due {
+            self.time_out(waiter);
+        }
+        earliest
+    }
+
+    /// A request's deadline passed: tell the server, and liveness if the server was
+    /// silent, then the caller.
+    fn time_out(&self, waiter: Waiter) {
+        let id = waiter.id;
+        if waiter.cancellable {
+            let reason = format!(
+                "timed out after {} ms",
+                waiter.started.elapsed().as_millis()
+            );
+            self.cancel(id, CancelReason::Timeout, &reason);
+        }
+        // Only silence is evidence: a server that answered anything since this request was
+        // written is alive, however slow this one tool is.
+        if waiter.reports_silence && self.heard() == waiter.heard_at_write {
+            self.report_silence(Silence {
+                written: waiter.written,
+                timed_out: Instant::now(),
+            });
+        }
+        let error = waiter.timeout(self.dropped());
+        waiter.settle(Err(error));
+    }
+}
+
+/// The deadline task of one connection: sleeps until the table's earliest deadline, times
+/// out what is due, and ends when the table is closed or gone.
+pub(crate) fn run_deadlines(table: &Arc<Table>) -> impl std::future::Future<Output = ()> + Send {
+    let weak: Weak<Table> = Arc::downgrade(table);
+    let deadlines = table.deadlines.clone();
+    async move {
+        loop {
+            let next = {
+                let Some(table) = weak.upgrade() else { return };
+                if table.is_closed() {
+                    return;
+                }
+                // Every deadline queued from here on wakes the task (a permit is stored if
+                // it is not waiting yet), so none slips in between the sweep and the sleep.
+                deadlines.next_wake.store(u64::MAX, Ordering::Release);
+                let next = table.sweep(Instant::now());
+                if let Some(at) = next {
+                    deadlines
+                        .next_wake
+                        .store(deadlines.nanos(at), Ordering::Release);
+                }
+                next
+            };
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at.into()) => {}
+                        () = deadlines.wake.notified() => {}
+                    }
+                }
+                None => deadlines.wake.notified().await,
+            }
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        // Dropped without a close (its tasks stopped): the deadline task ends too.
+        self.deadlines.wake.notify_one();
     }
 }
 

@@ -7,8 +7,19 @@ use super::*;
 use crate::deadline::ToolPolicy;
 
 fn table(keeps_frames: bool) -> (Table, mpsc::UnboundedReceiver<Outbound>) {
+    let (table, out, _) = table_with_silences(keeps_frames);
+    (table, out)
+}
+
+fn table_with_silences(
+    keeps_frames: bool,
+) -> (
+    Table,
+    mpsc::UnboundedReceiver<Outbound>,
+    mpsc::UnboundedReceiver<Silence>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let (silences, _) = mpsc::unbounded_channel();
+    let (silences, silenced) = mpsc::unbounded_channel();
     let metrics = crate::metrics::RuntimeMetrics::new(crate::metrics::Sink::Global);
     let table = Table::new(
         "s".into(),
@@ -17,7 +28,7 @@ fn table(keeps_frames: bool) -> (Table, mpsc::UnboundedReceiver<Outbound>) {
         silences,
         Arc::new(metrics.server("s")),
     );
-    (table, rx)
+    (table, rx, silenced)
 }
 
 struct Registered {
@@ -41,6 +52,8 @@ fn register(
         started: Instant::now(),
         deadline,
         track,
+        cancellable: true,
+        reports_silence: true,
     };
     table
         .register(registration, Bytes::from_static(b"{}"), tx)
@@ -203,4 +216,158 @@ fn session_loss_fails_all_but_the_rejected_request_whose_frame_is_kept() {
     assert!(b.rx.try_recv().is_err(), "the rejected request still waits");
     assert_eq!(table.frame_of(2).as_deref(), Some(&b"{}"[..]));
     assert!(!table.is_closed());
+}
+
+/// The frames written since the last look, as text.
+fn written(out: &mut mpsc::UnboundedReceiver<Outbound>) -> Vec<String> {
+    std::iter::from_fn(|| out.try_recv().ok())
+        .map(|o| String::from_utf8_lossy(&o.payload).into_owned())
+        .collect()
+}
+
+#[test]
+fn a_sweep_times_out_what_is_due_cancels_it_and_reports_silence_only_when_nothing_was_heard() {
+    let (table, mut out, mut silenced) = table_with_silences(false);
+    let permits = Arc::new(Semaphore::new(4));
+    let now = Instant::now();
+    let past = now - Duration::from_millis(1);
+    let mut due = register(&table, &permits, 1, Some(past), None).expect("open");
+    let mut later = register(
+        &table,
+        &permits,
+        2,
+        Some(now + Duration::from_secs(60)),
+        None,
+    )
+    .expect("open");
+    let _ = written(&mut out);
+    assert_eq!(table.sweep(now), Some(now + Duration::from_secs(60)));
+    assert!(matches!(
+        due.rx.try_recv(),
+        Ok(Err(Error::Timeout { request_id: 1, .. }))
+    ));
+    assert!(later.rx.try_recv().is_err(), "not due yet");
+    let frames = written(&mut out);
+    assert!(
+        frames.len() == 1 && frames[0].contains("notifications/cancelled"),
+        "{frames:?}"
+    );
+    assert!(silenced.try_recv().is_ok(), "nothing heard since the write");
+    assert_eq!(permits.available_permits(), 3, "the slot is free");
+
+    // Something heard since the write: a slow tool, not a silent server.
+    let _late = register(&table, &permits, 3, Some(past), None).expect("open");
+    table.hear();
+    table.sweep(now);
+    assert!(silenced.try_recv().is_err());
+    assert_eq!(table.len(), 1);
+}
+
+#[test]
+fn an_answer_or_a_caller_taking_its_waiter_back_leaves_no_deadline_behind() {
+    let (table, _out) = table(false);
+    let permits = Arc::new(Semaphore::new(8));
+    let now = Instant::now();
+    // Out of order: a shorter timeout registered after longer ones.
+    for (id, secs) in [(1, 30), (2, 10), (3, 30), (4, 20)] {
+        let w = register(
+            &table,
+            &permits,
+            id,
+            Some(now + Duration::from_secs(secs)),
+            None,
+        );
+        std::mem::forget(w.expect("open"));
+    }
+    let queued = |table: &Table| -> Vec<(Instant, i64)> {
+        let mut all: Vec<_> = table
+            .shards
+            .iter()
+            .flat_map(|s| s.lock().unwrap().deadlines.clone())
+            .collect();
+        all.sort();
+        all
+    };
+    assert_eq!(queued(&table).len(), 4);
+    assert!(table.claim(response(2, "{}")).is_none());
+    table.take(4).expect("waiting");
+    assert_eq!(
+        queued(&table),
+        vec![
+            (now + Duration::from_secs(30), 1),
+            (now + Duration::from_secs(30), 3)
+        ]
+    );
+    assert_eq!(table.sweep(now), Some(now + Duration::from_secs(30)));
+}
+
+#[test]
+fn a_deadline_progress_moved_is_queued_again_not_timed_out() {
+    let (table, _out) = table(false);
+    let permits = Arc::new(Semaphore::new(1));
+    let policy = DeadlinePolicy::resolve(
+        &ToolPolicy::new()
+            .timeout(Duration::from_millis(100))
+            .reset_on_progress(true),
+        None,
+        None,
+        Duration::from_secs(1),
+    );
+    let started = Instant::now();
+    let track = Track::new(started, Some(policy), None).expect("a track");
+    let first = policy.first(started);
+    let mut w = register(&table, &permits, 7, Some(first), Some(track)).expect("open");
+    // Progress 50 ms in: the deadline moves to about 150 ms.
+    let params = ProgressNotificationParams {
+        progress_token: ProgressToken::Number(7),
+        progress: 1.0,
+        total: None,
+        message: None,
+        extra: Default::default(),
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(table.progress(params));
+    let next = table.sweep(first).expect("queued again");
+    assert!(next > first, "moved");
+    assert!(w.rx.try_recv().is_err(), "still waiting");
+    assert!(table.sweep(next).is_none());
+    assert!(matches!(w.rx.try_recv(), Ok(Err(Error::Timeout { .. }))));
+}
+
+#[tokio::test]
+async fn the_deadline_task_wakes_for_an_earlier_deadline_and_ends_with_the_table() {
+    let (table, _out) = table(false);
+    let table = Arc::new(table);
+    let task = tokio::spawn(run_deadlines(&table));
+    let permits = Arc::new(Semaphore::new(2));
+    let now = Instant::now();
+    let _long = register(
+        &table,
+        &permits,
+        1,
+        Some(now + Duration::from_secs(60)),
+        None,
+    );
+    // Let the task go to sleep until the long deadline, then queue a short one.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let short = register(
+        &table,
+        &permits,
+        2,
+        Some(Instant::now() + Duration::from_millis(30)),
+        None,
+    )
+    .expect("open");
+    let answer = tokio::time::timeout(Duration::from_secs(5), short.rx)
+        .await
+        .expect("timed out by the task, not after the long deadline");
+    assert!(matches!(
+        answer,
+        Ok(Err(Error::Timeout { request_id: 2, .. }))
+    ));
+    table.close(|w| w.disconnected(Arc::new(CloseReason::aborted("test"))));
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("the task ends once the table is closed")
+        .expect("no panic");
 }

@@ -130,9 +130,16 @@ impl ServerActor {
         ));
         let (tx, rx) = tokio::sync::mpsc::channel(ROUTED_CAPACITY);
         let routing = route(table.clone(), conn.events, tx);
+        let deadlines = crate::calls::table::run_deadlines(&table);
         match self.ties.io.of(&self.config.transport) {
-            Some(io) => drop(io.spawn(routing)),
-            None => drop(tokio::spawn(routing)),
+            Some(io) => {
+                drop(io.spawn(routing));
+                drop(io.spawn(deadlines));
+            }
+            None => {
+                drop(tokio::spawn(routing));
+                drop(tokio::spawn(deadlines));
+            }
         }
         // A stream that ends without `Closed` lost its tasks (their runtime shut down): that
         // is a disconnect too. After a real `Closed` the extra one is ignored.
