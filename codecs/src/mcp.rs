@@ -490,7 +490,7 @@ impl<'de> Deserialize<'de> for CallToolResult {
                         }
                     }
                     match key {
-                        ResultKey::Content => result.content = map.next_value()?,
+                        ResultKey::Content => result.content = map.next_value_seed(Blocks)?,
                         ResultKey::StructuredContent => {
                             result.structured_content = map.next_value()?;
                         }
@@ -505,6 +505,36 @@ impl<'de> Deserialize<'de> for CallToolResult {
             }
         }
         d.deserialize_map(ResultVisitor)
+    }
+}
+
+/// The content blocks of a result, in a vector sized for one block first: serde's own
+/// vector reader starts at four, which for blocks this size is an allocation too big for the
+/// allocator's per-thread cache, on every call (most results have one block).
+struct Blocks;
+
+impl<'de> de::DeserializeSeed<'de> for Blocks {
+    type Value = Vec<Content>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Content>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> de::Visitor<'de> for Blocks {
+    type Value = Vec<Content>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of content blocks")
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Content>, A::Error> {
+        // A hint is the peer's word: bounded, like serde's own.
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(64));
+        while let Some(block) = seq.next_element()? {
+            blocks.push(block);
+        }
+        Ok(blocks)
     }
 }
 

@@ -42,7 +42,9 @@ use crate::model::CallToolResult;
 pub struct Call {
     /// What to send, until the first poll.
     spec: Option<CallSpec>,
-    running: Option<Pin<Box<dyn Future<Output = Result<CallToolResult>> + Send>>>,
+    /// The request on its way; the result is parsed when it completes. Only the sending is
+    /// boxed: the box is allocated for every call, and a smaller one is a cheaper one.
+    running: Option<Pin<Box<dyn Future<Output = Result<Sent>> + Send>>>,
 }
 
 /// A call's settings, before it is sent.
@@ -147,9 +149,12 @@ impl Call {
     }
 }
 
+/// A call's raw answer, with the server and tool it went to.
+type Sent = (Answer, ServerHandle, Arc<str>);
+
 impl CallSpec {
     /// Routes and sends the call; the answer, with the server and tool it went to.
-    async fn send(self) -> Result<(Answer, ServerHandle, Arc<str>)> {
+    async fn send(self) -> Result<Sent> {
         let CallSpec {
             route,
             tool,
@@ -174,9 +179,11 @@ impl CallSpec {
             .await?;
         Ok((answer, handle, tool))
     }
+}
 
-    async fn send_typed(self) -> Result<CallToolResult> {
-        let (answer, handle, tool) = self.send().await?;
+/// The typed result of a sent call, checked against the tool's output schema.
+fn typed((answer, handle, tool): Sent) -> Result<CallToolResult> {
+    {
         let shared = &handle.shared;
         match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
             Ok(mut result) => {
@@ -209,10 +216,10 @@ impl Future for Call {
             let Some(spec) = this.spec.take() else {
                 return Poll::Ready(Err(already_sent()));
             };
-            this.running = Some(Box::pin(spec.send_typed()));
+            this.running = Some(Box::pin(spec.send()));
         }
         match &mut this.running {
-            Some(running) => running.as_mut().poll(cx),
+            Some(running) => running.as_mut().poll(cx).map(|sent| sent.and_then(typed)),
             None => Poll::Ready(Err(already_sent())),
         }
     }
@@ -233,5 +240,21 @@ fn json_type(value: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "a string",
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn future_size<A, F>(_: fn(A) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// Every call allocates its sending future: past glibc's per-thread cache (1,032 bytes)
+    /// that allocation takes the slow path and consolidates the heap, which cost about a
+    /// tenth of a call's CPU at 64 in flight (see `BENCHMARKS.md`).
+    #[test]
+    fn a_calls_boxed_future_fits_the_allocators_per_thread_cache() {
+        let size = future_size(super::CallSpec::send);
+        assert!(size <= 1024, "the sending future of a call is {size} bytes");
     }
 }

@@ -174,12 +174,10 @@ impl ServerHandle {
         let policy = self.policy(Some(&tool), options);
         // A stateless server's tool listing past its `ttlMs` is listed again first: the
         // call is checked (and its headers built) by the listing the server has now.
-        if !self
-            .shared
-            .freshness
-            .tools
-            .fresh(started, Some(policy.first(started)))
-            .await
+        let tools = &self.shared.freshness.tools;
+        // Boxed: the wait is rare, and would otherwise enlarge every call's future.
+        if tools.needs_relist(started)
+            && !Box::pin(tools.fresh(started, Some(policy.first(started)))).await
         {
             return Err(self.relist_too_slow(&tool));
         }
@@ -229,7 +227,7 @@ impl ServerHandle {
             progress,
             progress_token: true,
         };
-        self.modern_follow_up(original, answer).await
+        Box::pin(self.modern_follow_up(original, answer)).await
     }
 
     pub(crate) fn policy(&self, tool: Option<&str>, call: &ToolPolicy) -> DeadlinePolicy {
@@ -247,15 +245,18 @@ impl ServerHandle {
     /// measured from start to answer.
     ///
     /// `started` is when the caller's request began (its deadline counts from there).
-    pub(crate) async fn send(
-        &self,
+    ///
+    /// Not an `async fn`: the future it returns is stored inside every call's, and one
+    /// level less of nesting keeps that smaller (see `BENCHMARKS.md`).
+    pub(crate) fn send<'a>(
+        &'a self,
         method: Arc<str>,
         tool: Option<Arc<str>>,
         started: Instant,
         policy: DeadlinePolicy,
         progress: Option<ProgressFn>,
-        frame: impl Fn(i64) -> bytes::Bytes,
-    ) -> Result<Answer> {
+        frame: impl Fn(i64) -> bytes::Bytes + 'a,
+    ) -> impl std::future::Future<Output = Result<Answer>> + 'a {
         let span = tracing::debug_span!(
             "request",
             server = %self.shared.name,
@@ -276,9 +277,9 @@ impl ServerHandle {
             cancellable: true,
             reports_silence: true,
         };
-        self.send_measured(spec, frame, recording)
-            .instrument(span)
-            .await
+        // Boxed on its own: two boxes that fit the allocator's per-thread cache cost less
+        // than one too big for it (see `BENCHMARKS.md`).
+        Box::pin(self.send_measured(spec, frame, recording)).instrument(span)
     }
 
     async fn send_measured(
@@ -349,19 +350,28 @@ impl ServerHandle {
         match shared.permits.clone().try_acquire_owned() {
             Ok(permit) => Ok(permit),
             Err(TryAcquireError::Closed) => Err(self.gone(&spec.tool)),
-            Err(TryAcquireError::NoPermits) => {
-                let acquire = shared.permits.clone().acquire_owned();
-                match until(deadline, acquire).await {
-                    Some(Ok(permit)) => Ok(permit),
-                    Some(Err(_)) => Err(self.gone(&spec.tool)),
-                    None => Err(Error::Overloaded {
-                        server: shared.name.clone(),
-                        method: spec.method.clone(),
-                        tool: spec.tool.clone(),
-                        max_in_flight: shared.max_in_flight,
-                    }),
-                }
-            }
+            // Boxed: waiting is rare, and would otherwise enlarge every call's future.
+            Err(TryAcquireError::NoPermits) => Box::pin(self.wait_slot(spec, deadline)).await,
+        }
+    }
+
+    /// Waits for an in-flight slot until `deadline`.
+    async fn wait_slot(
+        &self,
+        spec: &Spec,
+        deadline: Option<Instant>,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        let shared = &*self.shared;
+        let acquire = shared.permits.clone().acquire_owned();
+        match until(deadline, acquire).await {
+            Some(Ok(permit)) => Ok(permit),
+            Some(Err(_)) => Err(self.gone(&spec.tool)),
+            None => Err(Error::Overloaded {
+                server: shared.name.clone(),
+                method: spec.method.clone(),
+                tool: spec.tool.clone(),
+                max_in_flight: shared.max_in_flight,
+            }),
         }
     }
 
@@ -372,9 +382,19 @@ impl ServerHandle {
         deadline: Option<Instant>,
         tool: &Option<Arc<str>>,
     ) -> Result<Arc<Table>> {
-        if let Some(table) = self.gate(tool)? {
-            return Ok(table);
+        match self.gate(tool)? {
+            Some(table) => Ok(table),
+            // Boxed: waiting is rare, and would otherwise enlarge every call's future.
+            None => Box::pin(self.wait_ready(deadline, tool)).await,
         }
+    }
+
+    /// Waits for a ready connection until `deadline`.
+    async fn wait_ready(
+        &self,
+        deadline: Option<Instant>,
+        tool: &Option<Arc<str>>,
+    ) -> Result<Arc<Table>> {
         loop {
             // Marked seen before the gate is read again: the actor stores the gate before it
             // publishes the status, so no change slips between the two.
