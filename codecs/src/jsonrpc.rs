@@ -277,7 +277,19 @@ fn is_null(raw: &RawValue) -> bool {
 impl Message {
     /// Parses one message from JSON bytes (one object; batches are the codec's business).
     pub fn from_slice(bytes: &[u8]) -> Result<Message, ParseError> {
-        let env: Envelope<'_> = match serde_json::from_slice(bytes) {
+        Self::from_parsed(serde_json::from_slice(bytes))
+    }
+
+    /// Parses one message from JSON text: as [`from_slice`](Self::from_slice), without
+    /// checking the UTF-8 of every string again (the codec has checked the whole line).
+    pub fn parse(text: &str) -> Result<Message, ParseError> {
+        Self::from_parsed(serde_json::from_str(text))
+    }
+
+    fn from_parsed(
+        parsed: serde_json::Result<ObjectOnly<Envelope<'_>>>,
+    ) -> Result<Message, ParseError> {
+        let env: Envelope<'_> = match parsed {
             Ok(ObjectOnly(env)) => env,
             Err(e) if e.is_data() => {
                 // Valid JSON that is not an object with the expected field types.

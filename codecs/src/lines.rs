@@ -105,7 +105,7 @@ impl LinesCodec {
         {
             self.push_batch(text);
         } else {
-            self.pending.push_back(parse_message(line));
+            self.pending.push_back(parse_message(text));
         }
     }
 
@@ -138,7 +138,7 @@ impl LinesCodec {
             return;
         }
         for raw in elements {
-            self.pending.push_back(parse_message(raw.get().as_bytes()));
+            self.pending.push_back(parse_message(raw.get()));
         }
     }
 }
@@ -148,8 +148,9 @@ fn is_json_whitespace(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
-fn parse_message(bytes: &[u8]) -> Frame {
-    match Message::from_slice(bytes) {
+fn parse_message(text: &str) -> Frame {
+    let bytes = text.as_bytes();
+    match Message::parse(text) {
         Ok(msg) => Frame::Message(msg),
         Err(ParseError::NotJson(detail)) => {
             Frame::Skipped(Skipped::new(SkipKind::NotJson, bytes, detail, None))
