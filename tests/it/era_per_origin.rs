@@ -1,9 +1,11 @@
 //! The era verdict of an `auto` HTTP server holds for its origin: another server on the same
 //! origin (or the same one removed and added again) connects without `server/discover`,
-//! in the era the first probe found; a server on another origin is probed.
+//! in the era the first probe found; a server on another origin is probed; and an origin
+//! redeployed in another era is probed again once a start with the old verdict fails.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,10 +25,11 @@ type Counts = Arc<Mutex<HashMap<String, usize>>>;
 /// A stateless server when `modern`, otherwise a handshake-era one that refuses
 /// `server/discover` as an unknown method.
 async fn handle(
-    modern: bool,
+    modern: Arc<AtomicBool>,
     counts: Counts,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    let modern = modern.load(Ordering::SeqCst);
     let (verb, _, body) = crate::http_fixture::read(request).await;
     if verb != Method::POST {
         return Ok(empty(StatusCode::METHOD_NOT_ALLOWED));
@@ -63,14 +66,19 @@ async fn handle(
 }
 
 async fn serve(modern: bool, counts: Counts) -> String {
+    serve_switchable(Arc::new(AtomicBool::new(modern)), counts).await
+}
+
+/// A server whose era follows `modern` from one request to the next (a redeployment).
+async fn serve_switchable(modern: Arc<AtomicBool>, counts: Counts) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let counts = counts.clone();
+            let (counts, modern) = (counts.clone(), modern.clone());
             tokio::spawn(async move {
                 let service =
-                    hyper::service::service_fn(move |r| handle(modern, counts.clone(), r));
+                    hyper::service::service_fn(move |r| handle(modern.clone(), counts.clone(), r));
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -144,5 +152,46 @@ async fn another_origin_is_probed() {
     assert_eq!(rt.server("legacy").unwrap().status().era, Some(Era::Legacy));
     assert_eq!(count(&modern, "server/discover"), 1);
     assert_eq!(count(&legacy, "server/discover"), 1);
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_redeployed_in_another_era_is_probed_again_after_a_failed_start() {
+    let counts = Counts::default();
+    let modern = Arc::new(AtomicBool::new(false));
+    let base = serve_switchable(modern.clone(), counts.clone()).await;
+    let rt = Runtime::builder()
+        .server("first", server(format!("{base}/mcp")))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(rt.server("first").unwrap().status().era, Some(Era::Legacy));
+    assert_eq!(count(&counts, "server/discover"), 1);
+    assert_eq!(count(&counts, "initialize"), 1);
+
+    // Redeployed as a stateless server, which refuses `initialize`. A new server on the
+    // origin starts with the kept verdict, fails, and its supervised retry probes.
+    modern.store(true, Ordering::SeqCst);
+    let mut changes = rt.watch();
+    let config = server(format!("{base}/other"))
+        .restart(RestartPolicy::default().with_initial_delay(Duration::from_millis(20)));
+    let second = rt.add_server("second", config).await.unwrap();
+    let ready = async {
+        while !second.status().is_ready() {
+            assert!(changes.changed().await, "the runtime is gone");
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), ready)
+        .await
+        .expect("ready in the new era");
+    assert_eq!(second.status().era, Some(Era::Modern));
+    assert_eq!(
+        (
+            count(&counts, "initialize"),
+            count(&counts, "server/discover")
+        ),
+        (2, 2),
+        "one start with the kept verdict, then one probe"
+    );
     rt.shutdown().await;
 }
