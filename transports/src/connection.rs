@@ -34,10 +34,48 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 pub struct Connection {
     /// Messages to the server.
     pub sender: Sender,
-    /// Everything that arrives from the server, ending with exactly one [`Event::Closed`].
+    /// Everything that arrives from the server, ending with exactly one [`Event::Closed`]
+    /// (less what an [`Inline`] handler took in place).
     pub events: mpsc::Receiver<Event>,
+    /// Where the connection's reader hands each event first, once the consumer set it.
+    pub inline: Inline,
     /// Protocol version, close, and process facts.
     pub control: Box<dyn Control>,
+}
+
+/// What handles an event in place: returns the event when it must go on to
+/// [`Connection::events`].
+pub type InlineFn = Box<dyn Fn(Event) -> Option<Event> + Send + Sync>;
+
+/// A handler the consumer of a connection may set once, which the reader of a byte-stream
+/// connection (stdio, in-memory) calls with each event, on its own task, before queueing
+/// what it hands back: what it settles (an answer reaching its caller) takes no hop through
+/// another task. Events read before it is set are queued as they are; transports whose
+/// events come from several tasks (HTTP) never call it.
+#[derive(Clone, Default)]
+pub struct Inline(Arc<std::sync::OnceLock<InlineFn>>);
+
+impl Inline {
+    /// Sets the handler; `false` when one was set already (it stays).
+    pub fn set(&self, handler: InlineFn) -> bool {
+        self.0.set(handler).is_ok()
+    }
+
+    /// `event` after the handler, or as it is when none is set.
+    pub(crate) fn handle(&self, event: Event) -> Option<Event> {
+        match self.0.get() {
+            Some(handler) => handler(event),
+            None => Some(event),
+        }
+    }
+}
+
+impl fmt::Debug for Inline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inline")
+            .field("set", &self.0.get().is_some())
+            .finish()
+    }
 }
 
 /// Something that happened on a connection.

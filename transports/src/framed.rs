@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
-use crate::connection::{Event, Outbound};
+use crate::connection::{Event, Inline, Outbound};
 
 /// Capacity of a connection's event queue. A consumer that falls behind stops the reader,
 /// and the pipe then stops the server: backpressure instead of memory.
@@ -77,6 +77,7 @@ pub(crate) struct Tasks {
 /// connection, which share the count of unanswered requests that batches the writes.
 pub(crate) fn spawn_tasks<R, W>(
     server: Arc<str>,
+    inline: Inline,
     (read, write): (R, W),
     codec: LinesCodec,
     events: mpsc::Sender<Event>,
@@ -92,6 +93,7 @@ where
     Tasks {
         reader: spawn_reader(
             server.clone(),
+            inline,
             read,
             codec,
             events,
@@ -102,7 +104,8 @@ where
     }
 }
 
-/// Reads frames from `reader` into `events` until EOF, an error, or `stop`.
+/// Reads frames from `reader` until EOF, an error, or `stop`, hands each event to `inline`
+/// (once the connection's consumer set it) and queues what it hands back into `events`.
 ///
 /// `stop` only wins while a read is pending: whatever the peer already wrote is delivered
 /// first, so an answer written just before an exit still arrives. Sending waits for room in
@@ -110,6 +113,7 @@ where
 /// peer never blocks on a full pipe.
 fn spawn_reader<R>(
     server: Arc<str>,
+    inline: Inline,
     reader: R,
     codec: LinesCodec,
     events: mpsc::Sender<Event>,
@@ -150,6 +154,9 @@ where
                     );
                     Event::Skipped(skipped)
                 }
+            };
+            let Some(event) = inline.handle(event) else {
+                continue;
             };
             if receiver_alive && events.send(event).await.is_err() {
                 receiver_alive = false;

@@ -116,8 +116,10 @@ pub fn connect_with(name: &str, config: &Config) -> (Connection, DuplexStream) {
     let (close_tx, close_rx) = oneshot::channel();
 
     let codec = LinesCodec::with_max_length(config.max_frame_length);
+    let inline = crate::connection::Inline::default();
     let framed::Tasks { reader, writer } = framed::spawn_tasks(
         server.clone(),
+        inline.clone(),
         (read, write),
         codec,
         events_tx.clone(),
@@ -137,6 +139,7 @@ pub fn connect_with(name: &str, config: &Config) -> (Connection, DuplexStream) {
     let connection = Connection {
         sender: Sender::new(outbound_tx),
         events: events_rx,
+        inline,
         control: Box::new(MemoryControl {
             server,
             close: Some(close_tx),

@@ -284,8 +284,10 @@ pub async fn connect(name: &str, config: &Config) -> Result<Connection, Error> {
     let (close_tx, close_rx) = oneshot::channel();
 
     let codec = LinesCodec::with_max_length(config.max_frame_length);
+    let inline = crate::connection::Inline::default();
     let framed::Tasks { reader, writer } = framed::spawn_tasks(
         server.clone(),
+        inline.clone(),
         (stdout, stdin),
         codec,
         events_tx.clone(),
@@ -315,6 +317,7 @@ pub async fn connect(name: &str, config: &Config) -> Result<Connection, Error> {
     Ok(Connection {
         sender: Sender::new(outbound_tx),
         events: events_rx,
+        inline,
         control: Box::new(ProcessControl {
             server,
             pid,

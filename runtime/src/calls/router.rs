@@ -1,5 +1,7 @@
 //! The router of one connection: the task that reads everything the server sends, settles
-//! the call table in place, and passes the rest on to the server actor in order.
+//! the call table in place, and passes the rest on to the server actor in order. Over stdio
+//! and in-process connections the reader settles answers itself with [`settle`], and the
+//! router only passes on the rest.
 //!
 //! Settled here, never in an actor: answers (results and JSON-RPC errors), malformed answers
 //! whose id can be read, HTTP send failures and 401s for a request, and progress
@@ -40,6 +42,21 @@ pub(crate) async fn route(
     if !forwarding && !table.is_closed() {
         let reason = Arc::new(CloseReason::aborted("the server's actor stopped"));
         table.close(|waiter| waiter.disconnected(reason.clone()));
+    }
+}
+
+/// The reader's part, on its own task, for stdio and in-process connections (their
+/// [`Inline`](switchboard_transports::Inline) handler): answers, progress and unreadable
+/// frames are settled in place, so an answer reaches its caller without a hop through the
+/// router task. Everything else is handed back untouched, for the router to count and pass
+/// on once.
+pub(crate) fn settle_inline(table: &Table, event: Event) -> Option<Event> {
+    match &event {
+        Event::Message(Message::Response(_)) | Event::Skipped(_) => settle(table, event),
+        Event::Message(Message::Notification(n)) if n.method == methods::PROGRESS => {
+            settle(table, event)
+        }
+        _ => Some(event),
     }
 }
 

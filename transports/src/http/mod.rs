@@ -432,6 +432,7 @@ pub async fn connect(name: &str, config: &Config, kind: Kind) -> Result<Connecti
     let session = shared.session.clone();
     tokio::spawn(drive(shared.clone(), inputs, kind, opened));
     Ok(Connection {
+        inline: Default::default(),
         sender: Sender::new(outbound_tx),
         events: events_rx,
         control: Box::new(HttpControl {

@@ -128,6 +128,11 @@ impl ServerActor {
             self.silences.clone(),
             self.ties.metrics.clone(),
         ));
+        // Where the connection allows it, its reader settles answers on its own task.
+        let settling = table.clone();
+        conn.inline.set(Box::new(move |event| {
+            crate::calls::router::settle_inline(&settling, event)
+        }));
         let (tx, rx) = tokio::sync::mpsc::channel(ROUTED_CAPACITY);
         let routing = route(table.clone(), conn.events, tx);
         let deadlines = crate::calls::table::run_deadlines(&table);
