@@ -77,10 +77,9 @@ pub(crate) struct Tasks {
 /// connection, which share the count of unanswered requests that batches the writes.
 pub(crate) fn spawn_tasks<R, W>(
     server: Arc<str>,
-    inline: Inline,
     (read, write): (R, W),
     codec: LinesCodec,
-    events: mpsc::Sender<Event>,
+    (inline, events): (Inline, mpsc::Sender<Event>),
     outbound: mpsc::UnboundedReceiver<Outbound>,
     stop: oneshot::Receiver<()>,
     shutdown: oneshot::Receiver<()>,

@@ -119,10 +119,9 @@ pub fn connect_with(name: &str, config: &Config) -> (Connection, DuplexStream) {
     let inline = crate::connection::Inline::default();
     let framed::Tasks { reader, writer } = framed::spawn_tasks(
         server.clone(),
-        inline.clone(),
         (read, write),
         codec,
-        events_tx.clone(),
+        (inline.clone(), events_tx.clone()),
         outbound_rx,
         stop_rx,
         shutdown_rx,

@@ -287,10 +287,9 @@ pub async fn connect(name: &str, config: &Config) -> Result<Connection, Error> {
     let inline = crate::connection::Inline::default();
     let framed::Tasks { reader, writer } = framed::spawn_tasks(
         server.clone(),
-        inline.clone(),
         (stdout, stdin),
         codec,
-        events_tx.clone(),
+        (inline.clone(), events_tx.clone()),
         outbound_rx,
         stop_rx,
         shutdown_rx,
