@@ -55,3 +55,38 @@ async fn close_ends_with_closed() {
     // The server saw our EOF and finished.
     server.await.unwrap();
 }
+
+#[tokio::test]
+async fn an_inline_handler_takes_what_it_settles_and_the_rest_is_queued_in_order() {
+    let (mut conn, server) = memory::connect("echo");
+    tokio::spawn(echo(server, 4));
+    // Before a handler is set, every event is queued.
+    conn.sender.send(request(1)).unwrap();
+    match next_event(&mut conn.events).await {
+        Event::Message(m) => assert_eq!(number_id(&m), Some(1)),
+        other => panic!("expected message 1, got {other:?}"),
+    }
+    let (taken_tx, mut taken) = tokio::sync::mpsc::unbounded_channel();
+    let handler: switchboard_transports::InlineFn = Box::new(move |event| match &event {
+        // Even ids are settled in place, odd ones go on.
+        Event::Message(m) if number_id(m).is_some_and(|id| id % 2 == 0) => {
+            taken_tx.send(number_id(m)).unwrap();
+            None
+        }
+        _ => Some(event),
+    });
+    assert!(conn.inline.set(handler));
+    let again: switchboard_transports::InlineFn = Box::new(Some);
+    assert!(!conn.inline.set(again), "set once");
+    for id in 2..=4 {
+        conn.sender.send(request(id)).unwrap();
+    }
+    match next_event(&mut conn.events).await {
+        Event::Message(m) => assert_eq!(number_id(&m), Some(3)),
+        other => panic!("expected message 3, got {other:?}"),
+    }
+    let (_, reason) = until_closed(&mut conn.events).await;
+    assert_eq!(reason.cause, CloseCause::Eof);
+    assert_eq!(taken.recv().await, Some(Some(2)));
+    assert_eq!(taken.recv().await, Some(Some(4)));
+}
