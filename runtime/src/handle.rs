@@ -62,6 +62,10 @@ pub(crate) struct Shared {
     pub(crate) reissue_on_broken_stream: bool,
 }
 
+/// The method of every tool call, allocated once (it is in every call's waiter and errors).
+static TOOLS_CALL: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| Arc::from("tools/call"));
+
 /// A result, and the measurement of its request, which the caller finishes once it knows
 /// whether the tool reported an error.
 pub(crate) struct Answer {
@@ -190,7 +194,7 @@ impl ServerHandle {
         let name: &str = &tool;
         let answer = self
             .send(
-                "tools/call".into(),
+                TOOLS_CALL.clone(),
                 Some(tool.clone()),
                 started,
                 policy,
