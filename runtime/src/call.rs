@@ -64,8 +64,9 @@ pub(crate) enum Route {
     /// To this server.
     Server(ServerHandle),
     /// To the owner of a catalogue name, resolved when the call is sent (after any stale
-    /// listing of a stateless server is fetched again).
-    Catalogue(crate::Runtime),
+    /// listing of a stateless server is fetched again). Weak: a call not sent yet does not
+    /// keep a dropped runtime's servers alive.
+    Catalogue(std::sync::Weak<crate::runtime::Inner>),
 }
 
 impl fmt::Debug for Call {
@@ -165,7 +166,11 @@ impl CallSpec {
         let started = std::time::Instant::now();
         let (handle, tool) = match route {
             Route::Server(handle) => (handle, tool),
-            Route::Catalogue(runtime) => runtime.route_tool(&tool, &options, started).await?,
+            Route::Catalogue(runtime) => {
+                let inner = runtime.upgrade().ok_or(Error::Shutdown)?;
+                let runtime = crate::Runtime { inner };
+                runtime.route_tool(&tool, &options, started).await?
+            }
         };
         if !arguments.is_object() {
             return Err(Error::InvalidArguments {

@@ -453,7 +453,11 @@ impl Runtime {
     /// lists, any such server), that list is fetched again first, within the call's
     /// deadline, once for every call of the burst.
     pub fn call_tool(&self, name: &str, arguments: serde_json::Value) -> Call {
-        Call::new(Route::Catalogue(self.clone()), name.into(), arguments)
+        Call::new(
+            Route::Catalogue(Arc::downgrade(&self.inner)),
+            name.into(),
+            arguments,
+        )
     }
 
     /// The server and tool a catalogue name stands for, by the catalogue as it is now.

@@ -182,3 +182,15 @@ async fn a_server_going_down_removes_only_its_tools_and_coming_back_restores_the
     );
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_catalogue_call_not_sent_yet_keeps_no_dropped_runtime_alive() {
+    let rt = two_demos(Naming::default(), demo_memory(&["--name", "beta"])).await;
+    let call = rt.call_tool("hang", json!({}));
+    let unknown = rt.call_tool("alpha__greet", json!({"name": "x"}));
+    drop(rt);
+    // The runtime went away with its last handle (the calls did not hold it): they fail,
+    // they do not reach a server.
+    assert!(matches!(call.await, Err(Error::Shutdown)));
+    assert!(matches!(unknown.await, Err(Error::Shutdown)));
+}
