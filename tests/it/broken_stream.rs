@@ -11,7 +11,6 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use switchboard::transport::HttpKind;
 use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig, ToolPolicy};
@@ -89,19 +88,7 @@ async fn handle(
 }
 
 async fn serve(seen: Seen) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |r| handle(seen.clone(), r));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let addr = crate::http_fixture::serve(move |r| handle(seen.clone(), r)).await;
     format!("http://{addr}/mcp")
 }
 

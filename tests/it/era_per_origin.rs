@@ -12,7 +12,6 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use switchboard::transport::HttpKind;
 use switchboard::{Era, Liveness, RestartPolicy, Runtime, ServerConfig};
@@ -71,20 +70,7 @@ async fn serve(modern: bool, counts: Counts) -> String {
 
 /// A server whose era follows `modern` from one request to the next (a redeployment).
 async fn serve_switchable(modern: Arc<AtomicBool>, counts: Counts) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let (counts, modern) = (counts.clone(), modern.clone());
-            tokio::spawn(async move {
-                let service =
-                    hyper::service::service_fn(move |r| handle(modern.clone(), counts.clone(), r));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let addr = crate::http_fixture::serve(move |r| handle(modern.clone(), counts.clone(), r)).await;
     format!("http://{addr}")
 }
 

@@ -13,7 +13,6 @@ use std::time::Duration;
 use http_body_util::{Either, Full};
 use hyper::body::{Bytes, Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use switchboard::transport::HttpKind;
 use switchboard::{Era, Liveness, RestartPolicy, Runtime, ServerConfig};
@@ -130,19 +129,7 @@ async fn handle(
 }
 
 async fn serve(server: Arc<Server>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let server = server.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |r| handle(server.clone(), r));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let addr = crate::http_fixture::serve(move |r| handle(server.clone(), r)).await;
     format!("http://{addr}/mcp")
 }
 

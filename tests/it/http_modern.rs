@@ -10,7 +10,6 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use switchboard::transport::HttpKind;
 use switchboard::{Era, Error, Liveness, RestartPolicy, Runtime, ServerConfig};
@@ -111,19 +110,7 @@ async fn handle(log: Log, request: Request<Incoming>) -> Result<Response<Full<By
 }
 
 async fn serve(log: Log) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let log = log.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |r| handle(log.clone(), r));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let addr = crate::http_fixture::serve(move |r| handle(log.clone(), r)).await;
     format!("http://{addr}/mcp")
 }
 

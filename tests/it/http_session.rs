@@ -11,7 +11,6 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use switchboard::transport::HttpKind;
 use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig};
@@ -143,20 +142,7 @@ async fn handle(
 
 /// Serves the script on 127.0.0.1 (a free port) until the test's runtime ends.
 async fn serve(script: Arc<Script>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let script = script.clone();
-            tokio::spawn(async move {
-                let service =
-                    hyper::service::service_fn(move |request| handle(script.clone(), request));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let addr = crate::http_fixture::serve(move |request| handle(script.clone(), request)).await;
     format!("http://{addr}/mcp")
 }
 
@@ -250,31 +236,23 @@ async fn session_loss_reinitializes_once_and_resends_only_the_rejected_call() {
 
 /// A server that refuses every request with 401 and a Protected Resource Metadata pointer.
 pub(crate) async fn serve_unauthorized() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |_request: Request<Incoming>| {
-                    let challenge = format!(
-                        "Bearer resource_metadata=\"http://{addr}/.well-known/oauth-protected-resource/mcp\""
-                    );
-                    async move {
-                        Ok::<_, Infallible>(
-                            Response::builder()
-                                .status(StatusCode::UNAUTHORIZED)
-                                .header("www-authenticate", challenge)
-                                .body(Full::new(Bytes::new()))
-                                .unwrap(),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+    let addr = crate::http_fixture::serve_knowing_address(|addr| {
+        move |_request: Request<Incoming>| {
+            let challenge = format!(
+                "Bearer resource_metadata=\"http://{addr}/.well-known/oauth-protected-resource/mcp\""
+            );
+            async move {
+                Ok::<_, Infallible>(
+                    Response::builder()
+                        .status(StatusCode::UNAUTHORIZED)
+                        .header("www-authenticate", challenge)
+                        .body(Full::new(Bytes::new()))
+                        .unwrap(),
+                )
+            }
         }
-    });
+    })
+    .await;
     format!("http://{addr}/mcp")
 }
 

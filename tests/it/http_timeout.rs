@@ -11,7 +11,6 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use switchboard::transport::HttpKind;
 use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig};
@@ -88,21 +87,8 @@ async fn serve() -> (String, Arc<Wire>, mpsc::UnboundedReceiver<Posted>) {
         posted: Mutex::new(Vec::new()),
         cancels,
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let serving = wire.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let wire = serving.clone();
-            tokio::spawn(async move {
-                let service =
-                    hyper::service::service_fn(move |request| handle(wire.clone(), request));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let addr = crate::http_fixture::serve(move |request| handle(serving.clone(), request)).await;
     (format!("http://{addr}/mcp"), wire, cancelled)
 }
 

@@ -23,7 +23,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use crate::http_fixture::{empty, json_response};
@@ -627,27 +626,19 @@ fn form_urlencoded(input: &[u8]) -> HashMap<String, String> {
 
 /// Serves a new fixture on 127.0.0.1 (a free port) until the test's runtime ends.
 pub(crate) async fn serve(knobs: Knobs) -> Arc<Fixture> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let fixture = Arc::new(Fixture {
-        base: format!("http://{addr}"),
-        knobs: Mutex::new(knobs),
-        ..Fixture::default()
-    });
-    let served = fixture.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let fixture = served.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let fixture = fixture.clone();
-                    async move { Ok::<_, Infallible>(fixture.handle(request).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+    let mut served = None;
+    crate::http_fixture::serve_knowing_address(|addr| {
+        let fixture = Arc::new(Fixture {
+            base: format!("http://{addr}"),
+            knobs: Mutex::new(knobs),
+            ..Fixture::default()
+        });
+        served = Some(fixture.clone());
+        move |request| {
+            let fixture = fixture.clone();
+            async move { Ok::<_, Infallible>(fixture.handle(request).await) }
         }
-    });
-    fixture
+    })
+    .await;
+    served.expect("the fixture is made before serving")
 }
