@@ -188,27 +188,25 @@ impl CallSpec {
 
 /// The typed result of a sent call, checked against the tool's output schema.
 fn typed((answer, handle, tool): Sent) -> Result<CallToolResult> {
-    {
-        let shared = &handle.shared;
-        match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
-            Ok(mut result) => {
-                answer.recording.finish(result.is_error());
-                if let (Some(structured), false) = (&result.structured_content, result.is_error()) {
-                    result.output_schema_mismatch =
-                        shared.tool_rules.load().output_mismatch(&tool, structured);
-                    if result.output_schema_mismatch.is_some() {
-                        shared.metrics.output_mismatches.increment(1);
-                    }
+    let shared = &handle.shared;
+    match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
+        Ok(mut result) => {
+            answer.recording.finish(result.is_error());
+            if let (Some(structured), false) = (&result.structured_content, result.is_error()) {
+                result.output_schema_mismatch =
+                    shared.tool_rules.load().output_mismatch(&tool, structured);
+                if result.output_schema_mismatch.is_some() {
+                    shared.metrics.output_mismatches.increment(1);
                 }
-                Ok(result)
             }
-            Err(e) => Err(answer.recording.fail(Error::Protocol {
-                server: shared.name.clone(),
-                method: "tools/call".into(),
-                tool: Some(tool),
-                detail: format!("the result is not a CallToolResult: {e}"),
-            })),
+            Ok(result)
         }
+        Err(e) => Err(answer.recording.fail(Error::Protocol {
+            server: shared.name.clone(),
+            method: "tools/call".into(),
+            tool: Some(tool),
+            detail: format!("the result is not a CallToolResult: {e}"),
+        })),
     }
 }
 

@@ -294,12 +294,9 @@ impl Freshness {
         self.needs_relist(Instant::now());
     }
 
-    /// Waits until the list is fresh at `now` (asking for a re-list first when it is stale),
-    /// or until `deadline`; `false` when the deadline passed first.
-    pub(crate) async fn fresh(&self, now: Instant, deadline: Option<Instant>) -> bool {
-        if !self.needs_relist(now) {
-            return true;
-        }
+    /// Waits for the re-list that [`needs_relist`](Self::needs_relist) found under way, or
+    /// until `deadline`; `false` when the deadline passed first.
+    pub(crate) async fn relisted(&self, deadline: Option<Instant>) -> bool {
         let mut rounds = self.rounds.subscribe();
         // Subscribed before this check: a round that ends after it wakes the wait below.
         if !self.pending.load(Ordering::SeqCst) {
@@ -318,23 +315,6 @@ impl Freshness {
     pub(crate) async fn stale(&self) {
         self.wake.notified().await
     }
-}
-
-/// Waits until the `which` list of each of `servers` is fresh, each within the deadline that
-/// `deadline` gives it; `false` when a deadline passed first.
-pub(crate) async fn all_fresh(
-    servers: &[crate::ServerHandle],
-    which: fn(&ListFreshness) -> &Freshness,
-    now: Instant,
-    deadline: impl Fn(&crate::ServerHandle) -> Option<Instant>,
-) -> bool {
-    let waits = servers
-        .iter()
-        .map(|server| which(&server.shared.freshness).fresh(now, deadline(server)));
-    futures_util::future::join_all(waits)
-        .await
-        .into_iter()
-        .all(|fresh| fresh)
 }
 
 /// How fresh each cached list of a stateless server is: its tools (in the catalogue), and
@@ -435,13 +415,15 @@ mod tests {
             |f, _| f.forget(),
         ] {
             freshness.listed(Some(Duration::from_secs(60)));
-            let now = Instant::now();
-            assert!(freshness.fresh(now, None).await, "fresh: at once");
+            assert!(!freshness.needs_relist(Instant::now()), "fresh: no wait");
             expire(&freshness);
             let waiting: Vec<_> = (0..3)
                 .map(|_| {
                     let f = freshness.clone();
-                    tokio::spawn(async move { f.fresh(Instant::now(), None).await })
+                    tokio::spawn(async move {
+                        assert!(f.needs_relist(Instant::now()));
+                        f.relisted(None).await
+                    })
                 })
                 .collect();
             freshness.stale().await;
@@ -461,8 +443,9 @@ mod tests {
         freshness.listed(None);
         expire(&freshness);
         let now = Instant::now();
+        assert!(freshness.needs_relist(now));
         let deadline = now + Duration::from_millis(50);
-        assert!(!freshness.fresh(now, Some(deadline)).await);
+        assert!(!freshness.relisted(Some(deadline)).await);
     }
 
     #[test]

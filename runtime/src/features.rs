@@ -424,8 +424,14 @@ impl crate::Runtime {
     {
         let started = std::time::Instant::now();
         let mut routed = self.resolve_prompt(name);
-        let owner = routed.as_ref().ok().map(|(server, _)| server.clone());
-        if self.refreshed(owner, |lists| &lists.prompts, started).await {
+        let owner = match &routed {
+            Ok((server, _)) => self.server(server).ok(),
+            Err(_) => None,
+        };
+        if self
+            .refresh_lists(owner.as_ref(), |lists| &lists.prompts, started)
+            .await
+        {
             // The new lists are in the statuses; the prompt catalogue is rebuilt from them.
             self.settle().await;
             routed = self.resolve_prompt(name);
@@ -450,34 +456,19 @@ impl crate::Runtime {
         }
     }
 
-    /// Has the stale `which` lists that decide a route fetched again: the `owner`'s, or
-    /// with no single owner every server's. `true` when one was stale (the route must be
-    /// found again, even if a deadline cut the wait short).
-    async fn refreshed(
+    /// Has the stale `which` lists that decide a route by a prompt name or a URI fetched
+    /// again (see [`refresh_route`](Self::refresh_route)), within each server's timeout.
+    async fn refresh_lists(
         &self,
-        owner: Option<Arc<str>>,
+        owner: Option<&ServerHandle>,
         which: fn(&crate::era::ListFreshness) -> &crate::era::Freshness,
         started: std::time::Instant,
     ) -> bool {
-        let stale: Vec<ServerHandle> = self
-            .servers()
-            .into_iter()
-            .filter(|server| {
-                owner
-                    .as_deref()
-                    .map_or(true, |owner| server.name() == owner)
-            })
-            .filter(|server| which(&server.shared.freshness).needs_relist(started))
-            .collect();
-        if stale.is_empty() {
-            return false;
-        }
         let policy = crate::deadline::ToolPolicy::default();
-        crate::era::all_fresh(&stale, which, started, |server| {
+        self.refresh_route(owner, which, started, |server| {
             Some(server.policy(None, &policy).first(started))
         })
-        .await;
-        true
+        .await
     }
 
     /// The ready servers that list `uri` as a resource, or else a template matching it.
@@ -522,11 +513,11 @@ impl crate::Runtime {
         let started = std::time::Instant::now();
         let mut owners = self.resource_owners(uri);
         let owner = match &owners[..] {
-            [one] => Some(Arc::from(one.name())),
+            [one] => Some(one.clone()),
             _ => None,
         };
         if self
-            .refreshed(owner, |lists| &lists.resources, started)
+            .refresh_lists(owner.as_ref(), |lists| &lists.resources, started)
             .await
         {
             owners = self.resource_owners(uri);

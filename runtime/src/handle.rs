@@ -181,7 +181,7 @@ impl ServerHandle {
         let tools = &self.shared.freshness.tools;
         // Boxed: the wait is rare, and would otherwise enlarge every call's future.
         if tools.needs_relist(started)
-            && !Box::pin(tools.fresh(started, Some(policy.first(started)))).await
+            && !Box::pin(tools.relisted(Some(policy.first(started)))).await
         {
             return Err(self.relist_too_slow(&tool));
         }

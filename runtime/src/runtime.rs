@@ -488,32 +488,51 @@ impl Runtime {
         started: Instant,
     ) -> Result<(ServerHandle, Arc<str>)> {
         let routed = self.resolve_tool(name);
-        let stale: Vec<ServerHandle> = match &routed {
-            Ok((owner, _)) => vec![owner.clone()],
-            Err(Error::UnknownTool { .. } | Error::AmbiguousTool { .. }) => self.servers(),
+        let owner = match &routed {
+            Ok((owner, _)) => Some(owner),
+            Err(Error::UnknownTool { .. } | Error::AmbiguousTool { .. }) => None,
             Err(_) => return routed,
-        }
-        .into_iter()
-        .filter(|server| server.shared.freshness.tools.needs_relist(started))
-        .collect();
-        if stale.is_empty() {
-            return routed;
-        }
-        let tool = routed.as_ref().ok().map(|(_, tool)| tool.clone());
-        let fresh = crate::era::all_fresh(
-            &stale,
-            |lists| &lists.tools,
-            started,
-            |server| Some(server.policy(tool.as_deref(), options).first(started)),
-        )
-        .await;
-        if !fresh {
-            // Past the deadline: the call itself reports it (as a server that is relisting).
+        };
+        let tool = routed.as_ref().ok().map(|(_, tool)| tool.as_ref());
+        let deadline = |server: &ServerHandle| Some(server.policy(tool, options).first(started));
+        if !self
+            .refresh_route(owner, |lists| &lists.tools, started, deadline)
+            .await
+        {
             return routed;
         }
         // The new listing is in the status; the catalogue is rebuilt from it.
         self.settle().await;
         self.resolve_tool(name)
+    }
+
+    /// Has the stale `which` lists that decide a route fetched again (the `owner`'s, or
+    /// with no single owner every server's), each server waiting until `deadline` gives
+    /// it. `false` when none was stale; `true` when one was, and the route must be found
+    /// again (even if a deadline cut the wait short: the call then reports it).
+    pub(crate) async fn refresh_route(
+        &self,
+        owner: Option<&ServerHandle>,
+        which: fn(&crate::era::ListFreshness) -> &crate::era::Freshness,
+        started: Instant,
+        deadline: impl Fn(&ServerHandle) -> Option<Instant>,
+    ) -> bool {
+        let is_stale =
+            |server: &ServerHandle| which(&server.shared.freshness).needs_relist(started);
+        let stale: Vec<ServerHandle> = match owner {
+            // The common case, on every catalogue call: one check, nothing collected.
+            Some(owner) if !is_stale(owner) => return false,
+            Some(owner) => vec![owner.clone()],
+            None => self.servers().into_iter().filter(|s| is_stale(s)).collect(),
+        };
+        if stale.is_empty() {
+            return false;
+        }
+        let waits = stale
+            .iter()
+            .map(|server| which(&server.shared.freshness).relisted(deadline(server)));
+        futures_util::future::join_all(waits).await;
+        true
     }
 
     /// A watch on the runtime: wakes on every change of a server's status or of the

@@ -1,7 +1,7 @@
 //! The router of one connection: the task that reads everything the server sends, settles
 //! the call table in place, and passes the rest on to the server actor in order. Over stdio
-//! and in-process connections the reader settles answers itself with [`settle`], and the
-//! router only passes on the rest.
+//! and in-process connections the reader settles answers itself with [`settle_inline`], and
+//! the router only passes on the rest.
 //!
 //! Settled here, never in an actor: answers (results and JSON-RPC errors), malformed answers
 //! whose id can be read, HTTP send failures and 401s for a request, and progress

@@ -90,14 +90,7 @@ impl ServerActor {
                         Err(why) => act.listing_kept(methods::RESOURCE_TEMPLATES_LIST, why),
                     }
                     act.republish();
-                    // After the status is published: callers that waited route by it.
-                    if act.is_modern() {
-                        let freshness = &act.ties.freshness.resources;
-                        match listed {
-                            true => freshness.listed(ttl.get()),
-                            false => freshness.failed(),
-                        }
-                    }
+                    act.relisted(Lists::Resources, listed, ttl.get());
                 });
             }
             Lists::Prompts => {
@@ -121,15 +114,23 @@ impl ServerActor {
                         Err(why) => act.listing_kept(methods::PROMPTS_LIST, why),
                     }
                     act.republish();
-                    if act.is_modern() {
-                        let freshness = &act.ties.freshness.prompts;
-                        match listed {
-                            true => freshness.listed(ttl.get()),
-                            false => freshness.failed(),
-                        }
-                    }
+                    act.relisted(Lists::Prompts, listed, ttl.get());
                 });
             }
+        }
+    }
+
+    /// A listing of `which` ended (`listed`: it arrived, with `ttl`), after the status was
+    /// published: callers that waited for it route by it.
+    fn relisted(&self, which: Lists, listed: bool, ttl: Option<std::time::Duration>) {
+        if !self.is_modern() {
+            return;
+        }
+        let freshness = self.freshness_of(which);
+        if listed {
+            freshness.listed(ttl);
+        } else {
+            freshness.failed();
         }
     }
 
