@@ -169,18 +169,7 @@ impl ElicitationHandler for Accept {
 }
 
 async fn start(config: impl Into<ServerConfig>) -> (Runtime, ServerHandle) {
-    let config = config
-        .into()
-        .restart(RestartPolicy::off())
-        .liveness(Liveness::off())
-        .timeout(Duration::from_secs(10));
-    let rt = Runtime::builder()
-        .server("s", config)
-        .build()
-        .await
-        .unwrap();
-    let server = rt.server("s").unwrap();
-    (rt, server)
+    crate::support::scripted(config, Duration::from_secs(10)).await
 }
 
 #[tokio::test]

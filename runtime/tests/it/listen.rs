@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
+use switchboard::{Runtime, ServerConfig, ServerHandle};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::broadcast;
 
@@ -231,30 +231,13 @@ fn answer(msg: &Value, peer: Script, version: usize, listen: &mut Option<Value>)
 pub(crate) async fn start(
     config: ServerConfig<switchboard::transport::Memory>,
 ) -> (Runtime, ServerHandle) {
-    let config: ServerConfig = config.into();
-    let config = config
-        .restart(RestartPolicy::off())
-        .liveness(Liveness::off())
-        .timeout(Duration::from_secs(5));
-    let rt = Runtime::builder()
-        .server("s", config)
-        .build()
-        .await
-        .unwrap();
-    let server = rt.server("s").unwrap();
-    (rt, server)
+    crate::support::scripted(config, Duration::from_secs(5)).await
 }
 
 /// Waits (at most 5 s) for `done`.
-pub(crate) async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !done() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+pub(crate) async fn until(what: &str, done: impl FnMut() -> bool) {
+    let done = crate::support::eventually(Duration::from_secs(5), done).await;
+    assert!(done, "timed out waiting for {what}");
 }
 
 #[tokio::test]

@@ -42,6 +42,26 @@ pub(crate) async fn runtime_with(config: impl Into<ServerConfig>) -> (Runtime, S
     (rt, server)
 }
 
+/// A runtime with one scripted server named `s`: no restarts, no liveness probes (the
+/// script sees only what the test does), and `timeout` per request.
+pub(crate) async fn scripted(
+    config: impl Into<ServerConfig>,
+    timeout: Duration,
+) -> (Runtime, ServerHandle) {
+    let config = config
+        .into()
+        .restart(switchboard::RestartPolicy::off())
+        .liveness(switchboard::Liveness::off())
+        .timeout(timeout);
+    let rt = Runtime::builder()
+        .server("s", config)
+        .build()
+        .await
+        .unwrap();
+    let server = rt.server("s").unwrap();
+    (rt, server)
+}
+
 /// Whether a process is gone (no such pid, or a zombie nobody reaped yet).
 pub(crate) fn process_is_gone(pid: u32) -> bool {
     if unsafe { libc::kill(pid as i32, 0) } != 0 {
