@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::ErrorObject;
 
 use super::server::{str_param, Session};
+pub(super) use switchboard_codecs::mcp::modern::headers::base64;
 
 /// The spec's "Resource not found" code, which `--not-found-code` can replace.
 pub(super) const NOT_FOUND: i64 = -32002;
@@ -118,24 +119,4 @@ pub(super) fn subscribe(session: &Session, params: &Value) -> Result<Value, Erro
 pub(super) fn unsubscribe(session: &Session, params: &Value) -> Result<Value, ErrorObject> {
     session.unsubscribe(str_param(params, "uri")?);
     Ok(json!({}))
-}
-
-/// Standard base64 with padding (RFC 4648), enough for one blob not to need a dependency.
-pub(super) fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }

@@ -180,8 +180,9 @@ pub fn encode(value: &str) -> String {
     }
 }
 
-/// Standard Base64 with padding.
-fn base64(bytes: &[u8]) -> String {
+/// Standard Base64 with padding (RFC 4648): the header encoding's, and enough for the
+/// demo server's blobs not to need a dependency.
+pub fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
