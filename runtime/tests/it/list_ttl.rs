@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard::Error;
 
-use crate::listen::{start, until, Peer, FAILING_LISTS};
+use crate::listen::{start, until, Peer, FAILING_LISTS, SILENT_LISTS};
 
 /// Past the shortest freshness a listing has (1 s, whatever its `ttlMs`).
 const PAST_FRESH: Duration = Duration::from_millis(1100);
@@ -132,5 +132,31 @@ async fn stale_prompt_and_resource_lists_are_fetched_again_before_routing() {
         .expect("routed by the new resource list");
     assert_eq!(peer.seen_of("prompts/list").len(), 2);
     assert_eq!(peer.seen_of("resources/list").len(), 2);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_waits_for_a_relist_no_longer_than_its_own_deadline() {
+    let peer = Peer::with_list_ttl(0);
+    let (rt, _server) = start(peer.config(false)).await;
+    peer.set_version(SILENT_LISTS);
+    tokio::time::sleep(PAST_FRESH).await;
+    let call = rt
+        .call_tool("t0", json!({}))
+        .timeout(Duration::from_millis(300));
+    let result = tokio::time::timeout(Duration::from_secs(4), call)
+        .await
+        .expect("bounded by the call's deadline, not the re-list's");
+    match result {
+        Err(Error::Unavailable { reason, .. }) => {
+            assert!(reason.contains("being fetched again"), "{reason}")
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert_eq!(peer.seen_of("tools/list").len(), 2, "asked once");
+    assert!(
+        peer.seen_of("tools/call").is_empty(),
+        "not routed by the stale list"
+    );
     rt.shutdown().await;
 }

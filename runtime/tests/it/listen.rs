@@ -155,6 +155,9 @@ struct Script {
 /// The version at which every list request fails.
 pub(crate) const FAILING_LISTS: usize = 99;
 
+/// The version at which list requests are never answered.
+pub(crate) const SILENT_LISTS: usize = 98;
+
 /// The scripted server's answer to `msg` (an array: several messages in order).
 fn answer(msg: &Value, peer: Script, version: usize, listen: &mut Option<Value>) -> Option<Value> {
     let id = msg["id"].clone();
@@ -173,6 +176,9 @@ fn answer(msg: &Value, peer: Script, version: usize, listen: &mut Option<Value>)
     };
     if version == FAILING_LISTS && method.ends_with("/list") {
         return error("listing is broken".into());
+    }
+    if version == SILENT_LISTS && method.ends_with("/list") {
+        return None;
     }
     let name = &msg["params"]["name"];
     match method {
