@@ -1,11 +1,12 @@
 //! Calls over Streamable HTTP to a local server (`support/http_server.rs`: hyper, one thread,
-//! JSON answers, keep-alive) from four clients: Switchboard (`ServerConfig::http` with
+//! JSON answers, keep-alive) from these clients: Switchboard (`ServerConfig::http` with
 //! `HttpKind::StreamableHttp`, as a user gets it, and with `io_runtime`), rmcp's Streamable
 //! HTTP client as shipped (its default reqwest client keeps no idle connection, so every
 //! POST opens a new one), rmcp handed a pooled keep-alive `reqwest::Client` (and allowed 64
 //! POSTs at once instead of its default 16), and a bare loop of keep-alive POSTs (a pooled
 //! `reqwest::Client`, no MCP framework) sending the same `tools/call` frame with the session
-//! header. criterion times Switchboard and the bare loop, sequential and 64 in flight; then
+//! header, and the same POSTs through hyper's pooled client with no reqwest above it
+//! (`hyper`: the floor of an HTTP client stack here). criterion times Switchboard and the bare loop, sequential and 64 in flight; then
 //! a custom loop measures every client in turns, as `stdio` does, and prints the ratios
 //! against the targets.
 //!
@@ -51,12 +52,13 @@ const PROBE: &str = "regime_probe/stdio_raw_blocking_echo/sequential";
 /// The protocol version the bare client asks for and then names on every POST.
 const VERSION: &str = "2025-06-18";
 
-const CLIENTS: [&str; 5] = [
+const CLIENTS: [&str; 6] = [
     "switchboard",
     "switchboard_io",
     "rmcp",
     "rmcp_pooled",
     "bare",
+    "hyper",
 ];
 
 async fn echo(server: Arc<ServerHandle>) {
@@ -157,6 +159,67 @@ impl Bare {
     }
 }
 
+/// The same POSTs as [`Bare`] through hyper's pooled client (`hyper_util`'s, the one reqwest
+/// wraps) with no reqwest above it: the floor of an HTTP client stack on this runtime.
+#[derive(Debug)]
+struct BareHyper {
+    client: HyperClient,
+    uri: hyper::Uri,
+    session: hyper::header::HeaderValue,
+    next_id: AtomicU64,
+}
+
+type HyperClient = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    http_body_util::Full<bytes::Bytes>,
+>;
+
+impl BareHyper {
+    /// Joins the session [`Bare`] opened: the server keeps one session per handshake, and
+    /// the calls are the same.
+    fn connect(bare: &Bare) -> Arc<BareHyper> {
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http();
+        Arc::new(BareHyper {
+            client,
+            uri: bare.url.parse().expect("the server's URI"),
+            session: hyper::header::HeaderValue::from_bytes(bare.session.as_bytes())
+                .expect("a session id"),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// One `tools/call echo`, the frame Switchboard sends, answer read whole.
+    async fn call(self: Arc<Self>) {
+        use http_body_util::BodyExt;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = format!(
+            concat!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"#,
+                r#""name":"echo","arguments":{{"text":"ping"}},"_meta":{{"progressToken":{id}}}}}}}"#
+            ),
+            id = id
+        );
+        let request = hyper::Request::post(self.uri.clone())
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .header(hyper::header::ACCEPT, "application/json, text/event-stream")
+            .header("mcp-session-id", self.session.clone())
+            .header("mcp-protocol-version", VERSION)
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+            .expect("a request");
+        let response = self.client.request(request).await.expect("POST");
+        assert_eq!(response.status(), hyper::StatusCode::OK);
+        let answer = response
+            .into_body()
+            .collect()
+            .await
+            .expect("the answer")
+            .to_bytes();
+        debug_assert!(answer.starts_with(format!(r#"{{"jsonrpc":"2.0","id":{id},"#).as_bytes()));
+    }
+}
+
 /// rmcp's Streamable HTTP client, as shipped or with a pooled client of ours.
 async fn rmcp_client(url: &str, pooled: bool) -> RunningService<RoleClient, ()> {
     let transport = if pooled {
@@ -175,6 +238,7 @@ struct Clients {
     rmcp: [RunningService<RoleClient, ()>; 2],
     peers: [Peer<RoleClient>; 2],
     bare: Arc<Bare>,
+    hyper: Arc<BareHyper>,
 }
 
 impl Clients {
@@ -188,12 +252,14 @@ impl Clients {
         let rmcp = [false, true].map(|pooled| rt.block_on(rmcp_client(url, pooled)));
         let peers = [0, 1].map(|i| rmcp[i].peer().clone());
         let bare = rt.block_on(Bare::connect(url.to_owned()));
+        let hyper = BareHyper::connect(&bare);
         Clients {
             runtimes,
             switchboard,
             rmcp,
             peers,
             bare,
+            hyper,
         }
     }
 
@@ -218,9 +284,13 @@ impl Clients {
                     async move { sdk::echo(&peer).await }
                 })
             }
-            _ => {
+            4 => {
                 let bare = self.bare.clone();
                 measure::profile_on_worker(rt, name, n, window, move || bare.clone().call())
+            }
+            _ => {
+                let hyper = self.hyper.clone();
+                measure::profile_on_worker(rt, name, n, window, move || hyper.clone().call())
             }
         }
     }
@@ -337,7 +407,7 @@ fn print_server_cpu(profiles: &[Profile], server_cpu: &[Duration]) {
 }
 
 fn print_targets(p: &[Profile]) {
-    let [sb_seq, io_seq, rmcp_seq, pooled_seq, bare_seq, sb_64, io_64, rmcp_64, pooled_64, bare_64, probe] =
+    let [sb_seq, io_seq, rmcp_seq, pooled_seq, bare_seq, hyper_seq, sb_64, io_64, rmcp_64, pooled_64, bare_64, hyper_64, probe] =
         p
     else {
         return;
@@ -369,6 +439,7 @@ fn print_targets(p: &[Profile]) {
         );
         for (other, o_seq, o_64) in [
             ("bare", bare_seq, bare_64),
+            ("hyper", hyper_seq, hyper_64),
             ("rmcp", rmcp_seq, rmcp_64),
             ("rmcp_pooled", pooled_seq, pooled_64),
         ] {

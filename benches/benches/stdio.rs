@@ -22,6 +22,7 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use support::measure::{self, Profile};
 use support::raw::RawClient;
 use support::sdk;
+use support::tokio_floor::TokioFloor;
 use switchboard::{Runtime, ServerConfig, ServerHandle};
 
 /// Rounds of the interleaved comparison; in each, every client makes
@@ -47,6 +48,9 @@ enum Client {
     Raw,
     /// rmcp over its child-process transport.
     Rmcp,
+    /// The least a tokio client with a task per caller does (`support/tokio_floor.rs`):
+    /// Switchboard's floor on this runtime. Against the blocking echo server only.
+    TokioFloor,
 }
 
 impl Client {
@@ -57,6 +61,7 @@ impl Client {
             Client::SwitchboardReset => "switchboard_reset",
             Client::Raw => "raw",
             Client::Rmcp => "rmcp",
+            Client::TokioFloor => "tokio_floor",
         }
     }
 }
@@ -71,6 +76,7 @@ const SERVERS: [(&str, &[Client]); 2] = [
             Client::SwitchboardReset,
             Client::Raw,
             Client::Rmcp,
+            Client::TokioFloor,
         ],
     ),
     (
@@ -118,6 +124,8 @@ struct Clients {
     raw: RawClient,
     rmcp: RunningService<RoleClient, ()>,
     peer: Peer<RoleClient>,
+    /// Against the blocking echo server only.
+    floor: Option<Arc<TokioFloor>>,
 }
 
 impl Clients {
@@ -134,6 +142,7 @@ impl Clients {
         let raw = RawClient::spawn(command());
         let rmcp = rt.block_on(sdk::connect(command()));
         let peer = rmcp.peer().clone();
+        let floor = (server == "blocking").then(|| rt.block_on(TokioFloor::spawn(command())));
         Clients {
             runtimes: [default, io],
             switchboard,
@@ -141,6 +150,7 @@ impl Clients {
             raw,
             rmcp,
             peer,
+            floor,
         }
     }
 
@@ -173,6 +183,10 @@ impl Clients {
                     let peer = peer.clone();
                     async move { sdk::echo(&peer).await }
                 })
+            }
+            Client::TokioFloor => {
+                let floor = self.floor.clone().expect("the floor client runs here");
+                measure::profile_on_worker(rt, name, n, window, move || floor.clone().call())
             }
         }
     }
@@ -333,6 +347,20 @@ fn print_targets(profiles: &[Profile]) {
                 &format!("client CPU per call 64 in flight, {who} / rmcp"),
                 s64.cpu_us_per_call() / rmcp_64.cpu_us_per_call(),
             );
+            if let (Some(f), Some(f64)) = (seq(Client::TokioFloor), in_64(Client::TokioFloor)) {
+                measure::print_ratio(
+                    &format!("sequential p50, {who} / tokio_floor"),
+                    p50(s) / p50(f),
+                );
+                measure::print_ratio(
+                    &format!("64 in flight calls/s, {who} / tokio_floor"),
+                    s64.calls_per_sec() / f64.calls_per_sec(),
+                );
+                measure::print_ratio(
+                    &format!("client CPU per call 64 in flight, {who} / tokio_floor"),
+                    s64.cpu_us_per_call() / f64.cpu_us_per_call(),
+                );
+            }
         }
         if !list.contains(&Client::SwitchboardReset) {
             continue;

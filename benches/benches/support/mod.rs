@@ -11,6 +11,7 @@ pub(crate) mod http_server;
 pub(crate) mod measure;
 pub(crate) mod raw;
 pub(crate) mod sdk;
+pub(crate) mod tokio_floor;
 pub(crate) mod tool_server;
 
 use std::path::PathBuf;
