@@ -5,8 +5,10 @@
 //! flight, in calls/s. Then a custom loop prints latency percentiles (p50/p90/p99), calls/s
 //! and client CPU per call for Switchboard (as a user gets it; with `io_runtime`; and with
 //! `.reset_on_progress(true)` on every call), the raw client of `baseline` (sequential and
-//! pipelined) and rmcp of `peers`, against both servers, measured in turns in this one
-//! process, and the ratios between them against the targets (see `BENCHMARKS.md`).
+//! pipelined), rmcp of `peers` and, against the blocking server, the tokio floor
+//! (`support/tokio_floor.rs`: the least a tokio client with a task per caller does), against
+//! both servers, measured in turns in this one process, and the ratios between them against
+//! the targets (see `BENCHMARKS.md`).
 //!
 //! Both children are this bench binary itself, re-executed into the server's entry point.
 //! The callers run on a runtime built as `#[tokio::main]` builds one (multi-thread, one
