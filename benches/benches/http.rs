@@ -78,6 +78,17 @@ async fn runtime(url: &str, io: Option<tokio::runtime::Handle>) -> Runtime {
     builder.build().await.expect("runtime")
 }
 
+/// The `tools/call echo` frame Switchboard sends, with request id `id`.
+fn echo_frame(id: u64) -> String {
+    format!(
+        concat!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"#,
+            r#""name":"echo","arguments":{{"text":"ping"}},"_meta":{{"progressToken":{id}}}}}}}"#
+        ),
+        id = id
+    )
+}
+
 /// MCP over plain keep-alive POSTs: the handshake by hand, then `tools/call echo` frames
 /// with the session header, answers read whole and checked by status and id only.
 #[derive(Debug)]
@@ -145,13 +156,7 @@ impl Bare {
     /// One `tools/call echo`, the frame Switchboard sends.
     async fn call(self: Arc<Self>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = format!(
-            concat!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"#,
-                r#""name":"echo","arguments":{{"text":"ping"}},"_meta":{{"progressToken":{id}}}}}}}"#
-            ),
-            id = id
-        );
+        let body = echo_frame(id);
         let response = Bare::post(&self.client, &self.url, Some(&self.session), body).await;
         assert_eq!(response.status(), reqwest::StatusCode::OK);
         let answer = response.bytes().await.expect("the answer");
@@ -194,13 +199,7 @@ impl BareHyper {
     async fn call(self: Arc<Self>) {
         use http_body_util::BodyExt;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = format!(
-            concat!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"#,
-                r#""name":"echo","arguments":{{"text":"ping"}},"_meta":{{"progressToken":{id}}}}}}}"#
-            ),
-            id = id
-        );
+        let body = echo_frame(id);
         let request = hyper::Request::post(self.uri.clone())
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json, text/event-stream")
