@@ -4,11 +4,13 @@
 //! Every request the client sends (tool calls with or without a progress reset, lists,
 //! `initialize`, `ping`), over every transport, takes the same road:
 //!
-//! 1. [`request::Request`] registers a [`table::Waiter`] under the request's id in the
+//! 1. [`request::send`] registers a [`table::Waiter`] under the request's id in the
 //!    connection's [`table::Table`] and writes the frame to the connection's writer itself;
-//! 2. [`router::route`], the task that reads the connection, settles the waiter in place when
-//!    the answer (or a malformed answer, an HTTP send failure or a 401 for that id) arrives,
-//!    and moves the caller's deadline when a progress notification asks for it;
+//! 2. the task that reads the connection settles the waiter in place when the answer (or a
+//!    malformed answer, an HTTP send failure or a 401 for that id) arrives, and moves the
+//!    caller's deadline when a progress notification asks for it: over stdio and in-process
+//!    connections the reader itself ([`router::settle_inline`]), over HTTP the router task
+//!    ([`router::route`]) that the response tasks queue their events for;
 //! 3. the connection's deadline task ([`table::run_deadlines`], one timer per connection)
 //!    times out a waiter whose deadline passed and tells the server with
 //!    `notifications/cancelled`; a request whose future is dropped takes its waiter back and

@@ -1,6 +1,6 @@
 //! Requests the server sends to the client (`roots/list`, `sampling/createMessage`,
 //! `elicitation/create`, `ping`), answered by the application's
-//! [`ClientHandlers`](crate::client::ClientHandlers).
+//! [`ClientHandlers`].
 //!
 //! The actor only reads the request: params that do not fit the method are answered -32602
 //! and an unknown method -32601 at once. Everything else is served in a task of its own, on
