@@ -189,8 +189,7 @@ impl BareHyper {
         Arc::new(BareHyper {
             client,
             uri: bare.url.parse().expect("the server's URI"),
-            session: hyper::header::HeaderValue::from_bytes(bare.session.as_bytes())
-                .expect("a session id"),
+            session: bare.session.clone(),
             next_id: AtomicU64::new(1),
         })
     }

@@ -349,18 +349,20 @@ fn print_targets(profiles: &[Profile]) {
                 &format!("client CPU per call 64 in flight, {who} / rmcp"),
                 s64.cpu_us_per_call() / rmcp_64.cpu_us_per_call(),
             );
-            if let (Some(f), Some(f64)) = (seq(Client::TokioFloor), in_64(Client::TokioFloor)) {
+            if let (Some(floor), Some(floor_64)) =
+                (seq(Client::TokioFloor), in_64(Client::TokioFloor))
+            {
                 measure::print_ratio(
                     &format!("sequential p50, {who} / tokio_floor"),
-                    p50(s) / p50(f),
+                    p50(s) / p50(floor),
                 );
                 measure::print_ratio(
                     &format!("64 in flight calls/s, {who} / tokio_floor"),
-                    s64.calls_per_sec() / f64.calls_per_sec(),
+                    s64.calls_per_sec() / floor_64.calls_per_sec(),
                 );
                 measure::print_ratio(
                     &format!("client CPU per call 64 in flight, {who} / tokio_floor"),
-                    s64.cpu_us_per_call() / f64.cpu_us_per_call(),
+                    s64.cpu_us_per_call() / floor_64.cpu_us_per_call(),
                 );
             }
         }

@@ -30,7 +30,8 @@ type Waiters = Arc<Mutex<HashMap<u64, oneshot::Sender<Box<RawValue>>>>>;
 /// The client: a child server and the two tasks on its pipes.
 #[derive(Debug)]
 pub(crate) struct TokioFloor {
-    child: Child,
+    /// Held only to be killed with the client (`kill_on_drop`).
+    _child: Child,
     frames: mpsc::UnboundedSender<Bytes>,
     waiters: Waiters,
     next_id: AtomicU64,
@@ -108,7 +109,7 @@ impl TokioFloor {
             }
         });
         let client = Arc::new(TokioFloor {
-            child,
+            _child: child,
             frames,
             waiters,
             next_id: AtomicU64::new(1),
@@ -118,7 +119,9 @@ impl TokioFloor {
             "capabilities": {},
             "clientInfo": {"name": "tokio-floor-bench", "version": "0.1.0"},
         });
-        let result = client.request("initialize", &params).await;
+        let result = client
+            .request(client.next_id(), "initialize", &params)
+            .await;
         assert!(result.get().contains("\"protocolVersion\""), "{result}");
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         client
@@ -128,8 +131,16 @@ impl TokioFloor {
         client
     }
 
-    async fn request<P: Serialize>(&self, method: &'static str, params: P) -> Box<RawValue> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    async fn request<P: Serialize>(
+        &self,
+        id: u64,
+        method: &'static str,
+        params: P,
+    ) -> Box<RawValue> {
         let frame = serde_json::to_vec(&Request {
             jsonrpc: "2.0",
             id,
@@ -148,22 +159,17 @@ impl TokioFloor {
     /// One `tools/call echo` with the arguments every client sends, and its typed result.
     pub(crate) async fn call(self: Arc<Self>) {
         let arguments = super::echo_args();
-        let id = self.next_id.load(Ordering::Relaxed);
+        // The progress token is the request id, as Switchboard's.
+        let id = self.next_id();
         let params = CallParams {
             name: "echo",
             arguments: &arguments,
             meta: Meta { progress_token: id },
         };
-        let result = self.request("tools/call", params).await;
+        let result = self.request(id, "tools/call", params).await;
         let result: CallResult = serde_json::from_str(result.get()).expect("a tool result");
         assert!(!result.is_error && result.content.len() == 1);
         debug_assert!(result.content[0].kind == "text" && result.content[0].text.is_some());
-    }
-}
-
-impl Drop for TokioFloor {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
     }
 }
 
