@@ -248,10 +248,10 @@ impl<T> ServerConfig<T> {
     }
 
     /// Whether this server's tool calls are sent again, under a new id, when their response
-    /// stream breaks before the answer (2026-07-28 over HTTP, which cannot resume it); a
-    /// tool's [`ToolPolicy::reissue_on_broken_stream`] beats it. Only for servers whose
-    /// tools are all safe to run twice. Off by default. Lists, reads, prompt gets and
-    /// completions are always sent again: they change nothing.
+    /// breaks before the answer and cannot be resumed (over HTTP); a tool's
+    /// [`ToolPolicy::reissue_on_broken_stream`] beats it. Only for servers whose tools are
+    /// all safe to run twice. Off by default. Lists, reads, prompt gets, completions and
+    /// pings are always sent again: they change nothing.
     pub fn reissue_on_broken_stream(mut self, reissue: bool) -> Self {
         self.reissue_on_broken_stream = reissue;
         self

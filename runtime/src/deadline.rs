@@ -43,7 +43,7 @@ pub struct ToolPolicy {
     pub reset_on_progress: Option<bool>,
     /// The hard cap on a call's total time when progress restarts its timeout.
     pub max_total: Option<Duration>,
-    /// Whether a call whose response stream broke (2026-07-28 over HTTP) is sent again
+    /// Whether a call whose response broke before its answer (over HTTP) is sent again
     /// (beats the server's setting; default off).
     pub reissue_on_broken_stream: Option<bool>,
 }
@@ -74,8 +74,9 @@ impl ToolPolicy {
         self
     }
 
-    /// Whether a call to the tool is sent again, under a new id, when its response stream
-    /// breaks before the answer (a stateless server over HTTP, which cannot resume it).
+    /// Whether a call to the tool is sent again, under a new id, when its response breaks
+    /// before the answer and cannot be resumed (over HTTP: a reset, a truncated body, an
+    /// event stream that ends early).
     /// Only for tools that are safe to run twice: the first call may have run. Off by
     /// default; without it the caller gets
     /// [`Error::StreamBroken`](crate::Error::StreamBroken).

@@ -191,12 +191,14 @@ pub enum Error {
         /// The rounds answered.
         rounds: u32,
     },
-    /// A stateless (2026-07-28) request's response stream broke before its answer, and the
-    /// era cannot resume it: the server may or may not have run the request. Lists, reads,
-    /// prompt gets and completions are sent again instead; tool calls only when the tool or
-    /// server opted in ([`ToolPolicy::reissue_on_broken_stream`](crate::ToolPolicy::reissue_on_broken_stream)).
+    /// A request's response broke before its answer (over HTTP: a reset or a truncated body
+    /// after the request went out, or an event stream that ended and could not be resumed):
+    /// the server may or may not have run the request. Lists, reads, prompt gets,
+    /// completions and pings are sent again instead, within the call's deadline; tool calls
+    /// only when the tool or server opted in
+    /// ([`ToolPolicy::reissue_on_broken_stream`](crate::ToolPolicy::reissue_on_broken_stream)).
     #[error(
-        "{} may or may not have run: its response stream broke before the answer ({reason})",
+        "{} may or may not have run: its response broke before the answer ({reason})",
         target(server, method, tool)
     )]
     StreamBroken {

@@ -94,9 +94,11 @@ pub enum Event {
         /// Why.
         reason: Arc<str>,
     },
-    /// A stateless-era (2026-07-28) request's response stream ended before its answer
-    /// (HTTP transports). The era has no resumption, so the request is lost: the server may
-    /// or may not have run it. The connection goes on.
+    /// A request's response broke before its answer (HTTP transports): the connection was
+    /// reset or the body cut off after the request was sent, or its event stream ended and
+    /// could not be resumed (a stateless-era stream, which the era never resumes, or one
+    /// that carried no event id, or whose resumption failed). The request is lost: the
+    /// server may or may not have run it. The connection goes on.
     StreamBroken {
         /// The request's id.
         id: Id,

@@ -1,11 +1,13 @@
-//! Which requests are sent again when their response stream breaks.
+//! Which requests are sent again when their response breaks.
 //!
-//! A stateless (2026-07-28) request over Streamable HTTP is answered on its own response
-//! stream, and the era has no resumption: when the stream breaks before the answer, the
-//! request is lost and the server may or may not have run it. Requests that change nothing
-//! (lists, reads, prompt gets, completions) are sent again under a new id, within the call's
-//! deadline; a tool call only when the caller, the tool's policy or the server's setting
-//! said the tool is safe to run twice. Anything else fails with
+//! Over HTTP a request is answered on its own response, which the network can cut: a reset
+//! or a truncated body after the request went out, or an event stream that ends before the
+//! answer and cannot be resumed (the stateless era never resumes; the handshake era resumes
+//! a stream that carried an event id, with `Last-Event-ID`). Then the request is lost and
+//! the server may or may not have run it. Requests that change nothing (lists, reads,
+//! prompt gets, completions, pings, discovery) are sent again under a new id, within the
+//! call's deadline; a tool call only when the caller, the tool's policy or the server's
+//! setting said the tool is safe to run twice. Anything else fails with
 //! [`Error::StreamBroken`](crate::Error::StreamBroken).
 
 use switchboard_codecs::mcp::methods;
@@ -22,6 +24,8 @@ const SAFE: &[&str] = &[
     methods::RESOURCES_READ,
     methods::PROMPTS_GET,
     methods::COMPLETION_COMPLETE,
+    methods::PING,
+    switchboard_codecs::mcp::modern::SERVER_DISCOVER,
 ];
 
 /// Whether a `method` request whose stream broke may be sent again: safe methods always,
@@ -58,7 +62,12 @@ mod tests {
             !allowed("tools/call", Some(false), true),
             "the tool's policy beats the server's"
         );
-        assert!(!allowed("server/discover", None, true));
+        assert!(allowed("server/discover", None, false));
+        assert!(allowed("ping", None, false));
+        assert!(
+            !allowed("initialize", None, true),
+            "a new session each time"
+        );
         assert!(!allowed("logging/setLevel", None, true));
     }
 }

@@ -292,10 +292,10 @@ impl Shared {
         }
     }
 
-    /// Reports a stateless request whose response stream ended before its answer:
-    /// [`Event::StreamBroken`].
+    /// Reports a request whose response broke before its answer (and could not be
+    /// resumed): [`Event::StreamBroken`].
     pub(crate) async fn broken(&self, id: Id, reason: &str) {
-        tracing::debug!(server = %self.name, id = %id, reason, "a stateless request's stream broke");
+        tracing::debug!(server = %self.name, id = %id, reason, "a request's response broke");
         self.emit(Event::StreamBroken {
             id,
             reason: reason.into(),

@@ -247,6 +247,14 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
             shared.fail(outbound.id.clone(), &reason).await;
             return PostEnd::Fatal(CloseCause::WriteFailed(reason));
         }
+        // Connected, then broken (a reset, a truncated head): the server may have run it.
+        Err(e @ Error::Request { .. }) => {
+            match outbound.id {
+                Some(id) => shared.broken(id, &e.to_string()).await,
+                None => shared.fail(None, &e.to_string()).await,
+            }
+            return PostEnd::Done;
+        }
         Err(e) => {
             shared.fail_error(outbound.id, &e).await;
             return PostEnd::Done;
@@ -331,16 +339,16 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
                 .fail(request, "the answer is longer than the limit")
                 .await;
         }
-        // A stateless request's answer that broke off is lost like a broken stream.
+        // An answer that broke off is lost: the request may have run.
         Err(reason) => match request {
-            Some(id) if !modern.is_empty() => {
+            Some(id) => {
                 shared
                     .broken(id, &format!("reading the answer failed: {reason}"))
                     .await
             }
-            request => {
+            None => {
                 shared
-                    .fail(request, &format!("reading the answer failed: {reason}"))
+                    .fail(None, &format!("reading the answer failed: {reason}"))
                     .await
             }
         },
@@ -424,9 +432,9 @@ async fn answer_stream(
         }
         let Some(last_event_id) = state.last_event_id.clone() else {
             shared
-                .fail(
-                    request,
-                    "the answer's stream ended before the response and cannot be resumed (no event id)",
+                .broken(
+                    id.clone(),
+                    "the response stream ended before the answer and cannot be resumed (it carried no event id)",
                 )
                 .await;
             return PostEnd::Done;
@@ -434,9 +442,9 @@ async fn answer_stream(
         loop {
             let Some(delay) = resume_delay(attempt, state.retry, session::jitter()) else {
                 shared
-                    .fail(
-                        request,
-                        "the answer's stream dropped and could not be resumed",
+                    .broken(
+                        id.clone(),
+                        "the response stream broke before the answer and could not be resumed",
                     )
                     .await;
                 return PostEnd::Done;
@@ -456,9 +464,9 @@ async fn answer_stream(
                 Ok(Opened::Refused(status)) if status.is_client_error() => {
                     let e = shared.http_error(&shared.url, status);
                     shared
-                        .fail(
-                            request,
-                            &format!("resuming the answer's stream failed: {e}"),
+                        .broken(
+                            id.clone(),
+                            &format!("the response stream broke before the answer and resuming it was refused: {e}"),
                         )
                         .await;
                     return PostEnd::Done;

@@ -46,7 +46,7 @@ async fn dropped_stream_is_resumed_with_last_event_id_after_retry() {
 }
 
 #[tokio::test]
-async fn dropped_stream_without_event_id_fails_its_request() {
+async fn dropped_stream_without_event_id_reports_its_request_lost() {
     let server =
         TestServer::start(|_seen: Seen| async move { sse(&["data: \n\n", ": nothing else\n\n"]) })
             .await;
@@ -55,11 +55,11 @@ async fn dropped_stream_without_event_id_fails_its_request() {
         .unwrap();
     conn.sender.send(request(9)).unwrap();
     match next_event(&mut conn.events).await {
-        Event::SendFailed { id, reason } => {
+        Event::StreamBroken { id, reason } => {
             assert_eq!(id, Id::Number(9));
             assert!(reason.contains("cannot be resumed"), "{reason}");
         }
-        other => panic!("expected SendFailed, got {other:?}"),
+        other => panic!("expected StreamBroken, got {other:?}"),
     }
     assert!(server.seen_with(Method::GET).is_empty());
     conn.control.close().await;

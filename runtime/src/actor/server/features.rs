@@ -184,8 +184,7 @@ async fn fetch<R: DeserializeOwned>(
         Some(cursor) => serde_json::json!({ "cursor": cursor }),
         None => serde_json::json!({}),
     };
-    let frame = own.frame(method, &params);
-    let raw = match own.send(method, frame, timeout).await {
+    let raw = match own.send(method, params, timeout).await {
         None => return Err(None),
         Some(answer) => answer.map_err(|e| Some(format!("{method} failed: {e}")))?,
     };

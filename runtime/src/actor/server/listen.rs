@@ -128,7 +128,7 @@ impl ServerActor {
         let id = frame.0;
         tracing::debug!(server = %self.name, id, ?filter, "opening subscriptions/listen");
         // No deadline: the stream stays open until one side closes it.
-        let sending = async move { own.send(listen::SUBSCRIPTIONS_LISTEN, frame, None).await };
+        let sending = async move { own.send_framed(listen::SUBSCRIPTIONS_LISTEN, frame).await };
         let task = self.when_same_link(ctx, sending, move |act, answer, ctx| {
             act.on_listen_end(id, answer, ctx);
         });

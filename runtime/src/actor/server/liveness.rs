@@ -61,7 +61,7 @@ impl ServerActor {
         } else {
             methods::PING
         };
-        self.request(ctx, method, &serde_json::json!({}), timeout, |act, _, _| {
+        self.request(ctx, method, serde_json::json!({}), timeout, |act, _, _| {
             act.ping_outstanding = false;
         });
     }

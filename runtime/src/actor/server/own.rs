@@ -37,36 +37,65 @@ impl Drop for Outstanding {
 }
 
 impl OwnRequests {
+    /// A frame for `method` in the dialect published now, under a new id.
     pub(super) fn frame<P: Serialize + ?Sized>(
         &self,
         method: &str,
         params: &P,
     ) -> (i64, bytes::Bytes) {
         let modern = self.dialect.load();
-        self.frame_as(modern.as_deref(), method, params)
-    }
-
-    /// A frame for `method` in the given dialect (`None`: legacy), whatever is published:
-    /// the era probe speaks modern before the verdict is.
-    pub(super) fn frame_as<P: Serialize + ?Sized>(
-        &self,
-        modern: Option<&crate::era::Modern>,
-        method: &str,
-        params: &P,
-    ) -> (i64, bytes::Bytes) {
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
         let level = self.logging.level();
         (
             id,
-            crate::era::frame_request(modern, level, id, method, params),
+            crate::era::frame_request(modern.as_deref(), level, id, method, params),
         )
     }
 
-    /// Sends one request; `None` when the table is closed (the connection is gone).
-    pub(super) async fn send(
+    /// Sends one request already framed (its id known to the caller), without deadline
+    /// and never again: the `subscriptions/listen` stream.
+    pub(super) async fn send_framed(
         &self,
         method: &'static str,
         (id, frame): (i64, bytes::Bytes),
+    ) -> Option<Result<Box<RawValue>, Error>> {
+        let spec = Spec {
+            method: method.into(),
+            tool: None,
+            started: Instant::now(),
+            policy: None,
+            progress: None,
+            cancellable: true,
+            reports_silence: true,
+        };
+        self.outstanding.fetch_add(1, Ordering::Relaxed);
+        let _counted = Outstanding(self.outstanding.clone());
+        request::send(&self.table, id, frame, &spec, None)
+            .await
+            .ok()
+    }
+
+    /// Sends one request, framed in the dialect published now; `None` when the table is
+    /// closed (the connection is gone).
+    pub(super) async fn send(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+        timeout: Option<Duration>,
+    ) -> Option<Result<Box<RawValue>, Error>> {
+        let modern = self.dialect.load_full();
+        self.send_as(modern, method, params, timeout).await
+    }
+
+    /// Sends one request framed in the given dialect (`None`: legacy), whatever is
+    /// published: the era probe speaks modern before the verdict is. A request that changes
+    /// nothing is sent again, under a new id, when its response broke (see
+    /// [`crate::calls::reissue`]), within the same deadline.
+    pub(super) async fn send_as(
+        &self,
+        modern: Option<Arc<crate::era::Modern>>,
+        method: &'static str,
+        params: serde_json::Value,
         timeout: Option<Duration>,
     ) -> Option<Result<Box<RawValue>, Error>> {
         let spec = Spec {
@@ -82,8 +111,23 @@ impl OwnRequests {
         };
         self.outstanding.fetch_add(1, Ordering::Relaxed);
         let _counted = Outstanding(self.outstanding.clone());
-        request::send(&self.table, id, frame, &spec, None)
-            .await
-            .ok()
+        let reissue = crate::calls::reissue::allowed(method, None, false);
+        let mut reissues = 0;
+        loop {
+            let id = self.ids.fetch_add(1, Ordering::Relaxed);
+            let level = self.logging.level();
+            let frame = crate::era::frame_request(modern.as_deref(), level, id, method, &params);
+            let answer = request::send(&self.table, id, frame, &spec, None)
+                .await
+                .ok()?;
+            match answer {
+                Err(Error::StreamBroken { .. })
+                    if reissue && reissues < crate::calls::reissue::MAX_REISSUES =>
+                {
+                    reissues += 1;
+                }
+                answer => return Some(answer),
+            }
+        }
     }
 }
