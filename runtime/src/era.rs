@@ -2,7 +2,7 @@
 //! request to a stateless (2026-07-28) server carries.
 //!
 //! A server is configured with a [`Protocol`]: [`Protocol::Auto`] (the default) probes it
-//! with `server/discover` when it starts and keeps the verdict for that process;
+//! with `server/discover` when it starts and keeps the verdict (see `verdicts`);
 //! [`Protocol::Modern`] and [`Protocol::Legacy`] skip the probe. The verdict, an [`Era`], is
 //! shown in [`ServerStatus`](crate::ServerStatus) with the protocol version.
 //!

@@ -1,13 +1,20 @@
-//! The era verdicts of HTTP servers, kept per origin for the runtime's life, so that a new
-//! connection to an origin whose era is known does not probe it again.
+//! The era verdicts of auto servers, kept for the runtime's life so that a new connection
+//! to a server whose era is known does not probe it again.
 //!
-//! A [`Protocol::Auto`](crate::Protocol::Auto) server over HTTP is probed with
-//! `server/discover` when a connection opens. The answer is a property of the deployment
-//! behind the origin, not of one connection: a reconnect (after a lost session, a silent
-//! server, a second server entry on the same origin, a server removed and added again)
-//! reuses it: a legacy origin gets `initialize` at once, a modern one its discover result
-//! again. The verdict is forgotten when the origin could not be reached (it may come back as
-//! another deployment), when a start with it failed, and on an explicit restart.
+//! A [`Protocol::Auto`](crate::Protocol::Auto) server is probed with `server/discover` when
+//! a connection opens. The answer is a property of what runs behind the connection, not of
+//! one connection, so it is kept under a key naming that:
+//!
+//! - over HTTP, the origin: a reconnect (after a lost session, a silent server, a second
+//!   server entry on the same origin, a server removed and added again) reuses it: a legacy
+//!   origin gets `initialize` at once, a modern one its discover result again. It is
+//!   forgotten when the origin could not be reached (it may come back as another
+//!   deployment);
+//! - over stdio (and in memory), the command: a legacy verdict spares a restart the probe,
+//!   and a server that exits on the probe a second process. Modern verdicts are not kept
+//!   there: each new process answers its own `server/discover`.
+//!
+//! Either is forgotten when a start with it failed, and on an explicit restart.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -27,7 +34,7 @@ pub(crate) enum Verdict {
     },
 }
 
-/// The verdicts of a runtime's HTTP servers, by origin.
+/// The verdicts of a runtime's auto servers, by origin or command.
 #[derive(Debug, Default)]
 pub(crate) struct Verdicts(Mutex<HashMap<String, Verdict>>);
 

@@ -160,6 +160,23 @@ impl Config {
         self
     }
 
+    /// A hash of what is started (program, arguments, environment, working directory),
+    /// equal for two configs that run the same command: what a fact learnt about one
+    /// server process (its protocol era) may be kept under for the next one.
+    pub fn launch_hash(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (
+            &self.program,
+            &self.args,
+            &self.env,
+            self.clear_env,
+            &self.cwd,
+        )
+            .hash(&mut hasher);
+        hasher.finish()
+    }
+
     fn command(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.program);
         command.args(&self.args);

@@ -70,7 +70,7 @@ pub(crate) struct Supervisor {
     /// Where servers' connections do their I/O (`None`: the actor thread).
     io: IoPlaces,
     servers: BTreeMap<Arc<str>, Managed>,
-    /// The era verdicts of HTTP servers, by origin, shared by every server.
+    /// The era verdicts of auto servers, by origin or command, shared by every server.
     verdicts: Arc<crate::verdicts::Verdicts>,
     version: u64,
     /// Every server's status as of the last rebuild (name, when it changed).

@@ -80,6 +80,10 @@ pub struct Options {
     /// The error code for `resources/read` and `resources/subscribe` of an unknown URI: the
     /// spec's -32002 by default, but some real servers answer -32602 (invalid params).
     pub not_found_code: i64,
+    /// Exit the process (status 1) on a request whose method the server does not know,
+    /// as some servers do (rmcp 0.x exits on any first request that is not `initialize`),
+    /// instead of answering -32601. For the server as a child process only.
+    pub exit_on_unknown_method: bool,
 }
 
 impl Default for Options {
@@ -91,6 +95,7 @@ impl Default for Options {
             name: "switchboard-demo".to_owned(),
             server_features: true,
             not_found_code: resources::NOT_FOUND,
+            exit_on_unknown_method: false,
         }
     }
 }
@@ -98,7 +103,7 @@ impl Default for Options {
 impl Options {
     /// Parses command-line arguments (without the program name): `--faults`,
     /// `--protocol-version V`, `--page-size N`, `--name N`, `--no-server-features`,
-    /// `--not-found-code C`. Values may also be attached with `=`, as in `--page-size=2`.
+    /// `--not-found-code C`, `--exit-on-unknown-method`. Values may also be attached with `=`, as in `--page-size=2`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
         let mut options = Options::default();
         let mut args = args.into_iter();
@@ -126,6 +131,9 @@ impl Options {
                 }
                 "--name" => options.name = value("a name")?,
                 "--no-server-features" if attached.is_none() => options.server_features = false,
+                "--exit-on-unknown-method" if attached.is_none() => {
+                    options.exit_on_unknown_method = true
+                }
                 "--not-found-code" => {
                     let code = value("an error code")?;
                     options.not_found_code = code

@@ -432,6 +432,12 @@ impl Session {
             }
             "prompts/get" => prompts::get(&params).map(Reply::Result),
             "completion/complete" => completion::complete(&params).map(Reply::Result),
+            method if self.options.exit_on_unknown_method => {
+                log(format_args!(
+                    "exiting: {method} is not a method this server knows"
+                ));
+                std::process::exit(1)
+            }
             method => Err(ErrorObject::new(
                 ErrorObject::METHOD_NOT_FOUND,
                 format!("method not found: {method}"),

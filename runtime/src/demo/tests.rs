@@ -422,7 +422,7 @@ fn options_parse() {
     let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
     assert_eq!(Options::from_args(args("")), Ok(Options::default()));
     let options = Options::from_args(args(
-        "--faults --page-size 2 --protocol-version=2024-11-05 --name x --no-server-features --not-found-code -32602",
+        "--faults --page-size 2 --protocol-version=2024-11-05 --name x --no-server-features --not-found-code -32602 --exit-on-unknown-method",
     ))
     .unwrap();
     assert_eq!(
@@ -434,6 +434,7 @@ fn options_parse() {
             name: "x".to_owned(),
             server_features: false,
             not_found_code: -32602,
+            exit_on_unknown_method: true,
         }
     );
     let options = Options::from_args(args("--not-found-code=-32602")).unwrap();

@@ -130,3 +130,112 @@ async fn an_initialize_answered_with_an_error_fails_calls_at_once_naming_the_err
     assert!(reason.contains("no clients today"), "{reason}");
     rt.shutdown().await;
 }
+
+/// `sh -c SCRIPT`: a command that starts, so its spawn succeeds, and then does what the
+/// script says.
+fn shell(script: &str) -> ServerConfig<switchboard::transport::Stdio> {
+    ServerConfig::stdio("sh").args(["-c", script])
+}
+
+/// The errors behind `error`, outermost first.
+fn causes(error: &Error) -> Vec<Error> {
+    let mut chain = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(cause) = next {
+        if let Some(e) = cause.downcast_ref::<Error>() {
+            chain.push(e.clone());
+        } else if let Some(e) = cause.downcast_ref::<std::sync::Arc<Error>>() {
+            chain.push((**e).clone());
+        }
+        next = cause.source();
+    }
+    chain
+}
+
+#[tokio::test]
+async fn a_process_that_exits_during_its_handshake_fails_calls_at_once_with_its_exit_status() {
+    let (rt, server) = broken(shell("echo 'cannot find module x' >&2; exit 3")).await;
+    for _ in 0..2 {
+        let call = server
+            .call_tool("echo", json!({"text": "x"}))
+            .timeout(DEADLINE);
+        let err = tokio::time::timeout(AT_ONCE, call)
+            .await
+            .expect("the call waited for its deadline instead of failing at once")
+            .unwrap_err();
+        assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+        // The exit status and the stderr tail are the call's source, typed.
+        let disconnect = causes(&err).into_iter().find_map(|e| match e {
+            Error::Disconnected { reason, .. } => Some(reason),
+            _ => None,
+        });
+        let reason = disconnect.unwrap_or_else(|| panic!("no disconnect behind {err:?}"));
+        assert_eq!(
+            reason.cause,
+            switchboard::CloseCause::Exited {
+                code: Some(3),
+                signal: None
+            },
+            "{reason}"
+        );
+        assert!(
+            reason
+                .stderr_tail
+                .iter()
+                .any(|l| l.contains("cannot find module x")),
+            "{reason}"
+        );
+        until_a_restart_attempt_failed(&server).await;
+    }
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_made_while_a_retry_runs_waits_for_that_retry_only() {
+    // The first start exits; the second is slow (a second), then serves.
+    let dir = std::env::temp_dir().join(format!("sb-retry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("started-once");
+    let _ = std::fs::remove_file(&marker);
+    let script = format!(
+        "if [ -e '{m}' ]; then sleep 1; exec '{bin}' demo-server; else touch '{m}'; exit 3; fi",
+        m = marker.display(),
+        bin = env!("CARGO_BIN_EXE_switchboard"),
+    );
+    // A long backoff, so that "during the backoff" and "during the retry" are far apart.
+    let retrying = RestartPolicy::default()
+        .with_initial_delay(Duration::from_secs(3))
+        .with_jitter(0.0)
+        .with_crash_loop(1000, Duration::from_secs(60));
+    let rt = Runtime::builder()
+        .server(
+            "broken",
+            shell(&script)
+                .protocol(switchboard::Protocol::Legacy)
+                .restart(retrying),
+        )
+        .build()
+        .await
+        .expect("runtime");
+    let server = rt.server("broken").unwrap();
+    // During the backoff: at once.
+    unavailable_at_once(&server).await;
+    // Once the retry is under way, a call waits for it, and it succeeds.
+    let retrying = || {
+        let status = server.status();
+        status.restarts >= 1 && matches!(status.state, ServerState::Starting)
+    };
+    assert!(
+        eventually(Duration::from_secs(10), retrying).await,
+        "no retry: {:?}",
+        server.status()
+    );
+    let result = server
+        .call_tool("echo", json!({"text": "waited"}))
+        .timeout(DEADLINE)
+        .await
+        .expect("the call made during the retry was not served by it");
+    assert_eq!(result.text(), "waited");
+    rt.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

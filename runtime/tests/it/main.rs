@@ -15,6 +15,7 @@ mod era;
 mod fail_fast;
 mod handshake;
 mod io_runtime;
+mod legacy_fallback;
 mod list_ttl;
 mod listen;
 mod liveness;

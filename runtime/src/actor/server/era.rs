@@ -5,10 +5,15 @@
 //! discover result means modern; `-32022` (unsupported version) means modern too, and the
 //! probe is sent once more with a version from the server's `supported` list; any other
 //! error (legacy servers answer `-32601` or `-32602`, among others) or no answer within the
-//! probe timeout means legacy, and `initialize` follows on the same connection. The verdict
-//! holds for the connection (one server process); a restart probes again. Over HTTP it holds
-//! for the origin (see [`crate::verdicts`]): a new connection to a known origin skips the
-//! probe, until the origin is unreachable, a start fails or the server is restarted.
+//! probe timeout means legacy, and `initialize` follows on the same connection. A probe
+//! whose answer the network cut off is sent again, then fails the start: it is no verdict.
+//! A server process that ends its connection in answer to the probe (rmcp 0.x servers exit)
+//! is legacy too: a new process is started at once in the handshake era (see
+//! `lifecycle::restart_in_handshake_era`).
+//!
+//! Verdicts are kept in [`crate::verdicts`]: over HTTP for the origin (a new connection to a
+//! known origin skips the probe), over stdio for the command, legacy ones only. A start
+//! that fails with a kept verdict, an unreachable origin or an explicit restart forgets it.
 //!
 //! A modern server is ready once its tools are listed: there is no `initialize` and no
 //! `notifications/initialized`; its capabilities, instructions and identity come from the
@@ -46,8 +51,8 @@ impl ServerActor {
         self.ties.freshness.forget();
         self.era = None;
         let known = self
-            .verdict_origin()
-            .and_then(|origin| self.ties.verdicts.get(&origin));
+            .verdict_key()
+            .and_then(|key| self.ties.verdicts.get(&key));
         match (self.config.protocol, known) {
             (Protocol::Legacy, _) | (Protocol::Auto, Some(Verdict::Legacy)) => {
                 self.send_initialize(ctx)
@@ -67,26 +72,52 @@ impl ServerActor {
         }
     }
 
-    /// The origin whose verdict this server shares: an auto server over HTTP has one.
-    fn verdict_origin(&self) -> Option<String> {
-        match (&self.config.transport, self.config.protocol) {
-            (Transport::Http(http), Protocol::Auto) => crate::verdicts::origin(&http.url),
-            _ => None,
+    /// Where this server's era verdict is kept, for an auto server: its origin over HTTP
+    /// (shared by every server there), what it runs over stdio, this config in memory.
+    fn verdict_key(&self) -> Option<String> {
+        if self.config.protocol != Protocol::Auto {
+            return None;
+        }
+        match &self.config.transport {
+            Transport::Http(http) => crate::verdicts::origin(&http.url),
+            #[cfg(all(unix, feature = "stdio"))]
+            Transport::Stdio(stdio) => Some(format!("stdio {:x}", stdio.config.launch_hash())),
+            Transport::Memory(memory) => Some(format!(
+                "memory {:p}",
+                std::sync::Arc::as_ptr(&memory.serve)
+            )),
         }
     }
 
-    /// Keeps the verdict the probe reached for the server's origin.
+    /// Keeps the verdict the probe reached. A modern verdict is kept for an HTTP origin
+    /// only: a new process's `server/discover` is the stateless era's own first request
+    /// (it brings that process's capabilities), so for stdio only knowing that a command
+    /// is legacy saves anything (the probe, and for a server that exits on it, a process).
     pub(super) fn keep_verdict(&self, verdict: Verdict) {
-        if let Some(origin) = self.verdict_origin() {
-            self.ties.verdicts.keep(origin, verdict);
+        let over_http = matches!(self.config.transport, Transport::Http(_));
+        if matches!(verdict, Verdict::Modern { .. }) && !over_http {
+            return;
+        }
+        if let Some(key) = self.verdict_key() {
+            self.ties.verdicts.keep(key, verdict);
         }
     }
 
-    /// Forgets the server's origin's verdict: its next connection probes.
+    /// Forgets the server's verdict: its next connection probes.
     pub(super) fn forget_verdict(&self) {
-        if let Some(origin) = self.verdict_origin() {
-            self.ties.verdicts.forget(&origin);
+        if let Some(key) = self.verdict_key() {
+            self.ties.verdicts.forget(&key);
         }
+    }
+
+    /// Whether the connection that just ended was the auto probe's: a server process that
+    /// closed, exited or broke its pipes in answer to `server/discover` (rmcp 0.x servers
+    /// exit on any first request that is not `initialize`). Such a server is spoken to in
+    /// the handshake era on a new process at once.
+    pub(super) fn probe_ended_the_process(&self) -> bool {
+        self.phase == Phase::Discovering
+            && self.config.protocol == Protocol::Auto
+            && !matches!(self.config.transport, Transport::Http(_))
     }
 
     /// `server/discover` in `version`; `first` is false for the one retry after `-32022`.
@@ -98,19 +129,20 @@ impl ServerActor {
             modern_capabilities(self.config.handlers.as_ref()),
         ));
         let own = self.own_requests(link);
-        let frame = own.frame_as(
-            Some(&dialect),
-            modern::SERVER_DISCOVER,
-            &serde_json::json!({}),
-        );
         let timeout = match self.config.protocol {
             Protocol::Auto => PROBE_TIMEOUT.min(self.config.startup_timeout_value() / 2),
             // Forced modern: the startup timeout alone bounds the handshake.
             _ => self.config.startup_timeout_value(),
         };
+        let probe = Some(dialect.clone());
         let sending = async move {
-            own.send(modern::SERVER_DISCOVER, frame, Some(timeout))
-                .await
+            own.send_as(
+                probe,
+                modern::SERVER_DISCOVER,
+                serde_json::json!({}),
+                Some(timeout),
+            )
+            .await
         };
         self.when_same_link(ctx, sending, move |act, answer, ctx| {
             // `None`: the connection is gone, and its close is handled elsewhere.
@@ -135,6 +167,12 @@ impl ServerActor {
             }
             // Keep a typed 401 as it is: the application can start OAuth from it.
             Err(e @ Error::Unauthorized { .. }) => return self.fail_start(e, ctx),
+            // The network cut the answer: the server said nothing about its era, and this
+            // attempt failed (no 10 s wait, no verdict).
+            Err(e @ Error::StreamBroken { .. }) => {
+                let error = self.handshake_error(format!("server/discover was cut off: {e}"));
+                return self.fail_start(error, ctx);
+            }
             Err(e) if self.config.protocol == Protocol::Auto => {
                 tracing::debug!(server = %self.name, error = %e, "server/discover refused: a legacy server");
                 self.send_initialize(ctx);

@@ -37,9 +37,9 @@ impl ServerActor {
         self.relist_running = false;
         self.reset_listen(ctx);
         self.start_startup_timer(ctx);
-        if !self.start_failed {
-            self.set_gate(Gate::Starting);
-        }
+        // Calls made while this attempt runs wait for it (within their deadline), even after
+        // a failed start: its outcome, not the last one's, is theirs.
+        self.set_gate(Gate::Starting);
         if self.restarts > 0 {
             self.publish(ServerState::Starting);
         }
@@ -175,7 +175,7 @@ impl ServerActor {
         self.request(
             ctx,
             methods::INITIALIZE,
-            &params,
+            params,
             None,
             |act, answer, ctx| {
                 match answer {
@@ -293,9 +293,8 @@ impl ServerActor {
                         Some(cursor) => serde_json::json!({ "cursor": cursor }),
                         None => serde_json::json!({}),
                     };
-                    let frame = own.frame(methods::TOOLS_LIST, &params);
                     // `None`: the connection is gone, and its close is handled elsewhere.
-                    let raw = match own.send(methods::TOOLS_LIST, frame, timeout).await {
+                    let raw = match own.send(methods::TOOLS_LIST, params, timeout).await {
                         None => return Err(None),
                         Some(answer) => {
                             answer.map_err(|e| Some(format!("tools/list failed: {e}")))?
@@ -441,7 +440,7 @@ impl ServerActor {
         let timeout = self.config.timeout;
         for uri in self.ties.subscriptions.uris() {
             let params = serde_json::json!({ "uri": uri });
-            self.request(ctx, methods::RESOURCES_SUBSCRIBE, &params, timeout, move |act, answer, _| {
+            self.request(ctx, methods::RESOURCES_SUBSCRIBE, params, timeout, move |act, answer, _| {
                 if let Err(error) = answer {
                     tracing::warn!(server = %act.name, %uri, %error, "could not subscribe to the resource again");
                 }
@@ -456,7 +455,7 @@ impl ServerActor {
         };
         let params = serde_json::json!({ "level": level });
         let timeout = self.config.timeout;
-        self.request(ctx, methods::LOGGING_SET_LEVEL, &params, timeout, |act, answer, _| {
+        self.request(ctx, methods::LOGGING_SET_LEVEL, params, timeout, |act, answer, _| {
             if let Err(error) = answer {
                 tracing::warn!(server = %act.name, %error, "could not set the server's log level again");
             }
@@ -511,6 +510,9 @@ impl ServerActor {
         ctx: &mut Context<Self>,
     ) {
         let pending = table.as_ref().map_or(0, |t| t.len());
+        if self.probe_ended_the_process() {
+            return self.restart_in_handshake_era(reason, table, ctx);
+        }
         tracing::warn!(server = %self.name, %reason, pending, "server disconnected");
         // An origin that could not be reached may come back as another deployment.
         if matches!(
@@ -523,12 +525,25 @@ impl ServerActor {
         let reason = Arc::new(reason);
         let text: Arc<str> = format!("it disconnected: {reason}").into();
         let state = if self.phase.in_handshake() {
+            // A process that starts and then exits (a bad flag, a missing module, an `npx`
+            // of a package that does not exist) failed to start: calls fail at once, with
+            // the exit status and the stderr tail, until an attempt succeeds.
             self.start_failed = true;
-            ServerState::Failed {
-                error: self.handshake_error(format!(
-                    "the server disconnected during the handshake: {reason}"
-                )),
-            }
+            let error = Error::Handshake {
+                server: self.name.clone(),
+                detail: format!("the server disconnected during the handshake: {reason}").into(),
+                cause: Some(Arc::new(Error::Disconnected {
+                    server: self.name.clone(),
+                    method: self.phase.handshake_method().into(),
+                    tool: None,
+                    reason: reason.clone(),
+                })),
+            };
+            self.set_gate(Gate::Unavailable {
+                reason: error.to_string().into(),
+                cause: Some(Arc::new(error.clone())),
+            });
+            ServerState::Failed { error }
         } else {
             ServerState::Down {
                 reason: reason.clone(),
@@ -539,6 +554,26 @@ impl ServerActor {
         if let Some(table) = table {
             table.close(|waiter| waiter.disconnected(reason.clone()));
         }
+    }
+
+    /// The server process ended in answer to the era probe: it is legacy (and says so the
+    /// only way some servers can). A new process is started at once and spoken to in the
+    /// handshake era: no backoff, no restart counted, no call failed (they wait at the gate,
+    /// which stays `Starting`), and the verdict is kept for the command, so later starts do
+    /// not probe it again.
+    fn restart_in_handshake_era(
+        &mut self,
+        reason: CloseReason,
+        table: Option<Arc<Table>>,
+        ctx: &mut Context<Self>,
+    ) {
+        tracing::info!(server = %self.name, %reason, "the server ended its connection in answer to the era probe (server/discover): starting it again in the handshake era");
+        self.keep_verdict(crate::verdicts::Verdict::Legacy);
+        if let Some(table) = table {
+            let reason = Arc::new(reason);
+            table.close(|waiter| waiter.disconnected(reason.clone()));
+        }
+        self.connect(ctx);
     }
 
     /// Kills an unresponsive server and treats it as crashed.

@@ -94,7 +94,7 @@ pub(crate) struct Ties {
     pub(crate) dialect: crate::era::Dialect,
     /// How fresh a modern server's lists are.
     pub(crate) freshness: Arc<crate::era::ListFreshness>,
-    /// The era verdicts of HTTP servers, by origin (the runtime's).
+    /// The era verdicts of auto servers, by origin or command (the runtime's).
     pub(crate) verdicts: Arc<crate::verdicts::Verdicts>,
 }
 
@@ -137,6 +137,15 @@ enum Phase {
 }
 
 impl Phase {
+    /// The request a connection in this phase waits for.
+    fn handshake_method(self) -> &'static str {
+        match self {
+            Phase::Discovering => mcp::modern::SERVER_DISCOVER,
+            Phase::ListingTools => mcp::methods::TOOLS_LIST,
+            _ => mcp::methods::INITIALIZE,
+        }
+    }
+
     fn in_handshake(self) -> bool {
         matches!(
             self,
@@ -319,18 +328,17 @@ impl ServerActor {
 
     /// Sends one of the actor's own requests through the connection's table, like any
     /// caller's, and hands its answer to `then` if the connection is still the same.
-    fn request<P: Serialize + ?Sized>(
+    fn request(
         &mut self,
         ctx: &mut Context<Self>,
         method: &'static str,
-        params: &P,
+        params: serde_json::Value,
         timeout: Option<Duration>,
         then: impl FnOnce(&mut Self, Result<Box<RawValue>, Error>, &mut Context<Self>) + 'static,
     ) {
         let Some(link) = &self.link else { return };
         let own = self.own_requests(link);
-        let frame = own.frame(method, params);
-        let sending = async move { own.send(method, frame, timeout).await };
+        let sending = async move { own.send(method, params, timeout).await };
         self.when_same_link(ctx, sending, |act, answer, ctx| {
             // A closed table means the connection is gone; its close was handled already.
             if let Some(answer) = answer {
