@@ -4,10 +4,9 @@
 //! Runs only with `SWITCHBOARD_INTEROP=1`; then a peer that cannot start fails the test. The
 //! peers are installed by `.ci/run` into `.ci/peers` (never fetched inside a startup timeout).
 
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::json;
 use switchboard::client::{
@@ -159,56 +158,16 @@ async fn everything_and_filesystem_aggregated_from_a_config_file() {
 }
 
 /// server-everything serving HTTP on a free port of 127.0.0.1; killed (and reaped) on drop.
-pub(crate) struct HttpPeer {
-    child: Child,
-    port: u16,
-}
+pub(crate) type HttpPeer = crate::peers::ListeningPeer;
 
-impl HttpPeer {
+impl crate::peers::ListeningPeer {
     /// Starts `mcp-server-everything <mode>` (`sse` or `streamableHttp`) and waits until its
     /// port accepts connections.
-    pub(crate) fn start(mode: &str) -> HttpPeer {
-        let bin = peer_bin("mcp-server-everything");
-        assert!(bin.exists(), "peer not installed at {}", bin.display());
-        // A port the kernel just handed out and took back: free unless someone races us.
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap();
-        let child = Command::new(&bin)
-            .arg(mode)
-            .env("PORT", port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-        let mut peer = HttpPeer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
-                return peer;
-            }
-            if let Ok(Some(status)) = peer.child.try_wait() {
-                panic!("server-everything {mode} exited before listening on {port}: {status}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server-everything {mode} did not listen on {port} within 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for HttpPeer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub(crate) fn everything(mode: &str) -> HttpPeer {
+        let port = crate::peers::free_port();
+        let mut command = Command::new(crate::peers::npm_bin("mcp-server-everything"));
+        command.arg(mode).env("PORT", port.to_string());
+        HttpPeer::start(command, port, &format!("server-everything {mode}"))
     }
 }
 
@@ -260,7 +219,7 @@ async fn server_everything_over_legacy_http_sse() {
         eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
         return;
     }
-    let peer = HttpPeer::start("sse");
+    let peer = HttpPeer::everything("sse");
     let rt = one_server_runtime(ServerConfig::http(peer.url("/sse"), HttpKind::Sse)).await;
     assert_eq!(lists_and_echoes(&rt, "over http+sse").await, "sse");
     rt.shutdown().await;
@@ -277,7 +236,7 @@ async fn server_everything_over_streamable_http_and_auto() {
         eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
         return;
     }
-    let peer = HttpPeer::start("streamableHttp");
+    let peer = HttpPeer::everything("streamableHttp");
     let rt = one_server_runtime(ServerConfig::http(
         peer.url("/mcp"),
         HttpKind::StreamableHttp,
@@ -313,7 +272,7 @@ async fn server_everything_elicitation_over_streamable_http() {
         eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
         return;
     }
-    let peer = HttpPeer::start("streamableHttp");
+    let peer = HttpPeer::everything("streamableHttp");
     let rt = one_server_runtime(
         ServerConfig::http(peer.url("/mcp"), HttpKind::StreamableHttp)
             .client_handlers(ClientHandlers::new().elicitation(AcceptWithName)),

@@ -61,7 +61,7 @@ async fn interop_everything_features_over_streamable_http() {
         eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
         return;
     }
-    let peer = HttpPeer::start("streamableHttp");
+    let peer = HttpPeer::everything("streamableHttp");
     let client = client::Recorder::default();
     let rt = one_server_runtime(
         ServerConfig::http(peer.url("/mcp"), HttpKind::StreamableHttp)

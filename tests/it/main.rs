@@ -4,8 +4,10 @@
 //! provider, for cross-app access), and interop with MCP servers nobody here wrote (behind
 //! `SWITCHBOARD_INTEROP=1`).
 
+mod broken_response;
 mod broken_stream;
 mod cross_app_access;
+mod cutting_proxy;
 mod era_per_origin;
 mod handlers;
 mod http_fixture;
@@ -17,7 +19,9 @@ mod interop;
 mod interop_everything;
 mod interop_filesystem;
 mod interop_python;
+mod interop_rmcp;
 mod oauth;
 mod oauth_fixture;
+mod peers;
 mod secrets;
 mod wire;

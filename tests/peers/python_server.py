@@ -1,7 +1,8 @@
 """An MCP server on the official Python SDK (`mcp` 2.x), for Switchboard's interop tests.
 
 Run by `tests/it/interop_python.rs` over stdio with the interpreter of the venv `.ci/run`
-creates (`SWITCHBOARD_PYTHON`). It offers one static resource, one prompt with arguments, a
+creates (`SWITCHBOARD_PYTHON`); with `--http PORT` it serves Streamable HTTP at
+`http://127.0.0.1:PORT/mcp` instead (SSE answers, or JSON ones with `--json`). It offers one static resource, one prompt with arguments, a
 typed tool whose return annotation gives an `outputSchema` and `structuredContent`, and a tool
 that publishes the same schema but answers a `structuredContent` that does not match it.
 `book_trip` asks the user (elicitation) before it answers: in 2026-07-28 through an
@@ -97,4 +98,15 @@ async def touch_greeting(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run()
+    import sys
+
+    args = sys.argv[1:]
+    if args[:1] == ["--http"]:
+        mcp.run(
+            transport="streamable-http",
+            host="127.0.0.1",
+            port=int(args[1]),
+            json_response="--json" in args,
+        )
+    else:
+        mcp.run()

@@ -840,3 +840,67 @@ fn a_command_fails_as_a_file_of_that_one_server_does() {
         assert_eq!(by_command, by_file);
     }
 }
+
+/// One of the rmcp fixture servers, built by `.ci/run` into `.ci/peers/rust-target`.
+fn rmcp_server(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../.ci/peers/rust-target/release")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is not built (run .ci/run once, which builds tests/peers/rmcp*)",
+        path.display()
+    );
+    path
+}
+
+#[test]
+#[ignore = "needs the rmcp fixture servers in .ci/peers/rust-target (.ci/run builds them)"]
+fn call_works_first_time_against_rmcp_0_and_3_servers() {
+    for server in ["rmcp0-server", "rmcp3-server"] {
+        let bin = rmcp_server(server);
+        let bin = bin.to_str().unwrap();
+        let started = Instant::now();
+        let output = switchboard(&["call", "echo", r#"{"text":"hi"}"#, "--", bin]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{server}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stdout(&output).trim(), "hi", "{server}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{server}: {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the rmcp fixture servers in .ci/peers/rust-target (.ci/run builds them)"]
+fn check_shows_rmcp_0_and_3_servers_ready_each_in_its_era() {
+    let config = format!(
+        r#"{{"mcpServers": {{"r0": {{"command": {:?}}}, "r3": {{"command": {:?}}}}}}}"#,
+        rmcp_server("rmcp0-server"),
+        rmcp_server("rmcp3-server"),
+    );
+    let dir = std::env::temp_dir().join(format!("sb-cli-rmcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mcp.json");
+    std::fs::write(&file, config).unwrap();
+    let output = switchboard(&["check", "--json", "-c", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let checked: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let servers = checked["servers"].as_array().unwrap();
+    let of = |name: &str| servers.iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(
+        (of("r0")["state"].clone(), of("r0")["era"].clone()),
+        ("ready".into(), "legacy".into())
+    );
+    assert_eq!(
+        (of("r3")["state"].clone(), of("r3")["era"].clone()),
+        ("ready".into(), "modern".into())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
