@@ -207,7 +207,7 @@ async fn server_everything_cut_at_random_never_makes_a_call_wait_out_its_deadlin
     let (rt, server) = through(&proxy, Protocol::Auto, |c| c).await;
     let outcomes = sequential_calls(&server, "echo", |i| json!({"message": format!("m{i}")})).await;
     eprintln!("server-everything, {} cuts: {outcomes:?}", proxy.cuts());
-    assert!(proxy.cuts() >= 10, "the proxy cut only {}", proxy.cuts());
+    assert!(proxy.cuts() >= 5, "the proxy cut only {}", proxy.cuts());
     rt.shutdown().await;
 }
 
@@ -333,7 +333,7 @@ async fn python_cut_at_random_never_makes_a_call_wait_out_its_deadline_in_either
         let outcomes =
             sequential_calls(&server, "forecast", |i| json!({"city": format!("c{i}")})).await;
         eprintln!("python {protocol:?}, {} cuts: {outcomes:?}", proxy.cuts());
-        assert!(proxy.cuts() >= 10, "the proxy cut only {}", proxy.cuts());
+        assert!(proxy.cuts() >= 5, "the proxy cut only {}", proxy.cuts());
         rt.shutdown().await;
     }
 }

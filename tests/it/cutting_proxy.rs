@@ -17,7 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// The longest prefix of a cut response that is forwarded.
-const MAX_PREFIX: u64 = 4096;
+const MAX_PREFIX: u64 = 512;
 
 /// Which responses the proxy cuts.
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ pub(crate) enum Keep {
     /// Everything up to and including the first occurrence of this text (the head's end
     /// `"\r\n\r\n"`, an SSE event's end `"\n\n"`), then nothing.
     Through(&'static str),
-    /// A random prefix, up to 4 KiB.
+    /// A random prefix, up to 512 bytes (most answers here are longer).
     Random,
 }
 
