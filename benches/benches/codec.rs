@@ -110,7 +110,7 @@ fn codec(c: &mut Criterion) {
 }
 
 fn main() -> std::process::ExitCode {
-    if let Some(code) = switchboard::demo::main_from_env() {
+    if let Some(code) = switchboard_demo::main_from_env() {
         return code;
     }
     let mut c = support::criterion(Duration::from_millis(500), Duration::from_secs(2), 30);

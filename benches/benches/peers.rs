@@ -73,7 +73,7 @@ fn peers(c: &mut Criterion) -> Vec<Profile> {
 }
 
 fn main() -> std::process::ExitCode {
-    if let Some(code) = switchboard::demo::main_from_env() {
+    if let Some(code) = switchboard_demo::main_from_env() {
         return code;
     }
     let mut c = support::criterion(Duration::from_secs(1), Duration::from_secs(4), 50);

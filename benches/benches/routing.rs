@@ -29,8 +29,8 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput};
 use support::measure::{self, Profile};
 use support::tool_server::{ToolServer, TOOLS};
-use switchboard::demo::{serve, Options};
 use switchboard::{Call, Runtime, ServerConfig, ServerHandle};
+use switchboard_demo::{serve, Options};
 use tokio::sync::{mpsc, oneshot};
 
 /// Rounds of the interleaved sequential loop, and calls per round for each side.
@@ -457,7 +457,7 @@ fn custom_loop(
 }
 
 fn main() -> std::process::ExitCode {
-    if let Some(code) = switchboard::demo::main_from_env() {
+    if let Some(code) = switchboard_demo::main_from_env() {
         return code;
     }
     let mut c = support::criterion(Duration::from_secs(1), Duration::from_secs(3), 50);

@@ -14,9 +14,6 @@ pub mod client;
 mod config;
 mod config_file;
 mod deadline;
-#[cfg(feature = "demo")]
-#[doc(hidden)]
-pub mod demo;
 mod era;
 mod error;
 mod features;
@@ -24,8 +21,6 @@ mod handle;
 mod logging;
 pub mod metrics;
 mod mrtr;
-#[cfg(feature = "http")]
-pub mod oauth;
 mod paging;
 mod restart;
 mod runtime;
@@ -51,6 +46,10 @@ pub use runtime::{Runtime, RuntimeBuilder, RuntimeWatch};
 pub use status::{ServerState, ServerStatus};
 pub use subscriptions::ResourceUpdate;
 pub use switchboard_transports::{CloseCause, CloseReason};
+
+/// OAuth 2.1 for remote servers: the [`switchboard-oauth`](switchboard_oauth) crate.
+#[cfg(feature = "oauth")]
+pub use switchboard_oauth as oauth;
 
 /// The MCP shapes results come in (tools, call results, content blocks, …).
 pub mod model {

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use criterion::Criterion;
 
-/// This bench binary's path: re-executed with [`switchboard::demo::ENV_VAR`] set, it is the
+/// This bench binary's path: re-executed with [`switchboard_demo::ENV_VAR`] set, it is the
 /// demo server.
 pub(crate) fn demo_exe() -> PathBuf {
     std::env::current_exe().expect("the bench binary's path")
@@ -29,13 +29,13 @@ pub(crate) fn demo_exe() -> PathBuf {
 /// The demo server as a Switchboard stdio server; `args` are the demo server's options
 /// (`""`, or `"--faults"`).
 pub(crate) fn demo_stdio(args: &str) -> switchboard::ServerConfig<switchboard::transport::Stdio> {
-    switchboard::ServerConfig::stdio(demo_exe()).env(switchboard::demo::ENV_VAR, args)
+    switchboard::ServerConfig::stdio(demo_exe()).env(switchboard_demo::ENV_VAR, args)
 }
 
 /// The demo server (with `args`, e.g. `""`) as a command for a client that spawns it.
 pub(crate) fn demo_command(args: &str) -> Command {
     let mut command = Command::new(demo_exe());
-    command.env(switchboard::demo::ENV_VAR, args);
+    command.env(switchboard_demo::ENV_VAR, args);
     command
 }
 
@@ -55,7 +55,7 @@ pub(crate) fn echo_stdio() -> switchboard::ServerConfig<switchboard::transport::
 /// echo server first, then the demo server), and returns that server's exit code; `None`
 /// when the binary is to run the benches.
 pub(crate) fn child_main_from_env() -> Option<ExitCode> {
-    echo_server::main_from_env().or_else(switchboard::demo::main_from_env)
+    echo_server::main_from_env().or_else(switchboard_demo::main_from_env)
 }
 
 /// The arguments every call sends: `echo` with a short text.

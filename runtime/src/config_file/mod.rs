@@ -40,7 +40,7 @@ pub(crate) mod duration;
 mod dotenv;
 mod expand;
 mod extras;
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 mod oauth;
 #[cfg(test)]
 mod prop_tests;
@@ -91,7 +91,7 @@ pub struct ConfigFile {
     pub disabled: Vec<String>,
     /// The `"oauth"` objects of its enabled HTTP servers, by server name; see
     /// [`attach_oauth`](Self::attach_oauth).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub oauth: Vec<(String, crate::oauth::Settings)>,
 }
 
@@ -170,7 +170,7 @@ impl ConfigFile {
             defaults: FileDefaults::default(),
             servers: listed,
             disabled: Vec::new(),
-            #[cfg(feature = "http")]
+            #[cfg(feature = "oauth")]
             oauth: Vec::new(),
         }
     }
@@ -221,7 +221,7 @@ impl ConfigFile {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ConfigFile, ConfigError> {
         let document = shapes::parse(text, &Ctx::new(path, env))?;
-        #[cfg(feature = "http")]
+        #[cfg(feature = "oauth")]
         let oauth = document
             .servers
             .iter()
@@ -236,7 +236,7 @@ impl ConfigFile {
                 .map(|server| (server.name, server.config))
                 .collect(),
             disabled: document.disabled,
-            #[cfg(feature = "http")]
+            #[cfg(feature = "oauth")]
             oauth,
         })
     }
@@ -245,7 +245,7 @@ impl ConfigFile {
     /// object, keeping its credentials in `store` and asking `authorizer` (given the server's
     /// name and settings) for the person's approval, and installs it as the server's auth
     /// hook. Returns the clients by server name, for logins and logouts.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub fn attach_oauth(
         &mut self,
         store: std::sync::Arc<dyn crate::oauth::TokenStore>,

@@ -31,7 +31,7 @@ pub(super) struct Server {
     pub(super) launch: Launch,
     pub(super) config: ServerConfig,
     /// Its `"oauth"` object.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub(super) oauth: Option<crate::oauth::Settings>,
 }
 
@@ -113,21 +113,21 @@ pub(super) fn parse(text: &str, ctx: &Ctx<'_>) -> Result<Document, ConfigError> 
                 ))
             }
         };
-        #[cfg(not(feature = "http"))]
+        #[cfg(not(feature = "oauth"))]
         let _: Option<()> = oauth;
         document.servers.push(Server {
             name,
             #[cfg(all(test, unix, feature = "stdio"))]
             launch,
             config,
-            #[cfg(feature = "http")]
+            #[cfg(feature = "oauth")]
             oauth,
         });
     }
     Ok(document)
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 fn oauth_settings(
     ctx: &Ctx<'_>,
     value: &Value,
@@ -136,9 +136,9 @@ fn oauth_settings(
     super::oauth::settings(ctx, value, at)
 }
 
-#[cfg(not(feature = "http"))]
+#[cfg(not(feature = "oauth"))]
 fn oauth_settings(ctx: &Ctx<'_>, _value: &Value, at: &JsonPath) -> Result<(), ConfigError> {
-    Err(ctx.error(at, "oauth needs the `http` feature, which is off"))
+    Err(ctx.error(at, "oauth needs the `oauth` feature, which is off"))
 }
 
 /// What an entry's `type` says.

@@ -198,9 +198,9 @@ async fn a_call_made_while_a_retry_runs_waits_for_that_retry_only() {
     let marker = dir.join("started-once");
     let _ = std::fs::remove_file(&marker);
     let script = format!(
-        "if [ -e '{m}' ]; then sleep 1; exec '{bin}' demo-server; else touch '{m}'; exit 3; fi",
+        "if [ -e '{m}' ]; then sleep 1; exec {demo}; else touch '{m}'; exit 3; fi",
         m = marker.display(),
-        bin = env!("CARGO_BIN_EXE_switchboard"),
+        demo = demo_child_command_line(),
     );
     // A long backoff, so that "during the backoff" and "during the retry" are far apart.
     let retrying = RestartPolicy::default()
@@ -211,6 +211,7 @@ async fn a_call_made_while_a_retry_runs_waits_for_that_retry_only() {
         .server(
             "broken",
             shell(&script)
+                .env(switchboard_demo::ENV_VAR, "")
                 .protocol(switchboard::Protocol::Legacy)
                 .restart(retrying),
         )

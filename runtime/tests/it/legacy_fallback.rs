@@ -14,12 +14,13 @@ use crate::support::*;
 /// appends a line to `starts` each time.
 fn counted_exiting_demo(starts: &Path) -> ServerConfig<switchboard::transport::Stdio> {
     let script = format!(
-        "echo start >> '{}'; exec '{}' demo-server --exit-on-unknown-method",
+        "echo start >> '{}'; exec {}",
         starts.display(),
-        env!("CARGO_BIN_EXE_switchboard")
+        demo_child_command_line()
     );
     ServerConfig::stdio("sh")
         .args(["-c", &script])
+        .env(switchboard_demo::ENV_VAR, "--exit-on-unknown-method")
         .close_timeouts(Duration::from_secs(2), Duration::from_secs(2))
 }
 

@@ -5,9 +5,6 @@ mod support;
 
 mod cancellation;
 mod catalogue;
-mod cli;
-mod cli_auth;
-mod cli_features;
 mod correlation;
 mod deadlines;
 mod disconnect;

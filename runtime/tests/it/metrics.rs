@@ -259,50 +259,6 @@ async fn a_taken_address_fails_the_build() {
 }
 
 #[tokio::test]
-async fn the_cli_serves_a_config_files_metrics_until_interrupted() {
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
-
-    let dir = std::env::temp_dir().join(format!("switchboard-metrics-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("servers.json");
-    let config = json!({"mcpServers": {"demo": {
-        "command": env!("CARGO_BIN_EXE_switchboard"),
-        "args": ["demo-server"],
-    }}});
-    std::fs::write(&file, config.to_string()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["--metrics", "127.0.0.1:0", "serve-metrics", "-c"])
-        .arg(&file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr: SocketAddr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.strip_suffix("/metrics\n"))
-        .and_then(|addr| addr.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
-    let body = std::panic::catch_unwind(|| scrape(addr));
-    // Stop it before any assertion, so that a failure leaves no process behind.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    let body = body.expect("a scrape");
-    assert_eq!(
-        value(&body, r#"switchboard_server_up{server="demo"}"#),
-        Some(1.0),
-        "{body}"
-    );
-    assert!(status.success(), "{status:?}");
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[tokio::test]
 async fn feature_requests_are_labelled_by_method_never_by_uri_or_argument() {
     let (rt, addr) = runtime_exporting("demo", demo_memory(&[])).await;
     let server = rt.server("demo").unwrap();

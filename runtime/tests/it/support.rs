@@ -1,17 +1,113 @@
 //! Shared fixtures: the demo server as a child process or in memory.
+//!
+//! The child process is this test binary itself, started again with the demo server's
+//! options in [`ENV_VAR`]: before `main` (and libtest's output, which would corrupt the MCP
+//! stream), a constructor moves stdout aside for the demo server and points the descriptor
+//! at `/dev/null`; then the one test [`the_test_binary_serves_the_demo_as_a_child`] runs and
+//! serves. So these tests need no other binary, and never run a stale one.
 
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use switchboard::demo::{self, Options};
 use switchboard::transport::{Memory, Stdio};
 use switchboard::{Runtime, ServerConfig, ServerHandle};
+use switchboard_demo::{Options, ENV_VAR};
 
-/// The bundled demo server as a real child process.
+/// The real stdout of a demo child, moved aside before `main`; -1 in a normal test run.
+static CHILD_STDOUT: AtomicI32 = AtomicI32::new(-1);
+
+/// The test a demo child runs (libtest's filter for it).
+const CHILD_TEST: &str = "support::the_test_binary_serves_the_demo_as_a_child";
+
+// Life before main: nothing but libc calls here.
+#[ctor::ctor(unsafe)]
+fn keep_stdout_for_a_demo_child() {
+    // SAFETY: plain libc calls on descriptors this process owns; the C strings are literals.
+    unsafe {
+        if libc::getenv(c"SWITCHBOARD_DEMO_SERVER".as_ptr()).is_null() {
+            return;
+        }
+        let saved = libc::dup(1);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if saved < 0 || null < 0 {
+            return;
+        }
+        libc::dup2(null, 1);
+        libc::close(null);
+        CHILD_STDOUT.store(saved, Ordering::SeqCst);
+    }
+}
+
+/// This test binary's path and the arguments that make it a demo child (with [`ENV_VAR`]).
+pub(crate) fn demo_child() -> (std::path::PathBuf, [&'static str; 4]) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // `--nocapture`: the demo server's `eprintln!` must reach the real stderr, which the
+    // runtime shows in its errors, not libtest's capture buffer.
+    (exe, ["--exact", CHILD_TEST, "--quiet", "--nocapture"])
+}
+
+/// A shell command line that `exec`s a demo child (the server config must also set
+/// [`ENV_VAR`] to the demo's options).
+pub(crate) fn demo_child_command_line() -> String {
+    let (exe, args) = demo_child();
+    format!("'{}' {}", exe.display(), args.join(" "))
+}
+
+/// The bundled demo server as a real child process, with these options.
 pub(crate) fn demo_stdio(args: &[&str]) -> ServerConfig<Stdio> {
-    ServerConfig::stdio(env!("CARGO_BIN_EXE_switchboard"))
-        .arg("demo-server")
-        .args(args.iter().copied())
+    let (exe, child_args) = demo_child();
+    ServerConfig::stdio(exe)
+        .args(child_args)
+        .env(ENV_VAR, args.join(" "))
         .close_timeouts(Duration::from_secs(2), Duration::from_secs(2))
+}
+
+/// In a demo child: serves the demo server on stdin and the stdout moved aside, and exits.
+/// In a normal run: the child serves an `echo` round trip.
+#[test]
+fn the_test_binary_serves_the_demo_as_a_child() {
+    let fd = CHILD_STDOUT.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: the descriptor was dup'ed for this use alone, and is used once.
+        let stdout = unsafe { OwnedFd::from_raw_fd(fd) };
+        std::process::exit(serve_as_child(stdout));
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let (rt, server) = runtime_with(demo_stdio(&[])).await;
+        assert!(server.status().pid.is_some());
+        assert_echoes(&server, "from a child").await;
+        rt.shutdown().await;
+    });
+}
+
+fn serve_as_child(stdout: OwnedFd) -> i32 {
+    let value = std::env::var(ENV_VAR).unwrap_or_default();
+    let options = match Options::from_args(value.split_whitespace().map(str::to_owned)) {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("switchboard-demo: {ENV_VAR}: {e}");
+            return 2;
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let served = runtime.block_on(async {
+        let stdout = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
+        switchboard_demo::serve(tokio::io::stdin(), stdout, options).await
+    });
+    // tokio reads stdin on a blocking thread that may never return: do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    match served {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("switchboard-demo: {e}");
+            1
+        }
+    }
 }
 
 /// The demo server in this process, over the in-memory transport.
@@ -21,7 +117,7 @@ pub(crate) fn demo_memory(args: &[&str]) -> ServerConfig<Memory> {
         let options = options.clone();
         async move {
             let (reader, writer) = tokio::io::split(io);
-            let _ = demo::serve(reader, writer, options).await;
+            let _ = switchboard_demo::serve(reader, writer, options).await;
         }
     })
 }

@@ -1,7 +1,8 @@
 //! OAuth 2.1 for remote MCP servers (MCP authorization, 2025-03-26 … 2026-07-28).
 //!
 //! An [`OAuth`] client is the [`Auth`] hook of one HTTP server: give it to
-//! [`Http::auth`](crate::transport::Http::auth). When the server answers 401, it finds the
+//! `switchboard::transport::Http::auth` (or [`Config::auth`](switchboard_transports::http::Config::auth) of the transport). When
+//! the server answers 401, it finds the
 //! authorization server ([Protected Resource Metadata](https://www.rfc-editor.org/rfc/rfc9728),
 //! then RFC 8414 or OpenID Connect discovery, with the 2025-03-26 fallbacks), registers
 //! (pre-registered client, Client ID Metadata Document, or dynamic registration), and gets
@@ -17,9 +18,8 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use switchboard::oauth::{self, OAuth};
-//! use switchboard::transport::{Http, HttpKind};
-//! use switchboard::ServerConfig;
+//! use switchboard_oauth::{self as oauth, OAuth};
+//! use switchboard_transports::http;
 //!
 //! # fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let url = "https://mcp.example.com/mcp";
@@ -30,8 +30,9 @@
 //!         .authorizer(Arc::new(oauth::Loopback::new(0, |url| println!("open {url}"))?))
 //!         .store(Arc::new(oauth::FileStore::default_location()?)),
 //! )?;
-//! let server = ServerConfig::new(Http::new(url, HttpKind::Auto).auth(Arc::new(auth)));
-//! # let _ = server;
+//! // With the runtime: `ServerConfig::http(url, HttpKind::Auto).auth(Arc::new(auth))`.
+//! let connection = http::Config::new(url).auth(Some(Arc::new(auth)));
+//! # let _ = connection;
 //! # Ok(())
 //! # }
 //! ```
@@ -43,6 +44,13 @@
 //! and token endpoints are never followed through redirects; the resource metadata must
 //! name this server, the server metadata's `issuer` the authorization server it was looked
 //! up for, and an authorization response's `state` and `iss` must be the expected ones.
+
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
 
 mod authorizer;
 mod code;

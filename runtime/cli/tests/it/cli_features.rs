@@ -4,8 +4,6 @@
 //! prompt goes to, the arguments checked before a prompt is asked for, and server text
 //! escaped in human output only.
 
-#![cfg(feature = "cli")]
-
 use serde_json::Value;
 
 use crate::cli::{

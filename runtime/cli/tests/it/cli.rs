@@ -2,16 +2,16 @@
 //! output, exit codes (0, 1, 2, 3, 130) and signals, for one server after `--` and for the
 //! servers of a config file.
 
-#![cfg(feature = "cli")]
-
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use crate::support::process_is_gone;
+use crate::process_is_gone;
 
 pub(super) const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -902,5 +902,73 @@ fn check_shows_rmcp_0_and_3_servers_ready_each_in_its_era() {
         (of("r3")["state"].clone(), of("r3")["era"].clone()),
         ("ready".into(), "modern".into())
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `GET /metrics`, the body.
+fn scrape(addr: SocketAddr) -> String {
+    let mut stream = TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    body.to_owned()
+}
+
+/// The value of one series (`name{labels}`), if it is exported.
+fn value(body: &str, series: &str) -> Option<f64> {
+    body.lines().find_map(|line| {
+        let rest = line.strip_prefix(series)?.strip_prefix(' ')?;
+        rest.trim().parse().ok()
+    })
+}
+
+#[test]
+fn the_cli_serves_a_config_files_metrics_until_interrupted() {
+    use std::io::BufRead;
+
+    let dir = std::env::temp_dir().join(format!("switchboard-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("servers.json");
+    let config = json!({"mcpServers": {"demo": {
+        "command": BIN,
+        "args": ["demo-server"],
+    }}});
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["--metrics", "127.0.0.1:0", "serve-metrics", "-c"])
+        .arg(&file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr: SocketAddr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/metrics\n"))
+        .and_then(|addr| addr.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let body = std::panic::catch_unwind(|| scrape(addr));
+    // Stop it before any assertion, so that a failure leaves no process behind.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let body = body.expect("a scrape");
+    assert_eq!(
+        value(&body, r#"switchboard_server_up{server="demo"}"#),
+        Some(1.0),
+        "{body}"
+    );
+    assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

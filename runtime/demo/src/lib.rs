@@ -2,9 +2,10 @@
 //!
 //! It speaks MCP (handshake era, 2024-11-05 … 2025-11-25) over newline-delimited JSON on any
 //! byte stream: [`serve`] runs it over an in-process stream (tests use
-//! [`tokio::io::duplex`]), [`run_stdio`] over stdin/stdout. Test and bench binaries of other
-//! crates re-exec themselves with the `SWITCHBOARD_DEMO_SERVER` variable set and call
-//! [`main_from_env`] first thing in `main`, so a real child process needs no extra binary.
+//! [`tokio::io::duplex`]), [`run_stdio`] over stdin/stdout. The `switchboard` binary serves it
+//! as `switchboard demo-server`; bench binaries re-exec themselves with the
+//! `SWITCHBOARD_DEMO_SERVER` variable set and call [`main_from_env`] first thing in `main`,
+//! so a real child process needs no extra binary.
 //!
 //! # What it serves
 //!
@@ -32,13 +33,20 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     if let Some(code) = switchboard::demo::main_from_env() {
+//!     if let Some(code) = switchboard_demo::main_from_env() {
 //!         return code;
 //!     }
 //!     // ... the binary's own work ...
 //!     std::process::ExitCode::SUCCESS
 //! }
 //! ```
+
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -291,8 +291,8 @@ fn fail(failure: &Failure) -> ExitCode {
 }
 
 fn demo_server(args: Vec<String>) -> ExitCode {
-    match switchboard::demo::Options::from_args(args) {
-        Ok(options) => switchboard::demo::run_stdio(options),
+    match switchboard_demo::Options::from_args(args) {
+        Ok(options) => switchboard_demo::run_stdio(options),
         Err(e) => fail(&Failure::Usage(format!("demo-server: {e}"))),
     }
 }

@@ -54,7 +54,7 @@ impl fmt::Debug for IdentityAssertion {
 /// token.
 ///
 /// ```
-/// use switchboard::oauth::{self, IdentityAssertion, IdentityProvider};
+/// use switchboard_oauth::{self as oauth, IdentityAssertion, IdentityProvider};
 ///
 /// let idp = IdentityProvider::new(
 ///     "https://idp.example.com/oauth2/token",

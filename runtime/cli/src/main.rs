@@ -10,7 +10,7 @@ use std::process::ExitCode;
 mod cli;
 
 fn main() -> ExitCode {
-    if let Some(code) = switchboard::demo::main_from_env() {
+    if let Some(code) = switchboard_demo::main_from_env() {
         return code;
     }
     cli::main()

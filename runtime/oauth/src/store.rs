@@ -8,7 +8,7 @@
 //! read or write.
 //!
 //! ```
-//! use switchboard::oauth::{MemoryStore, TokenStore};
+//! use switchboard_oauth::{MemoryStore, TokenStore};
 //!
 //! let store = MemoryStore::new();
 //! assert!(store.load("everything https://mcp.example.com/mcp").unwrap().is_none());

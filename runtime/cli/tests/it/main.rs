@@ -1,0 +1,20 @@
+//! The `switchboard` command line, run as a real process: against the bundled demo server
+//! (the binary doubles as it), config files, OAuth logins, and servers nobody here wrote.
+
+mod cli;
+mod cli_auth;
+mod cli_features;
+
+/// Whether a process is gone (no such pid, or a zombie nobody reaped yet).
+pub(crate) fn process_is_gone(pid: u32) -> bool {
+    if unsafe { libc::kill(pid as i32, 0) } != 0 {
+        return true;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => !cfg!(target_os = "linux"),
+    }
+}
