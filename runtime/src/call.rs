@@ -22,11 +22,14 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
-use crate::calls::{Progress, ProgressFn};
+use crate::call_table::{Progress, ProgressFn};
+use crate::catalogue::tool_allowed;
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
-use crate::handle::{Answer, ServerHandle};
+use crate::exchange::{exchange, Params, Request};
+use crate::handle::ServerHandle;
 use crate::model::CallToolResult;
+use crate::routing::Registry;
 
 /// A `tools/call` request being built; `.await` it to send it.
 ///
@@ -47,7 +50,7 @@ pub struct Call {
     running: Option<Pin<Box<dyn Future<Output = Result<Sent>> + Send>>>,
 }
 
-/// A call's settings, before it is sent.
+/// A call's settings, before it is sent: what becomes its [`Request`].
 pub(crate) struct CallSpec {
     /// Where the call goes.
     pub(crate) route: Route,
@@ -66,7 +69,7 @@ pub(crate) enum Route {
     /// To the owner of a catalogue name, resolved when the call is sent (after any stale
     /// listing of a stateless server is fetched again). Weak: a call not sent yet does not
     /// keep a dropped runtime's servers alive.
-    Catalogue(std::sync::Weak<crate::runtime::Inner>),
+    Catalogue(std::sync::Weak<Registry>),
 }
 
 impl fmt::Debug for Call {
@@ -140,18 +143,19 @@ impl Call {
     }
 
     /// Sends the call and returns the result as raw JSON, untouched.
+    ///
+    /// # Panics
+    ///
+    /// When the call was already polled (as a future), which sent it.
     pub async fn raw(mut self) -> Result<Box<RawValue>> {
-        let spec = self.spec.take().ok_or_else(already_sent)?;
-        let (answer, ..) = spec.send().await?;
-        // Measured without parsing: see the `metrics` module.
-        let tool_error = crate::metrics::says_is_error(answer.raw.get());
-        answer.recording.finish(tool_error);
-        Ok(answer.raw)
+        let spec = self.spec.take().expect("a Call is sent once");
+        let (raw, ..) = spec.send().await?;
+        Ok(raw)
     }
 }
 
 /// A call's raw answer, with the server and tool it went to.
-type Sent = (Answer, ServerHandle, Arc<str>);
+type Sent = (Box<RawValue>, ServerHandle, Arc<str>);
 
 impl CallSpec {
     /// Routes and sends the call; the answer, with the server and tool it went to.
@@ -166,72 +170,113 @@ impl CallSpec {
         let started = std::time::Instant::now();
         let (handle, tool) = match route {
             Route::Server(handle) => (handle, tool),
-            Route::Catalogue(runtime) => {
-                let inner = runtime.upgrade().ok_or(Error::Shutdown)?;
-                let runtime = crate::Runtime { inner };
-                runtime.route_tool(&tool, &options, started).await?
+            Route::Catalogue(registry) => {
+                let registry = registry.upgrade().ok_or(Error::Shutdown)?;
+                registry.route_tool(&tool, &options, started).await?
             }
         };
+        let core = &handle.core;
         if !arguments.is_object() {
             return Err(Error::InvalidArguments {
-                server: handle.shared.name.clone(),
+                server: core.name.clone(),
                 tool,
                 got: json_type(&arguments),
             });
         }
-        let answer = handle
-            .call_raw(tool.clone(), &arguments, &options, progress, started)
-            .await?;
-        Ok((answer, handle, tool))
+        if !tool_allowed(&core.config.allow_tools, &core.config.deny_tools, &tool) {
+            return Err(Error::ToolDenied {
+                server: core.name.clone(),
+                tool,
+            });
+        }
+        let policy = core.policy(Some(&tool), &options);
+        // A stateless server's tool listing past its `ttlMs` is listed again first: the
+        // call is checked (and its headers built) by the listing the server has now.
+        let tools = &core.freshness.tools;
+        // Boxed: the wait is rare, and would otherwise enlarge every call's future.
+        if tools.needs_relist(started)
+            && !Box::pin(tools.relisted(Some(policy.first(started)))).await
+        {
+            return Err(Error::Unavailable {
+                server: core.name.clone(),
+                tool: Some(tool),
+                reason: "its tool list was still being fetched again (past its ttlMs) at the call's deadline".into(),
+                cause: None,
+            });
+        }
+        if core.tool_rules.load().requires_task(&tool) {
+            return Err(Error::TaskRequired {
+                server: core.name.clone(),
+                tool,
+            });
+        }
+        let mut request = Request::new(
+            TOOLS_CALL.clone(),
+            Params::ToolCall {
+                name: tool.clone(),
+                arguments,
+            },
+            started,
+            policy,
+        );
+        request.tool = Some(tool.clone());
+        request.progress = progress;
+        request.progress_token = true;
+        let span = tracing::debug_span!(
+            "request",
+            server = %core.name,
+            method = "tools/call",
+            tool = &*tool,
+            id = tracing::field::Empty,
+        );
+        // Boxed on its own: two boxes that fit the allocator's per-thread cache cost less
+        // than one too big for it (see `BENCHMARKS.md`).
+        let raw = tracing::Instrument::instrument(Box::pin(exchange(core, request)), span).await?;
+        Ok((raw, handle, tool))
     }
 }
 
+/// The method of every tool call, allocated once (it is in every call's waiter and errors).
+static TOOLS_CALL: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| Arc::from("tools/call"));
+
 /// The typed result of a sent call, checked against the tool's output schema.
-fn typed((answer, handle, tool): Sent) -> Result<CallToolResult> {
-    let shared = &handle.shared;
-    match serde_json::from_str::<CallToolResult>(answer.raw.get()) {
+fn typed((raw, handle, tool): Sent) -> Result<CallToolResult> {
+    let core = &handle.core;
+    match serde_json::from_str::<CallToolResult>(raw.get()) {
         Ok(mut result) => {
-            answer.recording.finish(result.is_error());
             if let (Some(structured), false) = (&result.structured_content, result.is_error()) {
                 result.output_schema_mismatch =
-                    shared.tool_rules.load().output_mismatch(&tool, structured);
+                    core.tool_rules.load().output_mismatch(&tool, structured);
                 if result.output_schema_mismatch.is_some() {
-                    shared.metrics.output_mismatches.increment(1);
+                    core.metrics.output_mismatches.increment(1);
                 }
             }
             Ok(result)
         }
-        Err(e) => Err(answer.recording.fail(Error::Protocol {
-            server: shared.name.clone(),
+        Err(e) => Err(Error::Protocol {
+            server: core.name.clone(),
             method: "tools/call".into(),
             tool: Some(tool),
             detail: format!("the result is not a CallToolResult: {e}"),
-        })),
+        }),
     }
 }
 
 impl Future for Call {
     type Output = Result<CallToolResult>;
 
+    /// # Panics
+    ///
+    /// When polled again after it completed, as futures may.
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        if this.running.is_none() {
-            let Some(spec) = this.spec.take() else {
-                return Poll::Ready(Err(already_sent()));
-            };
-            this.running = Some(Box::pin(spec.send()));
-        }
-        match &mut this.running {
-            Some(running) => running.as_mut().poll(cx).map(|sent| sent.and_then(typed)),
-            None => Poll::Ready(Err(already_sent())),
-        }
-    }
-}
-
-/// A finished call polled again: a caller's mistake, answered rather than panicked on.
-fn already_sent() -> Error {
-    Error::Runtime {
-        detail: "this call was already sent".into(),
+        let spec = &mut this.spec;
+        let running = this.running.get_or_insert_with(|| {
+            let spec = spec.take().expect("a Call is polled after it completed");
+            Box::pin(spec.send())
+        });
+        running.as_mut().poll(cx).map(|sent| sent.and_then(typed))
     }
 }
 

@@ -35,6 +35,8 @@ use crate::transport::{Http, HttpKind, Memory, Specific, Transport};
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bound on requests in flight per server.
 pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
+/// Rounds of input (2026-07-28) a request may ask for by default before the call fails.
+pub(crate) const DEFAULT_MAX_INPUT_ROUNDS: u32 = 10;
 
 /// Runtime-wide defaults; each server's own settings win over them (set through
 /// [`RuntimeBuilder`](crate::RuntimeBuilder) and config files).
@@ -161,8 +163,7 @@ impl ServerConfig {
 
     /// The input-required rounds allowed per request.
     pub(crate) fn max_input_rounds_value(&self) -> u32 {
-        self.max_input_rounds
-            .unwrap_or(crate::mrtr::DEFAULT_MAX_INPUT_ROUNDS)
+        self.max_input_rounds.unwrap_or(DEFAULT_MAX_INPUT_ROUNDS)
     }
 
     /// The in-flight bound (after [`resolve`](Self::resolve)).

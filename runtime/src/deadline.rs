@@ -1,7 +1,8 @@
 //! Deadline bookkeeping: which timeout applies to a request, and when it expires.
 //!
-//! Pure arithmetic over injected instants, so it is tested without clocks; the server actor
-//! stores the resulting instants in one `DelayQueue`.
+//! Pure arithmetic over injected instants, so it is tested without clocks; the instants go
+//! into the connection's call table, whose one deadline task enforces them (see
+//! `exchange::table`).
 //!
 //! Deadlines saturate: any timeout, however large (a config file may say
 //! `"9223372036854775807s"`), gives a deadline at most [`HORIZON`] away.
@@ -16,8 +17,7 @@ const MAX_TOTAL_FACTOR: u32 = 10;
 
 /// The furthest ahead a deadline (or a restart) is set: 365 days. A longer timeout is no
 /// practical limit, and a bound is needed: `Instant + Duration` panics on overflow, and
-/// tokio-util's `DelayQueue`, which holds the actor's deadlines, panics on instants more than
-/// 2^36 ms (about 2.2 years) past its clock.
+/// tokio's timers panic on instants too far past their clock.
 pub(crate) const HORIZON: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 /// `at + after`, saturating at [`HORIZON`] past `at`; never panics.
@@ -127,6 +127,11 @@ impl DeadlinePolicy {
                 .reissue_on_broken_stream
                 .or(tool.and_then(|t| t.reissue_on_broken_stream)),
         }
+    }
+
+    /// Just `timeout`: no progress reset, nothing else (the runtime's own requests).
+    pub(crate) fn only(timeout: Duration) -> DeadlinePolicy {
+        DeadlinePolicy::resolve(&ToolPolicy::new().timeout(timeout), None, None, timeout)
     }
 
     /// The first deadline of a request started at `started`: `started + timeout`, at most
@@ -243,28 +248,5 @@ mod tests {
         // Below the horizon nothing changes.
         let p = DeadlinePolicy::resolve(&ToolPolicy::new().timeout(HORIZON), None, None, S);
         assert_eq!(p.first(t0), t0 + HORIZON);
-    }
-
-    #[test]
-    fn saturated_deadlines_fit_the_actors_delay_queue() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let mut queue = tokio_util::time::DelayQueue::new();
-            let p = DeadlinePolicy::resolve(
-                &ToolPolicy::new()
-                    .timeout(Duration::MAX)
-                    .reset_on_progress(true),
-                None,
-                None,
-                S,
-            );
-            let now = Instant::now();
-            let key = queue.insert_at((), tokio::time::Instant::from_std(p.first(now)));
-            let next = p.on_progress(now, now + S).unwrap();
-            queue.reset_at(&key, tokio::time::Instant::from_std(next));
-        });
     }
 }

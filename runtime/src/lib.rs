@@ -7,32 +7,37 @@
 )]
 
 mod actor;
+mod admission;
 mod call;
-mod calls;
+mod call_table;
 mod catalogue;
 pub mod client;
 mod config;
 mod config_file;
+mod core;
 mod deadline;
 mod era;
+mod era_memory;
 mod error;
-mod features;
+mod exchange;
+mod framer;
+mod freshness;
 mod handle;
 mod logging;
 pub mod metrics;
-mod mrtr;
 mod paging;
+mod primitives;
 mod restart;
+mod routing;
 mod runtime;
 mod status;
 mod subscriptions;
 mod tool_rules;
 pub mod transport;
 mod uri_template;
-mod verdicts;
 
 pub use call::Call;
-pub use calls::Progress;
+pub use call_table::Progress;
 pub use catalogue::{Catalogue, CatalogueEntry, Collision, Naming, NamingMode, Unresolved};
 pub use config::ServerConfig;
 pub use config_file::{ConfigError, ConfigFile, FileDefaults};

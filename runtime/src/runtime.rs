@@ -9,26 +9,25 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::{Actor, Addr, AsyncContext};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::actor::server::{IoPlaces, Kills};
 use crate::actor::supervisor::{
-    AddServer, PanicServer, Registry, RemoveServer, RestartServer, RootsChanged, Settle, StopAll,
-    Supervisor,
+    AddServer, PanicServer, RemoveServer, RestartServer, RootsChanged, StopAll, Supervisor,
 };
 use crate::call::{Call, Route};
-use crate::catalogue::{Catalogue, Naming, Unresolved};
+use crate::catalogue::{Catalogue, Naming};
 use crate::client::ClientHandlers;
 use crate::config::{Defaults, ServerConfig};
 use crate::config_file::ConfigFile;
-use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::handle::ServerHandle;
 use crate::metrics::{RuntimeMetrics, Sink};
 use crate::restart::{Liveness, RestartPolicy};
+use crate::routing::Registry;
 
 /// Most server events the supervisor takes in one batch.
 const EVENT_BATCH: usize = 1024;
@@ -258,7 +257,7 @@ impl RuntimeBuilder {
             detail: "the actor thread stopped while starting".into(),
         })?;
         let kills: Kills = Arc::new(Mutex::new(HashMap::new()));
-        let registry = Arc::new(Registry::new());
+        let registry = Arc::new(Registry::new(self.defaults.naming.clone(), metrics.clone()));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let io = match self.io {
             Io::Runtime(handle) => IoPlaces {
@@ -306,7 +305,7 @@ impl RuntimeBuilder {
         for handle in &handles {
             handle.wait_started().await;
         }
-        runtime.settle().await;
+        runtime.inner.registry.rebuild();
         Ok(runtime)
     }
 }
@@ -369,7 +368,7 @@ impl Runtime {
     ) -> Result<ServerHandle> {
         let handle = self.start_server(name.into(), config.into()).await?;
         handle.wait_started().await;
-        self.settle().await;
+        self.inner.registry.rebuild();
         Ok(handle)
     }
 
@@ -392,7 +391,7 @@ impl Runtime {
             .await
             .map_err(|_| Error::Shutdown)??;
         handle.wait_started().await;
-        self.settle().await;
+        self.inner.registry.rebuild();
         Ok(handle)
     }
 
@@ -408,41 +407,21 @@ impl Runtime {
             .map_err(|_| Error::Shutdown)
     }
 
-    /// Waits until the catalogue reflects every status published so far.
-    pub(crate) async fn settle(&self) {
-        let _ = self.inner.supervisor.send(Settle).await;
-    }
-
     /// The handle of the server with this name.
     pub fn server(&self, name: &str) -> Result<ServerHandle> {
-        self.inner
-            .registry
-            .servers
-            .load()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::UnknownServer { name: name.into() })
+        self.inner.registry.server(name)
     }
 
     /// Every server's handle, ordered by name.
     pub fn servers(&self) -> Vec<ServerHandle> {
-        self.inner
-            .registry
-            .servers
-            .load()
-            .values()
-            .cloned()
-            .collect()
+        self.inner.registry.servers().values().cloned().collect()
     }
 
     /// The tool catalogue of every ready server, now. A stateless server's tool list past
     /// its `ttlMs` is in it as it is, and fetched again in the background.
     pub fn catalogue(&self) -> Arc<Catalogue> {
-        let now = Instant::now();
-        for server in self.inner.registry.servers.load().values() {
-            server.shared.freshness.tools.needs_relist(now);
-        }
-        self.inner.registry.catalogue.load_full()
+        self.inner.registry.touch(|lists| &lists.tools);
+        self.inner.registry.tools()
     }
 
     /// Starts a `tools/call` of a catalogue tool (by its catalogue name, or its prefixed
@@ -454,92 +433,59 @@ impl Runtime {
     /// deadline, once for every call of the burst.
     pub fn call_tool(&self, name: &str, arguments: serde_json::Value) -> Call {
         Call::new(
-            Route::Catalogue(Arc::downgrade(&self.inner)),
+            Route::Catalogue(Arc::downgrade(&self.inner.registry)),
             name.into(),
             arguments,
         )
     }
 
-    /// The server and tool a catalogue name stands for, by the catalogue as it is now.
-    fn resolve_tool(&self, name: &str) -> Result<(ServerHandle, Arc<str>)> {
-        let catalogue = self.inner.registry.catalogue.load();
-        match catalogue.resolve(name) {
-            Ok(entry) => self
-                .server(&entry.server)
-                .map(|handle| (handle, Arc::<str>::from(entry.tool.name.as_str()))),
-            Err(Unresolved::Unknown) => Err(Error::UnknownTool {
-                server: None,
-                tool: name.into(),
-            }),
-            Err(Unresolved::Ambiguous(collision)) => Err(Error::AmbiguousTool {
-                name: name.into(),
-                servers: collision.servers.clone(),
-            }),
-        }
+    /// Every ready server's prompts, named as the tool catalogue names tools: a prompt is
+    /// prefixed with its server only when another server has one of the same name (with the
+    /// default naming). The entries' `tool` is the prompt's name, title and description.
+    pub fn prompt_catalogue(&self) -> Arc<Catalogue> {
+        // Stateless servers' prompt lists past their `ttlMs` are listed again meanwhile.
+        self.inner.registry.touch(|lists| &lists.prompts);
+        self.inner.registry.prompts()
     }
 
-    /// Resolves a catalogue name for a call that began at `started`, by fresh listings:
-    /// when the owner's (or for an unknown or ambiguous name, any server's) stateless
-    /// listing is stale, it is fetched again and the name resolved again.
-    pub(crate) async fn route_tool(
+    /// Fetches a prompt by its name in [`prompt_catalogue`](Self::prompt_catalogue), from
+    /// the server that offers it. A stateless server's prompt list past its `ttlMs` that
+    /// decides the route (the owner's, or any, for a name nobody offers) is fetched again
+    /// first, within the server's timeout.
+    pub async fn get_prompt<K, V>(
         &self,
         name: &str,
-        options: &ToolPolicy,
-        started: Instant,
-    ) -> Result<(ServerHandle, Arc<str>)> {
-        let routed = self.resolve_tool(name);
-        let owner = match &routed {
-            Ok((owner, _)) => Some(owner),
-            Err(Error::UnknownTool { .. } | Error::AmbiguousTool { .. }) => None,
-            Err(_) => return routed,
-        };
-        let tool = routed.as_ref().ok().map(|(_, tool)| tool.as_ref());
-        let deadline = |server: &ServerHandle| Some(server.policy(tool, options).first(started));
-        if !self
-            .refresh_route(owner, |lists| &lists.tools, started, deadline)
-            .await
-        {
-            return routed;
-        }
-        // The new listing is in the status; the catalogue is rebuilt from it.
-        self.settle().await;
-        self.resolve_tool(name)
+        arguments: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<crate::model::GetPromptResult>
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let (server, prompt) = self.inner.registry.route_prompt(name).await?;
+        server.get_prompt(&prompt, arguments).await
     }
 
-    /// Has the stale `which` lists that decide a route fetched again (the `owner`'s, or
-    /// with no single owner every server's), each server waiting until `deadline` gives
-    /// it. `false` when none was stale; `true` when one was, and the route must be found
-    /// again (even if a deadline cut the wait short: the call then reports it).
-    pub(crate) async fn refresh_route(
-        &self,
-        owner: Option<&ServerHandle>,
-        which: fn(&crate::era::ListFreshness) -> &crate::era::Freshness,
-        started: Instant,
-        deadline: impl Fn(&ServerHandle) -> Option<Instant>,
-    ) -> bool {
-        let is_stale =
-            |server: &ServerHandle| which(&server.shared.freshness).needs_relist(started);
-        let stale: Vec<ServerHandle> = match owner {
-            // The common case, on every catalogue call: one check, nothing collected.
-            Some(owner) if !is_stale(owner) => return false,
-            Some(owner) => vec![owner.clone()],
-            None => self.servers().into_iter().filter(|s| is_stale(s)).collect(),
-        };
-        if stale.is_empty() {
-            return false;
-        }
-        let waits = stale
-            .iter()
-            .map(|server| which(&server.shared.freshness).relisted(deadline(server)));
-        futures_util::future::join_all(waits).await;
-        true
+    /// The ready servers that list `uri` as a resource, or else a template matching it.
+    pub fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {
+        // Stateless servers' resource lists past their `ttlMs` are listed again meanwhile.
+        self.inner.registry.touch(|lists| &lists.resources);
+        self.inner.registry.resource_owners(uri)
+    }
+
+    /// Reads a resource from the one server that lists it (or a template matching it). A
+    /// stateless server's resource list past its `ttlMs` that decides the route (the
+    /// owner's, or any, when not exactly one server has the URI) is fetched again first,
+    /// within the server's timeout.
+    pub async fn read_resource(&self, uri: &str) -> Result<crate::model::ReadResourceResult> {
+        let server = self.inner.registry.route_resource(uri).await?;
+        server.read_resource(uri).await
     }
 
     /// A watch on the runtime: wakes on every change of a server's status or of the
     /// catalogue (for example to refresh an LLM's tool list).
     pub fn watch(&self) -> RuntimeWatch {
         RuntimeWatch {
-            rx: self.inner.registry.changes.subscribe(),
+            rx: self.inner.registry.subscribe(),
             registry: Arc::downgrade(&self.inner.registry),
         }
     }
@@ -553,6 +499,7 @@ impl Runtime {
             return;
         }
         let _ = self.inner.supervisor.send(StopAll).await;
+        self.inner.registry.stop();
         self.inner.system.stop();
         let done = self.inner.done.lock().ok().and_then(|mut d| d.take());
         if let Some(done) = done {
@@ -605,7 +552,7 @@ impl RuntimeWatch {
     pub fn catalogue(&self) -> Arc<Catalogue> {
         self.registry
             .upgrade()
-            .map(|r| r.catalogue.load_full())
+            .map(|r| r.tools())
             .unwrap_or_default()
     }
 
@@ -613,13 +560,14 @@ impl RuntimeWatch {
     pub fn servers(&self) -> Vec<ServerHandle> {
         self.registry
             .upgrade()
-            .map(|r| r.servers.load().values().cloned().collect())
+            .map(|r| r.servers().values().cloned().collect())
             .unwrap_or_default()
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.registry.stop();
         if self.stopped.load(Ordering::SeqCst) {
             return;
         }

@@ -1,6 +1,7 @@
 //! What the runtime checks about a server's tools, compiled once per listing: which tools
-//! it must refuse to call (they can only run as tasks), and the validators of their output
-//! schemas.
+//! it must refuse to call (they can only run as tasks), the validators of their output
+//! schemas, and for a stateless server over HTTP the `Mcp-Param-{Name}` headers each tool's
+//! calls carry.
 //!
 //! A `structuredContent` that does not match its tool's `outputSchema` does not fail the
 //! call: the server did answer, and a caller may still want what it sent. The result says
@@ -14,6 +15,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
+use switchboard_codecs::mcp::modern::headers::ParamHeader;
 use switchboard_codecs::mcp::Tool;
 
 /// The checks for one listing of one server's tools.
@@ -21,6 +23,8 @@ use switchboard_codecs::mcp::Tool;
 pub(crate) struct ToolRules {
     task_required: HashSet<String>,
     outputs: HashMap<String, Arc<jsonschema::Validator>>,
+    /// The `Mcp-Param-{Name}` headers of each tool that has some.
+    param_headers: HashMap<String, Vec<ParamHeader>>,
 }
 
 impl fmt::Debug for ToolRules {
@@ -28,6 +32,10 @@ impl fmt::Debug for ToolRules {
         f.debug_struct("ToolRules")
             .field("task_required", &self.task_required)
             .field("outputs", &self.outputs.keys().collect::<Vec<_>>())
+            .field(
+                "param_headers",
+                &self.param_headers.keys().collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -56,6 +64,17 @@ impl ToolRules {
             }
         }
         rules
+    }
+
+    /// With the `Mcp-Param-{Name}` headers of each tool (a stateless server over HTTP).
+    pub(crate) fn with_param_headers(mut self, headers: HashMap<String, Vec<ParamHeader>>) -> Self {
+        self.param_headers = headers;
+        self
+    }
+
+    /// The `Mcp-Param-{Name}` headers of a call of `tool`.
+    pub(crate) fn param_headers(&self, tool: &str) -> &[ParamHeader] {
+        self.param_headers.get(tool).map_or(&[], Vec::as_slice)
     }
 
     /// Whether the tool can only be run as a task.

@@ -257,13 +257,17 @@ impl TransportKind {
             TransportKind::Auto => "auto",
         }
     }
+}
 
-    /// The kind a connection reports (`switchboard_transports::Control::transport`).
-    pub(crate) fn of_connection(name: &str) -> TransportKind {
-        match name {
-            "memory" => TransportKind::Memory,
-            "http" => TransportKind::StreamableHttp,
-            "sse" => TransportKind::Sse,
+impl From<switchboard_transports::connection::Kind> for TransportKind {
+    /// The kind a connection reports.
+    fn from(kind: switchboard_transports::connection::Kind) -> Self {
+        use switchboard_transports::connection::Kind;
+        match kind {
+            Kind::Memory => TransportKind::Memory,
+            Kind::StreamableHttp => TransportKind::StreamableHttp,
+            Kind::Sse => TransportKind::Sse,
+            // `Kind` is non-exhaustive; a new process transport is stdio-like.
             _ => TransportKind::Stdio,
         }
     }

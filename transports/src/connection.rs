@@ -15,12 +15,6 @@ use switchboard_codecs::jsonrpc::{Id, Message};
 use switchboard_codecs::lines::Skipped;
 use tokio::sync::mpsc;
 
-/// The `Mcp-Param-{Name}` headers of each tool, by tool name (see
-/// [`Control::set_tool_headers`]).
-pub type ToolHeaders = Arc<
-    std::collections::HashMap<String, Vec<switchboard_codecs::mcp::modern::headers::ParamHeader>>,
->;
-
 /// A boxed, sendable future, as returned by [`Control::close`].
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -125,27 +119,177 @@ pub enum Event {
     Closed(CloseReason),
 }
 
-/// One outbound message, already serialized as compact JSON without a trailing newline.
+/// One outbound message: its JSON text (compact, one line, no trailing newline) and what a
+/// transport must know about it, said by whoever framed it, so that no transport parses the
+/// text again.
 #[derive(Debug, Clone)]
 pub struct Outbound {
-    /// The request id, for requests (lets HTTP transports report [`Event::SendFailed`]).
-    pub id: Option<Id>,
     /// The JSON text of one message.
     pub payload: Bytes,
+    /// What the message is.
+    pub facts: Facts,
+}
+
+/// What a transport knows of an outbound message besides its text.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Facts {
+    /// A request, which the server answers.
+    Request(RequestFacts),
+    /// A notification other than a cancellation.
+    Notification {
+        /// Its method.
+        method: Arc<str>,
+    },
+    /// `notifications/cancelled` for an earlier request (a stateless-era request over
+    /// HTTP is cancelled by closing its response stream instead).
+    Cancel {
+        /// The request it cancels.
+        request: Id,
+    },
+    /// The answer to a request of the server's.
+    Response,
+}
+
+/// What a transport knows of an outbound request.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RequestFacts {
+    /// The request's id (lets HTTP transports report [`Event::SendFailed`]).
+    pub id: Id,
+    /// Its method.
+    pub method: Arc<str>,
+    /// For a stateless-era (2026-07-28) request, what its HTTP headers carry; `None` for a
+    /// handshake-era one.
+    pub stateless: Option<Arc<Stateless>>,
+}
+
+/// The HTTP headers of a stateless-era (2026-07-28) request, which must mirror its body:
+/// `MCP-Protocol-Version`, `Mcp-Method` (the request's method), `Mcp-Name` and the tool's
+/// `Mcp-Param-{Name}` headers, values already encoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stateless {
+    /// The protocol version its `_meta` names.
+    pub protocol_version: Arc<str>,
+    /// `Mcp-Name`: the tool or prompt name, or the resource URI, encoded.
+    pub name: Option<String>,
+    /// `Mcp-Param-{Name}` headers: (header name, encoded value).
+    pub params: Vec<(String, String)>,
+}
+
+impl Stateless {
+    /// The headers of a request in `protocol_version`.
+    pub fn new(protocol_version: Arc<str>) -> Self {
+        Stateless {
+            protocol_version,
+            name: None,
+            params: Vec::new(),
+        }
+    }
+
+    /// With `Mcp-Name` (already encoded).
+    pub fn name(mut self, name: String) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// With one `Mcp-Param-{Name}` header (its full name and encoded value).
+    pub fn param(mut self, header: String, value: String) -> Self {
+        self.params.push((header, value));
+        self
+    }
 }
 
 impl Outbound {
-    /// Serializes a message.
-    pub fn from_message(message: &Message) -> Outbound {
-        let id = match message {
-            Message::Request(r) => Some(r.id.clone()),
-            _ => None,
-        };
+    /// A request numbered `id`.
+    pub fn request(
+        id: Id,
+        method: Arc<str>,
+        stateless: Option<Arc<Stateless>>,
+        payload: Bytes,
+    ) -> Outbound {
         Outbound {
-            id,
-            payload: Bytes::from(message.to_vec()),
+            payload,
+            facts: Facts::Request(RequestFacts {
+                id,
+                method,
+                stateless,
+            }),
         }
     }
+
+    /// A notification.
+    pub fn notification(method: Arc<str>, payload: Bytes) -> Outbound {
+        Outbound {
+            payload,
+            facts: Facts::Notification { method },
+        }
+    }
+
+    /// `notifications/cancelled` for `request`.
+    pub fn cancel(request: Id, payload: Bytes) -> Outbound {
+        Outbound {
+            payload,
+            facts: Facts::Cancel { request },
+        }
+    }
+
+    /// The answer to a request of the server's.
+    pub fn response(payload: Bytes) -> Outbound {
+        Outbound {
+            payload,
+            facts: Facts::Response,
+        }
+    }
+
+    /// A message the caller holds parsed, as a handshake-era message (for tests and tools
+    /// that speak raw JSON-RPC; the runtime frames its own).
+    pub fn from_message(message: &Message) -> Outbound {
+        let payload = Bytes::from(message.to_vec());
+        match message {
+            Message::Request(r) => {
+                Outbound::request(r.id.clone(), r.method.as_str().into(), None, payload)
+            }
+            Message::Notification(n) if n.method == switchboard_codecs::mcp::methods::CANCELLED => {
+                let request = n
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok())
+                    .map(|p| p.request_id);
+                match request {
+                    Some(request) => Outbound::cancel(request, payload),
+                    None => Outbound::notification(n.method.as_str().into(), payload),
+                }
+            }
+            Message::Notification(n) => Outbound::notification(n.method.as_str().into(), payload),
+            Message::Response(_) => Outbound::response(payload),
+        }
+    }
+
+    /// The request's id, for a request.
+    pub fn request_id(&self) -> Option<&Id> {
+        match &self.facts {
+            Facts::Request(r) => Some(&r.id),
+            _ => None,
+        }
+    }
+
+    /// The method, for a request or a notification (`notifications/cancelled` for a cancel).
+    pub fn method(&self) -> Option<&str> {
+        match &self.facts {
+            Facts::Request(r) => Some(&r.method),
+            Facts::Notification { method } => Some(method),
+            Facts::Cancel { .. } => Some(switchboard_codecs::mcp::methods::CANCELLED),
+            Facts::Response => None,
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct CancelledParams {
+    #[serde(rename = "requestId")]
+    request_id: Id,
 }
 
 /// The sending half of a connection. Cheap to clone.
@@ -180,11 +324,6 @@ pub trait Control: Send + fmt::Debug + 'static {
     /// Called after `initialize` with the negotiated version (HTTP sends it as a header).
     fn set_protocol_version(&mut self, version: &str);
 
-    /// Called with the `Mcp-Param-{Name}` headers of each tool of a 2026-07-28 server, after
-    /// every tool listing: Streamable HTTP sends them with each `tools/call`. Other
-    /// transports ignore them (the default).
-    fn set_tool_headers(&mut self, _headers: ToolHeaders) {}
-
     /// Closes the connection gracefully (for stdio: close stdin, wait, `SIGTERM`, wait,
     /// `SIGKILL`, reap) and resolves when nothing of it is left.
     fn close(self: Box<Self>) -> BoxFuture<()>;
@@ -195,9 +334,54 @@ pub trait Control: Send + fmt::Debug + 'static {
     /// The server's process id, for process transports.
     fn pid(&self) -> Option<u32>;
 
-    /// The transport in use: `stdio`, `memory`, `http` (Streamable HTTP) or `sse`.
-    fn transport(&self) -> &'static str {
-        "stdio"
+    /// The transport in use.
+    fn kind(&self) -> Kind;
+}
+
+/// Which transport a connection is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A child process over stdin/stdout.
+    Stdio,
+    /// A server in this process.
+    Memory,
+    /// Streamable HTTP.
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport.
+    Sse,
+}
+
+impl Kind {
+    /// `stdio`, `memory`, `http` (Streamable HTTP) or `sse`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Stdio => "stdio",
+            Kind::Memory => "memory",
+            Kind::StreamableHttp => "http",
+            Kind::Sse => "sse",
+        }
+    }
+
+    /// Whether requests go over HTTP (each its own exchange, which a session may lose).
+    pub fn is_http(self) -> bool {
+        matches!(self, Kind::StreamableHttp | Kind::Sse)
+    }
+
+    /// Whether a stateless-era request's headers are sent ([`Stateless`]): Streamable HTTP.
+    pub fn sends_request_headers(self) -> bool {
+        self == Kind::StreamableHttp
+    }
+
+    /// Whether the server is a process of its own that the connection starts and ends.
+    pub fn has_process(self) -> bool {
+        self == Kind::Stdio
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -237,7 +237,7 @@ where
         }
         for message in batch.drain(..) {
             write_line(writer, &message).await?;
-            if message.id.is_some() {
+            if message.request_id().is_some() {
                 outstanding.written();
             }
         }

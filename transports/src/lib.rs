@@ -21,6 +21,6 @@ pub mod memory;
 pub mod stdio;
 
 pub use connection::{
-    CloseCause, CloseReason, Connection, Control, Event, Inline, InlineFn, KillHandle, Outbound,
-    Sender,
+    CloseCause, CloseReason, Connection, Control, Event, Facts, Inline, InlineFn, KillHandle,
+    Outbound, Sender,
 };

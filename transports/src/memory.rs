@@ -258,7 +258,7 @@ impl Control for MemoryControl {
         None
     }
 
-    fn transport(&self) -> &'static str {
-        "memory"
+    fn kind(&self) -> crate::connection::Kind {
+        crate::connection::Kind::Memory
     }
 }

@@ -368,6 +368,10 @@ impl Control for ProcessControl {
     fn pid(&self) -> Option<u32> {
         Some(self.pid)
     }
+
+    fn kind(&self) -> crate::connection::Kind {
+        crate::connection::Kind::Stdio
+    }
 }
 
 impl Drop for ProcessControl {

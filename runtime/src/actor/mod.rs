@@ -2,7 +2,7 @@
 //! [`supervisor::Supervisor`].
 //!
 //! The actors start, supervise, restart and describe servers, and answer the requests servers
-//! send. Calls to servers never pass through them: see [`crate::calls`].
+//! send. Calls to servers never pass through them: see [`crate::exchange`].
 
 pub(crate) mod server;
 pub(crate) mod supervisor;

@@ -1,11 +1,11 @@
 //! The supervisor: starts and stops server actors, restarts one whose actor panicked, and
-//! keeps the shared snapshots handles read (the servers, the tool catalogue) up to date.
+//! keeps the registry's catalogues up to date as statuses change.
 //!
-//! Restarts after a server *process* dies are the server actor's own business (it keeps its
-//! handles' channels); the supervisor only replaces an actor that died itself.
+//! Restarts after a server *process* dies are the server actor's own business (its core and
+//! handles outlive it); the supervisor only replaces an actor that died itself, with a new
+//! incarnation on the same core.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,48 +14,24 @@ use actix::{
     Actor, Addr, AsyncContext, Context, Handler, Message as ActixMessage, ResponseActFuture,
     StreamHandler,
 };
-use arc_swap::ArcSwap;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::mpsc;
 
 use super::server::{
     InjectPanic, IoPlaces, Kills, NotifyRootsChanged, Restart, ServerActor, ServerEvent, Shutdown,
-    Ties,
 };
-use crate::calls::Gate;
-use crate::catalogue::{Catalogue, ServerTools};
 use crate::config::{Defaults, ServerConfig};
+use crate::core::ServerCore;
+use crate::era_memory::EraMemory;
 use crate::error::Error;
-use crate::handle::{ServerHandle, Shared};
+use crate::handle::ServerHandle;
 use crate::metrics::RuntimeMetrics;
+use crate::routing::Registry;
 use crate::status::{ServerState, ServerStatus};
-
-/// The snapshots handles read without asking the supervisor.
-pub(crate) struct Registry {
-    pub(crate) servers: ArcSwap<BTreeMap<Arc<str>, ServerHandle>>,
-    pub(crate) catalogue: ArcSwap<Catalogue>,
-    /// Every ready server's prompts, named as tools are.
-    pub(crate) prompts: ArcSwap<Catalogue>,
-    /// Bumped on every status or catalogue change.
-    pub(crate) changes: watch::Sender<u64>,
-}
-
-impl Registry {
-    pub(crate) fn new() -> Self {
-        Registry {
-            servers: ArcSwap::from_pointee(BTreeMap::new()),
-            catalogue: ArcSwap::from_pointee(Catalogue::default()),
-            prompts: ArcSwap::from_pointee(Catalogue::default()),
-            changes: watch::Sender::new(0),
-        }
-    }
-}
 
 /// One supervised server.
 struct Managed {
-    config: ServerConfig,
     addr: Addr<ServerActor>,
     handle: ServerHandle,
-    status: Arc<watch::Sender<ServerStatus>>,
     incarnation: u64,
     removing: bool,
 }
@@ -71,10 +47,7 @@ pub(crate) struct Supervisor {
     io: IoPlaces,
     servers: BTreeMap<Arc<str>, Managed>,
     /// The era verdicts of auto servers, by origin or command, shared by every server.
-    verdicts: Arc<crate::verdicts::Verdicts>,
-    version: u64,
-    /// Every server's status as of the last rebuild (name, when it changed).
-    seen: Vec<(Arc<str>, Instant)>,
+    eras: Arc<EraMemory>,
     stopping: bool,
 }
 
@@ -95,22 +68,20 @@ impl Supervisor {
             events,
             metrics,
             servers: BTreeMap::new(),
-            verdicts: Arc::default(),
-            version: 0,
-            seen: Vec::new(),
+            eras: Arc::default(),
             stopping: false,
         }
     }
 
-    /// Starts an actor for `ties`.
-    fn spawn_actor(ties: Ties, config: ServerConfig) -> Addr<ServerActor> {
+    /// Starts an actor on `core`.
+    fn spawn_actor(core: Arc<ServerCore>, incarnation: u64, restarts: u32) -> Addr<ServerActor> {
         // Silences: at most one per timed-out request, so bounded by the in-flight bound.
         let (silence_tx, silence_rx) = mpsc::unbounded_channel();
         ServerActor::create(move |ctx| {
             ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
                 silence_rx,
             ));
-            ServerActor::new(ties, config, silence_tx)
+            ServerActor::new(core, incarnation, restarts, silence_tx)
         })
     }
 
@@ -122,72 +93,23 @@ impl Supervisor {
             return Err(Error::DuplicateServer { name });
         }
         let config = config.resolve(&self.defaults);
-        let (status_tx, status_rx) =
-            watch::channel(ServerStatus::starting(config.transport.kind()));
-        let status_tx = Arc::new(status_tx);
-        // Ids start at 1 and are never reused during the server's life, across restarts.
-        let ids = Arc::new(AtomicI64::new(1));
-        let metrics = Arc::new(self.metrics.server(&name));
-        let gate = Arc::new(ArcSwap::from_pointee(Gate::Starting));
-        let logging = Arc::new(crate::logging::Logging::new(name.clone()));
-        let subscriptions = Arc::new(crate::subscriptions::Subscriptions::new(name.clone()));
-        let tool_rules = Arc::new(ArcSwap::from_pointee(
-            crate::tool_rules::ToolRules::default(),
+        let core = Arc::new(ServerCore::new(
+            name.clone(),
+            config,
+            self.defaults.timeout,
+            Arc::new(self.metrics.server(&name)),
+            self.io.clone(),
+            self.kills.clone(),
+            self.eras.clone(),
+            self.events.clone(),
         ));
-        let dialect: crate::era::Dialect = Arc::default();
-        let freshness: Arc<crate::era::ListFreshness> = Arc::default();
-        let ties = Ties {
-            dialect: dialect.clone(),
-            freshness: freshness.clone(),
-            verdicts: self.verdicts.clone(),
-            tool_rules: tool_rules.clone(),
-            logging: logging.clone(),
-            subscriptions: subscriptions.clone(),
-            gate: gate.clone(),
-            io: self.io.clone(),
-            name: name.clone(),
-            ids: ids.clone(),
-            kills: self.kills.clone(),
-            status: status_tx.clone(),
-            events: self.events.clone(),
-            metrics: metrics.clone(),
-            incarnation: 0,
-            restarts: 0,
-        };
-        let addr = Self::spawn_actor(ties, config.clone());
-        let max_in_flight = config.max_in_flight_value();
-        let handle = ServerHandle {
-            shared: Arc::new(Shared {
-                name: name.clone(),
-                ids,
-                permits: Arc::new(Semaphore::new(max_in_flight)),
-                max_in_flight,
-                gate,
-                status: status_rx,
-                timeout: config.timeout,
-                tools: config.tools.clone(),
-                default_timeout: self.defaults.timeout,
-                allow: config.allow_tools.clone(),
-                deny: config.deny_tools.clone(),
-                metrics,
-                logging,
-                subscriptions,
-                tool_rules,
-                dialect,
-                freshness,
-                handlers: config.handlers.clone(),
-                handler_timeout: config.handler_timeout_value(),
-                max_input_rounds: config.max_input_rounds_value(),
-                reissue_on_broken_stream: config.reissue_on_broken_stream,
-            }),
-        };
+        let addr = Self::spawn_actor(core.clone(), 0, 0);
+        let handle = ServerHandle { core };
         self.servers.insert(
             name,
             Managed {
-                config,
                 addr,
                 handle: handle.clone(),
-                status: status_tx,
                 incarnation: 0,
                 removing: false,
             },
@@ -203,72 +125,7 @@ impl Supervisor {
             .filter(|(_, m)| !m.removing)
             .map(|(name, m)| (name.clone(), m.handle.clone()))
             .collect();
-        self.registry.servers.store(Arc::new(servers));
-        self.rebuild_catalogue();
-    }
-
-    /// Rebuilds the catalogue from every server's last known tools.
-    fn rebuild_catalogue(&mut self) {
-        let statuses: Vec<(Arc<str>, &Managed, ServerStatus)> = self
-            .servers
-            .iter()
-            .filter(|(_, m)| !m.removing)
-            .map(|(name, m)| (name.clone(), m, m.handle.status()))
-            .collect();
-        let inputs: Vec<ServerTools<'_>> = statuses
-            .iter()
-            .map(|(name, m, status)| ServerTools {
-                server: name,
-                prefix: m.config.prefix.as_deref(),
-                allow: &m.config.allow_tools,
-                deny: &m.config.deny_tools,
-                tools: &status.tools,
-                available: status.is_ready(),
-            })
-            .collect();
-        let next = Catalogue::build(&inputs, &self.defaults.naming, self.version + 1);
-        self.metrics.catalogue_tools.set(next.len() as f64);
-        // Prompts take the tools' naming (prefixes, separator, length) as they are, with no
-        // allow/deny lists (those name tools).
-        let prompt_tools: Vec<Vec<crate::model::Tool>> = statuses
-            .iter()
-            .map(|(_, _, status)| status.prompts.iter().map(prompt_as_tool).collect())
-            .collect();
-        let prompt_inputs: Vec<ServerTools<'_>> = statuses
-            .iter()
-            .zip(&prompt_tools)
-            .map(|((name, m, status), tools)| ServerTools {
-                server: name,
-                prefix: m.config.prefix.as_deref(),
-                allow: &[],
-                deny: &[],
-                tools,
-                available: status.is_ready(),
-            })
-            .collect();
-        let prompts = Catalogue::build(&prompt_inputs, &self.defaults.naming, self.version + 1);
-        if !prompts.same_entries(&self.registry.prompts.load()) {
-            self.registry.prompts.store(Arc::new(prompts));
-        }
-        let mut changed = false;
-        if !next.same_entries(&self.registry.catalogue.load()) {
-            self.version += 1;
-            self.registry.catalogue.store(Arc::new(next));
-            changed = true;
-        }
-        // Watchers wake for what they have not seen yet, once: a rebuild that finds the same
-        // statuses as the last one (a status event that a `Settle` already took in) is none.
-        let seen: Vec<(Arc<str>, Instant)> = statuses
-            .iter()
-            .map(|(name, _, status)| (name.clone(), status.since))
-            .collect();
-        if seen != self.seen {
-            self.seen = seen;
-            changed = true;
-        }
-        if changed {
-            self.registry.changes.send_modify(|v| *v += 1);
-        }
+        self.registry.set_servers(servers);
     }
 
     /// A server actor died without being stopped: replace it, keeping its handles working.
@@ -283,40 +140,23 @@ impl Supervisor {
             return;
         }
         tracing::error!(server = %name, "the server's actor stopped unexpectedly; restarting it");
+        let core = managed.handle.core.clone();
         // Clone before replacing: a borrow held across send_replace would deadlock.
-        let last = managed.status.borrow().clone();
+        let last = core.status.borrow().clone();
         let previous = last.restarts;
-        managed.status.send_replace(ServerStatus {
+        core.status.send_replace(ServerStatus {
             state: ServerState::Restarting {
                 attempt: 1,
-                next_retry_at: std::time::Instant::now(),
+                next_retry_at: Instant::now(),
                 last_error: "its actor panicked".into(),
             },
             since: Instant::now(),
             ..last
         });
         managed.incarnation += 1;
-        managed.handle.shared.metrics.up.set(0.0);
-        let ties = Ties {
-            dialect: managed.handle.shared.dialect.clone(),
-            freshness: managed.handle.shared.freshness.clone(),
-            verdicts: self.verdicts.clone(),
-            gate: managed.handle.shared.gate.clone(),
-            logging: managed.handle.shared.logging.clone(),
-            tool_rules: managed.handle.shared.tool_rules.clone(),
-            subscriptions: managed.handle.shared.subscriptions.clone(),
-            io: self.io.clone(),
-            name: name.clone(),
-            ids: managed.handle.shared.ids.clone(),
-            kills: self.kills.clone(),
-            status: managed.status.clone(),
-            events: self.events.clone(),
-            metrics: managed.handle.shared.metrics.clone(),
-            incarnation: managed.incarnation,
-            restarts: previous + 1,
-        };
-        managed.addr = Self::spawn_actor(ties, managed.config.clone());
-        self.rebuild_catalogue();
+        core.metrics.up.set(0.0);
+        managed.addr = Self::spawn_actor(core, managed.incarnation, previous + 1);
+        self.registry.rebuild();
     }
 }
 
@@ -337,7 +177,7 @@ impl StreamHandler<Vec<ServerEvent>> for Supervisor {
             }
         }
         if changed {
-            self.rebuild_catalogue();
+            self.registry.rebuild();
         }
     }
 
@@ -416,7 +256,7 @@ impl Handler<StopAll> for Supervisor {
                 }
             }
             .into_actor(self)
-            .map(|(), act, _| act.rebuild_catalogue()),
+            .map(|(), act, _| act.registry.rebuild()),
         )
     }
 }
@@ -448,22 +288,6 @@ impl Handler<RestartServer> for Supervisor {
             }
             .into_actor(self),
         )
-    }
-}
-
-/// Rebuild the catalogue from the statuses as they are now, so that a caller who saw a
-/// server become ready also sees its tools.
-pub(crate) struct Settle;
-
-impl ActixMessage for Settle {
-    type Result = ();
-}
-
-impl Handler<Settle> for Supervisor {
-    type Result = ();
-
-    fn handle(&mut self, _: Settle, _ctx: &mut Context<Self>) {
-        self.rebuild_catalogue();
     }
 }
 
@@ -513,15 +337,5 @@ impl Handler<PanicServer> for Supervisor {
         if let Some(managed) = self.servers.get(&msg.name) {
             managed.addr.do_send(InjectPanic);
         }
-    }
-}
-
-/// A prompt in the shape the catalogue names: its name, title and description.
-fn prompt_as_tool(prompt: &crate::model::Prompt) -> crate::model::Tool {
-    crate::model::Tool {
-        name: prompt.name.clone(),
-        title: prompt.title.clone(),
-        description: prompt.description.clone(),
-        ..Default::default()
     }
 }

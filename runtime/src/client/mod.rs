@@ -47,6 +47,7 @@
 pub(crate) mod elicitation;
 pub(crate) mod roots;
 pub(crate) mod sampling;
+pub(crate) mod serve;
 
 use std::fmt;
 use std::future::Future;

@@ -36,13 +36,13 @@
 //!
 //! # Where requests are measured
 //!
-//! On the caller's side, in [`ServerHandle`](crate::ServerHandle): the duration is what the
-//! caller waited, queueing for a slot included. A typed call (`.await` on a
-//! [`Call`](crate::Call)) is classified after its result is parsed, so `tool_error` is exact;
-//! a raw call ([`Call::raw`](crate::Call::raw)) is classified by a scan of the raw result for
-//! the key `"isError"` followed by `true`, without parsing it (a nested object with such a key
-//! would count as a tool error too). [`ServerHandle::request`](crate::ServerHandle::request)
-//! counts any result as `ok`.
+//! Once per caller's request, where every request goes through (the runtime's exchange):
+//! the duration is what the caller waited, queueing for a slot included, and a request that
+//! took several rounds (a response that broke and was sent again, a stateless server's
+//! input rounds) is one request. A `tools/call` result is classified by a scan of the raw
+//! result for the key `"isError"` followed by `true`, without parsing it (a nested object
+//! with such a key would count as a tool error too). The runtime's own requests to its
+//! servers (handshakes, listings, pings) are not counted.
 //!
 //! The metric handles are resolved once: per server when it is added, and per tool (or
 //! method) and outcome the first time one is seen, kept in a copy-on-write map read without a
@@ -403,7 +403,6 @@ impl ServerMetrics {
         let series = Arc::new(Series {
             sink: self.sink.clone(),
             labels,
-            in_flight: self.in_flight.clone(),
             outcomes: Default::default(),
         });
         let mut next = HashMap::clone(&current);
@@ -425,7 +424,6 @@ struct SeriesMap {
 pub(crate) struct Series {
     sink: Sink,
     labels: Vec<Label>,
-    in_flight: Gauge,
     outcomes: [OnceLock<(Counter, Histogram)>; Outcome::COUNT],
 }
 
@@ -444,17 +442,14 @@ impl Series {
     }
 }
 
-/// One request being measured, from the call to its outcome.
+/// One caller's request being measured, from the call to its outcome, whatever its rounds.
 ///
 /// # Drop behavior
 ///
-/// Dropped before an answer, the request counts as `cancelled`; dropped after an answer that
-/// nobody classified, as `ok`.
+/// Dropped before [`finish`](Self::finish), the request counts as `cancelled`.
 pub(crate) struct Recording {
     series: Arc<Series>,
     started: Instant,
-    holds_slot: bool,
-    answered: Option<Duration>,
     done: bool,
 }
 
@@ -463,64 +458,38 @@ impl Recording {
         Recording {
             series,
             started,
-            holds_slot: false,
-            answered: None,
             done: false,
         }
     }
 
-    /// The request took an in-flight slot.
-    pub(crate) fn took_slot(&mut self) {
-        self.holds_slot = true;
-        self.series.in_flight.increment(1.0);
-    }
-
-    fn release_slot(&mut self) {
-        if std::mem::take(&mut self.holds_slot) {
-            self.series.in_flight.decrement(1.0);
-        }
-    }
-
-    /// The request failed: records the outcome and hands the error back.
-    pub(crate) fn fail(mut self, error: Error) -> Error {
-        self.release_slot();
+    /// Records how the request of `method` ended: a result is `ok`, or `tool_error` for a
+    /// `tools/call` result that says `isError: true` (told by a scan, not a parse); an
+    /// error by its kind.
+    pub(crate) fn finish(
+        mut self,
+        method: &str,
+        result: &Result<Box<serde_json::value::RawValue>, Error>,
+    ) {
         self.done = true;
-        self.series
-            .record(Outcome::of(&error), self.started.elapsed());
-        error
-    }
-
-    /// The server answered with a result; its outcome is told by [`finish`](Self::finish).
-    pub(crate) fn answered(mut self) -> Self {
-        self.release_slot();
-        self.answered = Some(self.started.elapsed());
-        self
-    }
-
-    /// Records an answered request as `ok` or `tool_error`.
-    pub(crate) fn finish(mut self, tool_error: bool) {
-        let outcome = if tool_error {
-            Outcome::ToolError
-        } else {
-            Outcome::Ok
+        let outcome = match result {
+            Ok(raw)
+                if method == switchboard_codecs::mcp::methods::TOOLS_CALL
+                    && says_is_error(raw.get()) =>
+            {
+                Outcome::ToolError
+            }
+            Ok(_) => Outcome::Ok,
+            Err(error) => Outcome::of(error),
         };
-        self.done = true;
-        let elapsed = self.answered.unwrap_or_else(|| self.started.elapsed());
-        self.series.record(outcome, elapsed);
+        self.series.record(outcome, self.started.elapsed());
     }
 }
 
 impl Drop for Recording {
     fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        self.release_slot();
-        match self.answered {
-            Some(elapsed) => self.series.record(Outcome::Ok, elapsed),
-            None => self
-                .series
-                .record(Outcome::Cancelled, self.started.elapsed()),
+        if !self.done {
+            self.series
+                .record(Outcome::Cancelled, self.started.elapsed());
         }
     }
 }

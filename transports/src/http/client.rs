@@ -535,15 +535,6 @@ pub(crate) fn is_error_answer(body: &[u8], id: &Id) -> bool {
     )
 }
 
-/// The `method` of an outbound message, if it has one.
-pub(crate) fn method_of(payload: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        method: Option<String>,
-    }
-    serde_json::from_slice::<Peek>(payload).ok()?.method
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -583,14 +574,5 @@ mod tests {
         assert!(matches!(&bad[0], Err(s) if s.kind == SkipKind::BadBatch));
         let bad = json_frames(b"not json");
         assert!(matches!(&bad[0], Err(s) if s.kind == SkipKind::NotJson));
-    }
-
-    #[test]
-    fn methods_are_peeked() {
-        assert_eq!(
-            method_of(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).as_deref(),
-            Some("initialize")
-        );
-        assert_eq!(method_of(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), None);
     }
 }

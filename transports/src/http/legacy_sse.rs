@@ -227,14 +227,16 @@ async fn post(shared: Arc<Shared>, endpoint: Arc<Url>, outbound: Outbound) {
         }
         Ok(response) => {
             let e = shared.http_error(&endpoint, response.status());
-            shared.fail(outbound.id, &e.to_string()).await;
+            shared
+                .fail(outbound.request_id().cloned(), &e.to_string())
+                .await;
         }
         // Connected, then broken before the 202: the server may have taken the message
         // (its answer would come on the event stream, or never).
-        Err(e @ Error::Request { .. }) => match outbound.id {
+        Err(e @ Error::Request { .. }) => match outbound.request_id().cloned() {
             Some(id) => shared.broken(id, &e.to_string()).await,
             None => shared.fail(None, &e.to_string()).await,
         },
-        Err(e) => shared.fail_error(outbound.id, &e).await,
+        Err(e) => shared.fail_error(outbound.request_id().cloned(), &e).await,
     }
 }

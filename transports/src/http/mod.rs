@@ -31,10 +31,10 @@
 //! sent while the GET stream opens (at most 2 s), so that a server's own requests sent
 //! there as soon as the session is used are not lost.
 //!
-//! - **Stateless requests (2026-07-28).** A message whose `params._meta` names a protocol
-//!   version carries `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the tool's
-//!   `Mcp-Param-{Name}` headers ([`Control::set_tool_headers`]), all read from its body;
-//!   no session, no GET stream. A JSON-RPC error answering the request that comes with a
+//! - **Stateless requests (2026-07-28).** A request framed with [`Stateless`](crate::connection::Stateless) facts carries
+//!   `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the tool's `Mcp-Param-{Name}`
+//!   headers as its framer built them from the same values as its body; no session, no GET
+//!   stream. A JSON-RPC error answering the request that comes with a
 //!   4xx status is delivered as that error. `notifications/cancelled` for such a request
 //!   is not sent: its POST is dropped, which closes its stream (the era's cancellation).
 //!
@@ -100,7 +100,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::{
-    BoxFuture, CloseCause, CloseReason, Connection, Control, Event, KillHandle, Outbound, Sender,
+    BoxFuture, CloseCause, CloseReason, Connection, Control, Event, KillHandle,
+    Kind as ConnectionKind, Outbound, Sender,
 };
 
 pub use self::challenge::Challenge;
@@ -391,7 +392,7 @@ pub enum Error {
 /// `name` names the server in log fields and errors. For [`Kind::StreamableHttp`] and
 /// [`Kind::Auto`] this only checks the configuration: the first request is the runtime's
 /// `initialize`. For [`Kind::Sse`] it opens the event stream and waits for the `endpoint`
-/// event. [`Control::transport`] tells which transport is in use (`"http"` or `"sse"`).
+/// event. [`Control::kind`] tells which transport is in use.
 ///
 /// # Cancel safety
 ///
@@ -509,7 +510,9 @@ async fn drive(
                 Ok(opened) => legacy_sse::run(&shared, &mut inputs, opened, Some(initialize)).await,
                 Err(e) => {
                     let reason = e.to_string();
-                    shared.fail_error(initialize.id, &e).await;
+                    shared
+                        .fail_error(initialize.request_id().cloned(), &e)
+                        .await;
                     End::Over {
                         cause: CloseCause::ReadFailed(reason),
                         done: None,
@@ -568,7 +571,7 @@ impl fmt::Debug for HttpControl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpControl")
             .field("server", &self.server)
-            .field("transport", &Control::transport(self))
+            .field("transport", &Control::kind(self))
             .finish_non_exhaustive()
     }
 }
@@ -584,10 +587,6 @@ impl Control for HttpControl {
                 tracing::warn!(server = %self.server, "protocol version is not a valid header value")
             }
         }
-    }
-
-    fn set_tool_headers(&mut self, headers: crate::connection::ToolHeaders) {
-        session::lock(&self.session).tool_headers = headers;
     }
 
     fn close(self: Box<Self>) -> BoxFuture<()> {
@@ -612,8 +611,12 @@ impl Control for HttpControl {
         None
     }
 
-    fn transport(&self) -> &'static str {
-        transport_name(self.transport.load(Ordering::Relaxed))
+    fn kind(&self) -> ConnectionKind {
+        if self.transport.load(Ordering::Relaxed) == TRANSPORT_SSE {
+            ConnectionKind::Sse
+        } else {
+            ConnectionKind::StreamableHttp
+        }
     }
 }
 

@@ -15,8 +15,6 @@ pub(crate) struct SessionState {
     pub(crate) generation: u64,
     /// The `MCP-Protocol-Version` to send, once negotiated.
     pub(crate) protocol_version: Option<HeaderValue>,
-    /// The `Mcp-Param-{Name}` headers of each tool (2026-07-28 servers).
-    pub(crate) tool_headers: crate::connection::ToolHeaders,
 }
 
 /// Locks the state; a poisoned lock still holds consistent data (every writer sets whole

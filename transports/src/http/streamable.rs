@@ -15,12 +15,11 @@ use tokio_util::codec::Decoder;
 use super::client::{self, Body, Shared};
 use super::session::{self, resume_delay};
 use super::{Command, End, Error, Inputs};
-use crate::connection::{CloseCause, Event, Outbound};
+use crate::connection::{CloseCause, Event, Facts, Outbound, RequestFacts};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
-const CANCELLED: &str = "notifications/cancelled";
 /// The longest requests wait for the GET stream to open (see `run`).
 const LISTEN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// The most of an error body read to look for a session error.
@@ -81,7 +80,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                     super::settle(inputs, &mut posts, |outbound| {
                         // The stateless era cancels by closing streams, as this close
                         // does: its cancels have nothing to POST.
-                        if era && client::method_of(&outbound.payload).as_deref() == Some(CANCELLED) {
+                        if era && matches!(outbound.facts, Facts::Cancel { .. }) {
                             return Box::pin(async { PostEnd::Done });
                         }
                         Box::pin(post(shared.clone(), outbound, false, false))
@@ -100,8 +99,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
             }
             outbound = inputs.outbound.recv(), if inputs.outbound_open && gate.is_none() && listening.is_none() => match outbound {
                 Some(outbound) => {
-                    let method = client::method_of(&outbound.payload);
-                    let initialize = method.as_deref() == Some("initialize");
+                    let initialize = outbound.method() == Some("initialize");
                     let this_probe = probe && initialize;
                     // The first `initialize` probes, even after the stateless era's probe
                     // (`server/discover`) was refused.
@@ -110,9 +108,8 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                     }
                     // A stateless request is cancelled by closing its stream: the
                     // transport has no `notifications/cancelled` then.
-                    if method.as_deref() == Some(CANCELLED) {
-                        let cancelled = super::modern::cancelled_request(&outbound.payload);
-                        if let Some(task) = cancelled.and_then(|id| stateless.remove(&id)) {
+                    if let Facts::Cancel { request } = &outbound.facts {
+                        if let Some(task) = stateless.remove(request) {
                             tracing::debug!(server = %shared.name, "closing a cancelled request's stream");
                             task.abort();
                             continue;
@@ -124,15 +121,18 @@ pub(crate) async fn run(shared: &Arc<Shared>, inputs: &mut Inputs, mut probe: bo
                             continue;
                         }
                     }
-                    let request = outbound.id.clone();
-                    let modern = super::modern::is_stateless(&outbound.payload);
-                    let gates = this_probe || method.as_deref() == Some("notifications/initialized");
+                    let modern = match &outbound.facts {
+                        Facts::Request(r) => r.stateless.is_some().then(|| r.id.clone()),
+                        _ => None,
+                    };
+                    let gates =
+                        this_probe || outbound.method() == Some("notifications/initialized");
                     let task = posts.spawn(post(shared.clone(), outbound, initialize, this_probe));
                     if gates {
                         gate = Some(task.id());
                     }
-                    stateless_era |= modern;
-                    if let (true, Some(request)) = (modern, request) {
+                    if let Some(request) = modern {
+                        stateless_era = true;
                         stateless.insert(request, task);
                     }
                 }
@@ -203,21 +203,27 @@ async fn delete_session(shared: &Shared) {
 
 /// POSTs one message and delivers what comes back.
 async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: bool) -> PostEnd {
-    let (session_id, generation, version, tool_headers) = {
+    let (session_id, generation, version) = {
         let state = session::lock(&shared.session);
         if initialize {
-            (None, state.generation, None, state.tool_headers.clone())
+            (None, state.generation, None)
         } else {
             (
                 state.id.clone(),
                 state.generation,
                 state.protocol_version.clone(),
-                state.tool_headers.clone(),
             )
         }
     };
-    // A stateless-era request: its headers mirror its body (empty for handshake-era ones).
-    let modern = super::modern::headers(&outbound.payload, &tool_headers);
+    // A stateless-era request: its headers mirror its body, as its framer built them.
+    let modern = match &outbound.facts {
+        Facts::Request(RequestFacts {
+            method,
+            stateless: Some(stateless),
+            ..
+        }) => super::modern::headers(method, stateless),
+        _ => reqwest::header::HeaderMap::new(),
+    };
     let url = &shared.url;
     let sent = shared
         .send(url, || {
@@ -244,24 +250,24 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
         Err(e @ Error::Connect { .. }) => {
             tracing::warn!(server = %shared.name, error = %e, "the server cannot be reached");
             let reason = e.to_string();
-            shared.fail(outbound.id.clone(), &reason).await;
+            shared.fail(outbound.request_id().cloned(), &reason).await;
             return PostEnd::Fatal(CloseCause::WriteFailed(reason));
         }
         // Connected, then broken (a reset, a truncated head): the server may have run it.
         Err(e @ Error::Request { .. }) => {
-            match outbound.id {
+            match outbound.request_id().cloned() {
                 Some(id) => shared.broken(id, &e.to_string()).await,
                 None => shared.fail(None, &e.to_string()).await,
             }
             return PostEnd::Done;
         }
         Err(e) => {
-            shared.fail_error(outbound.id, &e).await;
+            shared.fail_error(outbound.request_id().cloned(), &e).await;
             return PostEnd::Done;
         }
     };
     let status = response.status();
-    let request = outbound.id.clone();
+    let request = outbound.request_id().cloned();
 
     if !status.is_success() {
         let body = match status {

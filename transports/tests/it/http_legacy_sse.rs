@@ -53,13 +53,13 @@ async fn auto_falls_back_to_legacy_sse_and_answers_the_initialize() {
     let mut conn = http::connect("t", &Config::new(server.url("/sse")), Kind::Auto)
         .await
         .unwrap();
-    assert_eq!(conn.control.transport(), "http");
+    assert_eq!(conn.control.kind().as_str(), "http");
     conn.sender.send(initialize(1)).unwrap();
     match next_event(&mut conn.events).await {
         Event::Message(m) => assert_eq!(number_id(&m), Some(1)),
         other => panic!("expected the initialize answer, got {other:?}"),
     }
-    assert_eq!(conn.control.transport(), "sse");
+    assert_eq!(conn.control.kind().as_str(), "sse");
     conn.control.set_protocol_version("2024-11-05");
     conn.sender.send(request(2)).unwrap();
     match next_event(&mut conn.events).await {
@@ -91,7 +91,7 @@ async fn the_end_of_the_legacy_stream_ends_the_connection() {
     let mut conn = http::connect("t", &Config::new(server.url("/sse")), Kind::Sse)
         .await
         .unwrap();
-    assert_eq!(conn.control.transport(), "sse");
+    assert_eq!(conn.control.kind().as_str(), "sse");
     conn.sender
         .send(outbound(
             r#"{"jsonrpc":"2.0","id":4,"method":"shutdown-stream"}"#,

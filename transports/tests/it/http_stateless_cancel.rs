@@ -26,7 +26,7 @@ async fn a_cancel_after_the_answer_is_not_posted_on_a_stateless_connection() {
     let mut conn = http::connect("t", &config, Kind::StreamableHttp)
         .await
         .unwrap();
-    conn.sender.send(outbound(STATELESS_PING)).unwrap();
+    conn.sender.send(stateless(STATELESS_PING)).unwrap();
     match next_event(&mut conn.events).await {
         Event::Message(m) => assert_eq!(number_id(&m), Some(5)),
         other => panic!("expected the answer, got {other:?}"),
@@ -35,7 +35,7 @@ async fn a_cancel_after_the_answer_is_not_posted_on_a_stateless_connection() {
     conn.sender.send(outbound(CANCEL_5)).unwrap();
     // A later request shows the cancel was handled (the writer takes messages in order).
     conn.sender
-        .send(outbound(&STATELESS_PING.replace(r#""id":5"#, r#""id":6"#)))
+        .send(stateless(&STATELESS_PING.replace(r#""id":5"#, r#""id":6"#)))
         .unwrap();
     match next_event(&mut conn.events).await {
         Event::Message(m) => assert_eq!(number_id(&m), Some(6)),

@@ -46,7 +46,7 @@ async fn json_answers_session_headers_and_delete_on_close() {
     let mut conn = http::connect("t", &config, Kind::StreamableHttp)
         .await
         .unwrap();
-    assert_eq!(conn.control.transport(), "http");
+    assert_eq!(conn.control.kind().as_str(), "http");
     assert!(server.seen().is_empty(), "connect does no i/o");
 
     conn.sender.send(initialize(1)).unwrap();

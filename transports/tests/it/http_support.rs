@@ -233,6 +233,21 @@ pub(crate) fn outbound(text: &str) -> Outbound {
     Outbound::from_message(&Message::from_slice(text.as_bytes()).expect("a valid message"))
 }
 
+/// `text`, a request, framed as a stateless (2026-07-28) one: what the runtime's framer says
+/// of a request whose `_meta` names that version.
+pub(crate) fn stateless(text: &str) -> Outbound {
+    let Ok(Message::Request(request)) = Message::from_slice(text.as_bytes()) else {
+        panic!("not a request: {text}")
+    };
+    let facts = switchboard_transports::connection::Stateless::new("2026-07-28".into());
+    Outbound::request(
+        request.id,
+        request.method.as_str().into(),
+        Some(std::sync::Arc::new(facts)),
+        bytes::Bytes::copy_from_slice(text.as_bytes()),
+    )
+}
+
 /// An `initialize` request.
 pub(crate) fn initialize(id: i64) -> Outbound {
     outbound(&format!(

@@ -1,6 +1,6 @@
 //! What the server sends that is not an answer: notifications, its own requests (served in
-//! [`super::handlers`]), session loss and the close (answers are settled by the connection's router, see
-//! [`crate::calls::router`]).
+//! [`super::server_requests`]), session loss and the close (answers are settled where the
+//! connection is read, see [`crate::call_table::settle`]).
 
 use actix::Context;
 use switchboard_codecs::jsonrpc::{Message, Notification};
@@ -27,7 +27,7 @@ impl ServerActor {
             methods::MESSAGE => {
                 if let Some(params) = n.params {
                     match serde_json::from_str::<mcp::LoggingMessageParams>(params.get()) {
-                        Ok(log) => self.ties.logging.log(log),
+                        Ok(log) => self.core.logging.log(log),
                         Err(_) => {
                             tracing::debug!(server = %self.name, "malformed notifications/message")
                         }
@@ -36,11 +36,9 @@ impl ServerActor {
             }
             methods::TOOLS_LIST_CHANGED => self.on_tools_changed(ctx),
             methods::RESOURCES_LIST_CHANGED => {
-                self.list_features(super::features::Lists::Resources, ctx)
+                self.list_features(super::lists::Lists::Resources, ctx)
             }
-            methods::PROMPTS_LIST_CHANGED => {
-                self.list_features(super::features::Lists::Prompts, ctx)
-            }
+            methods::PROMPTS_LIST_CHANGED => self.list_features(super::lists::Lists::Prompts, ctx),
             listen::ACKNOWLEDGED => self.on_listen_acknowledged(n.params.as_deref()),
             methods::CANCELLED => self.on_server_cancelled(n.params.as_deref(), ctx),
             methods::ELICITATION_COMPLETE => self.on_elicitation_complete(n.params.as_deref()),
@@ -52,7 +50,7 @@ impl ServerActor {
                 match update {
                     Some(update) => {
                         let uri = update.uri;
-                        if !self.ties.subscriptions.deliver(uri.clone()) {
+                        if !self.core.subscriptions.deliver(uri.clone()) {
                             tracing::debug!(server = %self.name, %uri, "update for a resource nobody subscribed to");
                         }
                     }

@@ -23,12 +23,13 @@ use std::time::{Duration, Instant};
 use actix::{AsyncContext, Context, SpawnHandle, StreamHandler};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use switchboard_codecs::frame;
 use switchboard_codecs::mcp::modern::listen::{self, Acknowledged, SubscriptionFilter};
 use switchboard_codecs::mcp::ServerCapabilities;
 
-use super::{Phase, ServerActor};
+use super::ServerActor;
 use crate::error::Error;
+use crate::exchange::{exchange, Origin};
+use crate::framer;
 
 /// The delay before the first re-open of a listen that ended early.
 const FIRST_RETRY: Duration = Duration::from_millis(250);
@@ -91,9 +92,9 @@ pub(super) struct UrisChanged;
 
 impl StreamHandler<UrisChanged> for ServerActor {
     fn handle(&mut self, _: UrisChanged, ctx: &mut Context<Self>) {
-        let (revision, _) = self.ties.subscriptions.snapshot();
+        let (revision, _) = self.core.subscriptions.snapshot();
         let current = self.listening.open.as_ref().map(|o| o.revision);
-        if self.phase == Phase::Ready && self.is_modern() && current != Some(revision) {
+        if self.phase.is_ready() && self.is_modern() && current != Some(revision) {
             self.open_listen(ctx);
         }
     }
@@ -106,29 +107,32 @@ impl ServerActor {
     /// something to listen for.
     pub(super) fn open_listen(&mut self, ctx: &mut Context<Self>) {
         self.close_listen(ctx);
-        if self.phase != Phase::Ready || !self.is_modern() {
+        if !self.phase.is_ready() || !self.is_modern() {
             return;
         }
-        let Some(caps) = self.init.as_ref().map(|i| &i.capabilities) else {
+        let Some(caps) = self.learnt.init.as_ref().map(|i| &i.capabilities) else {
             return;
         };
-        let (revision, uris) = self.ties.subscriptions.snapshot();
+        let (revision, uris) = self.core.subscriptions.snapshot();
         let filter = filter_for(caps, uris);
         if filter.is_empty() {
             // Nothing to hear: a caller waiting for this revision has nothing to wait for.
-            self.ties.subscriptions.acknowledged(revision);
+            self.core.subscriptions.acknowledged(revision);
             return;
         }
-        let Some(link) = &self.link else { return };
-        let own = self.own_requests(link);
-        let frame = own.frame(
-            listen::SUBSCRIPTIONS_LISTEN,
-            &serde_json::json!({ "notifications": filter }),
-        );
-        let id = frame.0;
-        tracing::debug!(server = %self.name, id, ?filter, "opening subscriptions/listen");
         // No deadline: the stream stays open until one side closes it.
-        let sending = async move { own.send_framed(listen::SUBSCRIPTIONS_LISTEN, frame).await };
+        let params = serde_json::json!({ "notifications": filter });
+        let Some(mut request) = self.own_request(listen::SUBSCRIPTIONS_LISTEN, params, None) else {
+            return;
+        };
+        // Its id is known first: the acknowledgement names it, and a close takes it back.
+        let id = self.core.next_id();
+        if let Origin::Actor { id: first, .. } = &mut request.origin {
+            *first = Some(id);
+        }
+        tracing::debug!(server = %self.name, id, ?filter, "opening subscriptions/listen");
+        let core = self.core.clone();
+        let sending = async move { exchange(&core, request).await };
         let task = self.when_same_link(ctx, sending, move |act, answer, ctx| {
             act.on_listen_end(id, answer, ctx);
         });
@@ -156,8 +160,8 @@ impl ServerActor {
         if let Some(link) = &self.link {
             if let Some(waiter) = link.table.take(open.id) {
                 waiter.discard();
-                let cancel = frame::cancelled(open.id, "the subscriptions changed");
-                link.table.write(None, cancel);
+                let cancel = framer::cancel(open.id, "the subscriptions changed");
+                link.table.write(cancel);
             }
         }
         ctx.cancel_future(open.task);
@@ -174,30 +178,28 @@ impl ServerActor {
     fn on_listen_end(
         &mut self,
         id: i64,
-        answer: Option<Result<Box<RawValue>, Error>>,
+        answer: Result<Box<RawValue>, Error>,
         ctx: &mut Context<Self>,
     ) {
         match answer {
-            Some(Ok(_)) => {
+            Ok(_) => {
                 tracing::debug!(server = %self.name, id, "the server closed subscriptions/listen")
             }
             // A JSON-RPC error is the server refusing the listen (it may not serve the
             // method at all): asking again on a timer would only be refused again. The next
             // change of the subscriptions, or the next connection, asks again.
-            Some(Err(error @ Error::Rpc { .. })) => {
+            Err(error @ Error::Rpc { .. }) => {
                 tracing::warn!(server = %self.name, %error, "the server refused subscriptions/listen; no list changes or resource updates will arrive");
                 if self.listening.open.as_ref().map(|o| o.id) == Some(id) {
                     if let Some(open) = self.listening.open.take() {
-                        self.ties.subscriptions.refused(open.revision, error);
+                        self.core.subscriptions.refused(open.revision, error);
                     }
                 }
                 return;
             }
-            Some(Err(error)) => {
+            Err(error) => {
                 tracing::debug!(server = %self.name, id, %error, "subscriptions/listen ended")
             }
-            // The connection is gone; the next one opens its own listen.
-            None => return,
         }
         self.listen_ended(id, ctx);
     }
@@ -252,7 +254,7 @@ impl ServerActor {
         if ack.notifications != open.filter && refused.is_empty() {
             tracing::debug!(server = %self.name, asked = ?open.filter, agreed = ?ack.notifications, "the server agreed to part of subscriptions/listen");
         }
-        self.ties.subscriptions.acknowledged(open.revision);
+        self.core.subscriptions.acknowledged(open.revision);
     }
 
     /// `notifications/cancelled` from the server: on stdio, the server ending a listen.

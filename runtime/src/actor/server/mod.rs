@@ -4,30 +4,37 @@
 //! the server with backoff, watches liveness, re-lists tools on `list_changed`, and answers
 //! the requests the server sends.
 //!
-//! Lifecycle: connect → `initialize` → `notifications/initialized` → `tools/list` (every
-//! page) → ready → (disconnect → close the table → backoff → connect …). The actor's own
-//! requests go through the connection's table like every caller's (see [`crate::calls`]);
-//! their answers come back to the actor as the results of futures it spawned.
+//! Lifecycle: connect → era ([`handshake`]: `server/discover`, or `initialize` and
+//! `notifications/initialized`) → `tools/list` (every page) → ready → (disconnect → close
+//! the table → backoff → connect …). The actor's own requests go through the same exchange
+//! as every caller's, on its own connection (see [`crate::exchange`]); their answers come
+//! back to the actor as the results of futures it spawned.
 //!
-//! The work is split by concern: [`lifecycle`] (connecting, handshake, going down,
-//! restarts), [`liveness`] (pings and silence), [`inbound`] (what the server sends that is
-//! not an answer), [`handlers`] (the server's requests, answered by the application),
-//! [`features`] (resources and prompts listed into the status), [`listen`] (a stateless
-//! server's `subscriptions/listen` stream), [`own`] (the actor's own requests).
+//! The actor's state is the server's [`ServerCore`] (shared with its handles), its
+//! [`Phase`] (which carries the phase's data), its connection, and small owned machines,
+//! each a pure type tested on its own: [`Backoff`] (restarts), [`relist::Relist`] (tool
+//! relisting), [`strikes::Strikes`] (liveness), [`session::Session`] (a lost HTTP
+//! session). The work is split by concern: [`lifecycle`] (connecting, going down,
+//! restarts), [`handshake`] (the era and the handshake), [`tools`] (listing tools),
+//! [`lists`] (resources and prompts listed into the status), [`liveness`] (pings and
+//! silence), [`listen`] (a stateless server's `subscriptions/listen` stream), [`inbound`]
+//! (what the server sends that is not an answer) and [`server_requests`] (the server's
+//! requests, answered by the application).
 
-mod era;
-mod features;
-pub(crate) mod handlers;
+mod handshake;
 mod inbound;
 mod lifecycle;
 mod listen;
+mod lists;
 mod liveness;
-mod own;
+mod relist;
+mod server_requests;
+mod session;
+mod strikes;
+mod tools;
 
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicI64, AtomicUsize};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::fut::{ActorFutureExt, WrapFuture};
@@ -35,122 +42,68 @@ use actix::{
     Actor, ActorContext, AsyncContext, Context, Handler, Message as ActixMessage,
     ResponseActFuture, SpawnHandle, StreamHandler,
 };
-use arc_swap::ArcSwap;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use switchboard_codecs::{frame, mcp};
-use switchboard_transports::connection::{Control, Event, KillHandle};
+use switchboard_codecs::mcp;
+use switchboard_transports::connection::{Control, Event};
 use switchboard_transports::{CloseReason, Connection};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
-use crate::calls::table::{Silence, Table};
-use crate::calls::Gate;
-use crate::config::ServerConfig;
+use crate::call_table::{Silence, Table};
+use crate::core::{Gate, ServerCore};
+pub(crate) use crate::core::{IoPlaces, Kills, ServerEvent};
 use crate::error::Error;
+use crate::exchange::{exchange, Request};
+use crate::framer;
 use crate::metrics::CancelReason;
 use crate::restart::{Backoff, Liveness};
 use crate::status::{ServerState, ServerStatus};
 use crate::transport::{Transport, TransportKind};
-use own::OwnRequests;
-
-/// How long a burst of `notifications/tools/list_changed` is gathered into one re-list.
-const RELIST_DEBOUNCE: Duration = Duration::from_millis(100);
-
-/// Live kill handles of every server of a runtime, for the synchronous kill on drop.
-pub(crate) type Kills = Arc<Mutex<HashMap<Arc<str>, KillHandle>>>;
-
-/// What server actors tell the supervisor.
-#[derive(Debug)]
-pub(crate) enum ServerEvent {
-    /// A server's status (and maybe its tools) changed.
-    StatusChanged,
-    /// The actor stopped without being asked (it panicked): incarnation number.
-    Died(Arc<str>, u64),
-}
-
-/// What an actor shares with its handles and its supervisor; outlives any one actor.
-#[derive(Clone)]
-pub(crate) struct Ties {
-    pub(crate) name: Arc<str>,
-    pub(crate) ids: Arc<AtomicI64>,
-    pub(crate) kills: Kills,
-    pub(crate) status: Arc<watch::Sender<ServerStatus>>,
-    pub(crate) events: mpsc::UnboundedSender<ServerEvent>,
-    pub(crate) metrics: Arc<crate::metrics::ServerMetrics>,
-    pub(crate) incarnation: u64,
-    /// Restarts before this incarnation (a panic restart keeps counting).
-    pub(crate) restarts: u32,
-    /// The server's log level and log broadcast.
-    pub(crate) logging: Arc<crate::logging::Logging>,
-    /// The checks of the last tool listing, read by handles on every call.
-    pub(crate) tool_rules: Arc<ArcSwap<crate::tool_rules::ToolRules>>,
-    /// The server's resource subscriptions.
-    pub(crate) subscriptions: Arc<crate::subscriptions::Subscriptions>,
-    /// Whether the server takes calls, read by handles on every call.
-    pub(crate) gate: Arc<ArcSwap<Gate>>,
-    /// Where connections' I/O runs; `None`: on the actor thread.
-    pub(crate) io: IoPlaces,
-    /// What requests carry in the modern era, published for handles before the gate opens.
-    pub(crate) dialect: crate::era::Dialect,
-    /// How fresh a modern server's lists are.
-    pub(crate) freshness: Arc<crate::era::ListFreshness>,
-    /// The era verdicts of auto servers, by origin or command (the runtime's).
-    pub(crate) verdicts: Arc<crate::verdicts::Verdicts>,
-}
-
-/// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct IoPlaces {
-    /// Line-framed connections (stdio, in-process servers).
-    pub(crate) lines: Option<tokio::runtime::Handle>,
-    /// HTTP connections.
-    pub(crate) http: Option<tokio::runtime::Handle>,
-}
-
-impl IoPlaces {
-    /// The place for `transport`'s connections.
-    pub(crate) fn of(&self, transport: &Transport) -> Option<&tokio::runtime::Handle> {
-        match transport {
-            Transport::Http(_) => self.http.as_ref(),
-            _ => self.lines.as_ref(),
-        }
-    }
-}
 
 /// An event from connection number `.0` (older connections' stragglers are ignored).
 pub(crate) struct Inbound(pub(crate) u64, pub(crate) Event);
 
-/// Where the actor is in its lifecycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the actor is in its lifecycle, with what that phase needs.
+#[derive(Debug)]
 enum Phase {
     Connecting,
     /// The era probe (`server/discover`) is out.
     Discovering,
     Initializing,
     ListingTools,
-    Ready,
+    /// Ready since then.
+    Ready {
+        since: Instant,
+    },
     /// Down, with a restart scheduled.
-    Restarting,
+    Restarting {
+        timer: SpawnHandle,
+    },
     /// Down for good (restarts off, or a crash loop).
     Down,
+    /// Stopping on request (nothing else is done any more).
     Stopping,
 }
 
 impl Phase {
+    fn in_handshake(&self) -> bool {
+        matches!(
+            self,
+            Phase::Connecting | Phase::Discovering | Phase::Initializing | Phase::ListingTools
+        )
+    }
+
+    fn is_ready(&self) -> bool {
+        matches!(self, Phase::Ready { .. })
+    }
+
     /// The request a connection in this phase waits for.
-    fn handshake_method(self) -> &'static str {
+    fn handshake_method(&self) -> &'static str {
         match self {
             Phase::Discovering => mcp::modern::SERVER_DISCOVER,
             Phase::ListingTools => mcp::methods::TOOLS_LIST,
             _ => mcp::methods::INITIALIZE,
         }
-    }
-
-    fn in_handshake(self) -> bool {
-        matches!(
-            self,
-            Phase::Connecting | Phase::Discovering | Phase::Initializing | Phase::ListingTools
-        )
     }
 }
 
@@ -162,11 +115,24 @@ struct Link {
     control: Box<dyn Control>,
 }
 
+/// What the handshake learnt: what the server said of itself, in either era.
+#[derive(Debug, Default)]
+struct Learnt {
+    init: Option<mcp::InitializeResult>,
+    /// The era of the current connection's server, once known.
+    era: Option<crate::era::Era>,
+    tools: Arc<[mcp::Tool]>,
+    resources: Arc<[mcp::Resource]>,
+    resource_templates: Arc<[mcp::ResourceTemplate]>,
+    prompts: Arc<[mcp::Prompt]>,
+}
+
 /// One server's actor.
 pub(crate) struct ServerActor {
-    ties: Ties,
+    core: Arc<ServerCore>,
     name: Arc<str>,
-    config: ServerConfig,
+    /// Which incarnation of the server's actor this is (a panicked actor is replaced).
+    incarnation: u64,
     liveness: Liveness,
     backoff: Backoff,
     phase: Phase,
@@ -176,59 +142,33 @@ pub(crate) struct ServerActor {
     startup: Option<SpawnHandle>,
     connect_started: Instant,
     handshake_time: Option<Duration>,
-    ready_since: Option<Instant>,
     restarts: u32,
-    restart_timer: Option<SpawnHandle>,
-    /// The last attempt failed to start (spawn, handshake): calls fail at once until the
-    /// server is ready again, instead of waiting for a restart that may fail the same way.
-    start_failed: bool,
     last_error: Option<Arc<str>>,
-    init: Option<mcp::InitializeResult>,
-    /// The era of the current connection's server, once known.
-    era: Option<crate::era::Era>,
-    tools: Arc<[mcp::Tool]>,
-    resources: Arc<[mcp::Resource]>,
-    resource_templates: Arc<[mcp::ResourceTemplate]>,
-    prompts: Arc<[mcp::Prompt]>,
-    relist_scheduled: bool,
-    relist_running: bool,
-    relist_again: bool,
-    /// Consecutive silences: requests that timed out with nothing heard from the server.
-    strikes: u32,
-    /// When the last strike's request timed out: one written before is the same silence.
-    last_strike: Option<Instant>,
-    ping_outstanding: bool,
-    last_heard: Instant,
-    /// The table's count of heard events when the actor last looked.
-    heard_seen: u64,
-    /// Set when the actor stops in an orderly way; otherwise its drop reports a death.
-    stopped_cleanly: bool,
-    /// The `ready_since` whose handshake was measured.
-    measured_ready: Option<Instant>,
-    /// After a lost HTTP session: the rejected request, resent once the new one is ready.
-    resend: Option<i64>,
-    session_recovering: bool,
+    learnt: Learnt,
+    relist: relist::Relist,
+    strikes: strikes::Strikes,
+    session: session::Session,
     /// Where tables report silences to this actor.
     silences: mpsc::UnboundedSender<Silence>,
-    /// The actor's own requests in flight (handshake, lists, pings).
-    own_outstanding: Arc<AtomicUsize>,
     /// A stateless server's `subscriptions/listen`.
     listening: listen::Listening,
 }
 
 impl ServerActor {
     pub(crate) fn new(
-        ties: Ties,
-        config: ServerConfig,
+        core: Arc<ServerCore>,
+        incarnation: u64,
+        restarts: u32,
         silences: mpsc::UnboundedSender<Silence>,
     ) -> Self {
+        let config = &core.config;
         let restart = config.restart.clone().unwrap_or_default();
         let liveness = config.liveness.clone().unwrap_or_default();
         ServerActor {
-            name: ties.name.clone(),
-            restarts: ties.restarts,
-            ties,
-            config,
+            name: core.name.clone(),
+            core,
+            incarnation,
+            restarts,
             liveness,
             backoff: Backoff::new(restart),
             phase: Phase::Connecting,
@@ -237,97 +177,68 @@ impl ServerActor {
             startup: None,
             connect_started: Instant::now(),
             handshake_time: None,
-            ready_since: None,
-            restart_timer: None,
-            start_failed: false,
             last_error: None,
-            init: None,
-            era: None,
-            tools: Arc::from(Vec::new()),
-            resources: Arc::from(Vec::new()),
-            resource_templates: Arc::from(Vec::new()),
-            prompts: Arc::from(Vec::new()),
-            relist_scheduled: false,
-            relist_running: false,
-            relist_again: false,
-            strikes: 0,
-            last_strike: None,
-            ping_outstanding: false,
-            last_heard: Instant::now(),
-            heard_seen: 0,
-            stopped_cleanly: false,
-            measured_ready: None,
-            resend: None,
-            session_recovering: false,
+            learnt: Learnt::default(),
+            relist: relist::Relist::default(),
+            strikes: strikes::Strikes::new(0, Instant::now()),
+            session: session::Session::default(),
             silences,
-            own_outstanding: Arc::new(AtomicUsize::new(0)),
             listening: listen::Listening::default(),
-        }
-    }
-
-    /// What the actor's own requests on `link` need.
-    fn own_requests(&self, link: &Link) -> OwnRequests {
-        OwnRequests {
-            table: link.table.clone(),
-            ids: self.ties.ids.clone(),
-            outstanding: self.own_outstanding.clone(),
-            dialect: self.ties.dialect.clone(),
-            logging: self.ties.logging.clone(),
         }
     }
 
     /// Tells handles whether (and through which table) the server takes calls. Stored
     /// before the status is published, so a caller woken by the status sees it.
     fn set_gate(&self, gate: Gate) {
-        self.ties.gate.store(Arc::new(gate));
+        self.core.gate.store(Arc::new(gate));
     }
 
     /// Publishes a new status (and its metrics) and tells the supervisor.
     fn publish(&mut self, state: ServerState) {
-        let metrics = &self.ties.metrics;
+        let metrics = &self.core.metrics;
         let ready = matches!(state, ServerState::Ready);
+        let learnt = &self.learnt;
         metrics.up.set(if ready { 1.0 } else { 0.0 });
-        metrics.tools.set(self.tools.len() as f64);
+        metrics.tools.set(learnt.tools.len() as f64);
         metrics.restarts_now(self.restarts);
-        if ready && self.measured_ready != self.ready_since {
-            self.measured_ready = self.ready_since;
-            if let Some(handshake) = self.handshake_time {
-                metrics.handshake.record(handshake.as_secs_f64());
-            }
-        }
         let pid = self.link.as_ref().and_then(|l| l.control.pid());
         let transport = self
             .link
             .as_ref()
-            .map(|l| TransportKind::of_connection(l.control.transport()))
-            .unwrap_or_else(|| self.config.transport.kind());
-        let init = self.init.as_ref();
-        self.ties.status.send_replace(ServerStatus {
+            .map(|l| TransportKind::from(l.control.kind()))
+            .unwrap_or_else(|| self.core.config.transport.kind());
+        let init = learnt.init.as_ref();
+        let modern = learnt.era == Some(crate::era::Era::Modern);
+        let ready_since = match self.phase {
+            Phase::Ready { since } => Some(since),
+            _ => None,
+        };
+        self.core.status.send_replace(ServerStatus {
             state,
             protocol_version: init.map(|i| Arc::from(i.protocol_version.as_str())),
-            era: self.era,
+            era: learnt.era,
             // A modern server that did not say who it is has no identity to show.
             server_info: init
-                .filter(|i| !i.server_info.name.is_empty() || !self.is_modern())
+                .filter(|i| !i.server_info.name.is_empty() || !modern)
                 .map(|i| Arc::new(i.server_info.clone())),
             capabilities: init.map(|i| Arc::new(i.capabilities.clone())),
             instructions: init.and_then(|i| i.instructions.as_deref().map(Arc::from)),
-            tools: self.tools.clone(),
-            resources: self.resources.clone(),
-            resource_templates: self.resource_templates.clone(),
-            prompts: self.prompts.clone(),
+            tools: learnt.tools.clone(),
+            resources: learnt.resources.clone(),
+            resource_templates: learnt.resource_templates.clone(),
+            prompts: learnt.prompts.clone(),
             pid,
             transport,
             restarts: self.restarts,
-            ready_since: self.ready_since,
+            ready_since,
             handshake: self.handshake_time,
             since: Instant::now(),
         });
-        let _ = self.ties.events.send(ServerEvent::StatusChanged);
+        let _ = self.core.events.send(ServerEvent::StatusChanged);
     }
 
-    /// Sends one of the actor's own requests through the connection's table, like any
-    /// caller's, and hands its answer to `then` if the connection is still the same.
+    /// Sends one of the actor's own requests through the exchange, on the current
+    /// connection, and hands its answer to `then` if the connection is still the same.
     fn request(
         &mut self,
         ctx: &mut Context<Self>,
@@ -336,15 +247,23 @@ impl ServerActor {
         timeout: Option<Duration>,
         then: impl FnOnce(&mut Self, Result<Box<RawValue>, Error>, &mut Context<Self>) + 'static,
     ) {
-        let Some(link) = &self.link else { return };
-        let own = self.own_requests(link);
-        let sending = async move { own.send(method, params, timeout).await };
-        self.when_same_link(ctx, sending, |act, answer, ctx| {
-            // A closed table means the connection is gone; its close was handled already.
-            if let Some(answer) = answer {
-                then(act, answer, ctx);
-            }
-        });
+        let Some(request) = self.own_request(method, params, timeout) else {
+            return;
+        };
+        let core = self.core.clone();
+        let sending = async move { exchange(&core, request).await };
+        self.when_same_link(ctx, sending, then);
+    }
+
+    /// One of the actor's own requests on the current connection, if there is one.
+    fn own_request(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+        timeout: Option<Duration>,
+    ) -> Option<Request> {
+        let link = self.link.as_ref()?;
+        Some(Request::actor(method, params, timeout, link.table.clone()))
     }
 
     /// Runs `work` and hands its output to `then`, if the connection is still the same one
@@ -363,16 +282,21 @@ impl ServerActor {
         }))
     }
 
-    fn notify(&self, method: &str, params: &impl Serialize) {
+    fn notify(&self, method: &'static str, params: &impl Serialize) {
         if let Some(link) = &self.link {
-            link.table.write(None, frame::notification(method, params));
+            link.table.write(framer::notification(method, params));
         }
     }
 
     fn unregister_kill(&self) {
-        if let Ok(mut kills) = self.ties.kills.lock() {
+        if let Ok(mut kills) = self.core.kills.lock() {
             kills.remove(&self.name);
         }
+    }
+
+    /// Whether the actor was stopped on request (otherwise its end is a death).
+    fn stopped_on_request(&self) -> bool {
+        matches!(self.phase, Phase::Stopping)
     }
 }
 
@@ -383,12 +307,12 @@ impl Drop for ServerActor {
             link.table
                 .close(|waiter| waiter.disconnected(reason.clone()));
         }
-        if !self.stopped_cleanly {
+        if !self.stopped_on_request() {
             // Dropped without stopping: the actor panicked (or its thread is going away).
             let _ = self
-                .ties
+                .core
                 .events
-                .send(ServerEvent::Died(self.name.clone(), self.ties.incarnation));
+                .send(ServerEvent::Died(self.name.clone(), self.incarnation));
         }
     }
 }
@@ -397,26 +321,26 @@ impl Actor for ServerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let freshness = self.ties.freshness.clone();
-        let stale = futures_util::stream::unfold(freshness, |freshness| async move {
-            freshness.tools.stale().await;
-            Some((StaleTools, freshness))
+        let core = self.core.clone();
+        let stale = futures_util::stream::unfold(core, |core| async move {
+            core.freshness.tools.stale().await;
+            Some((StaleTools, core))
         });
         ctx.add_stream(stale);
-        for which in [features::Lists::Resources, features::Lists::Prompts] {
-            let freshness = self.ties.freshness.clone();
-            let stale = futures_util::stream::unfold(freshness, move |freshness| async move {
+        for which in [lists::Lists::Resources, lists::Lists::Prompts] {
+            let core = self.core.clone();
+            let stale = futures_util::stream::unfold(core, move |core| async move {
                 match which {
-                    features::Lists::Resources => freshness.resources.stale().await,
-                    features::Lists::Prompts => freshness.prompts.stale().await,
+                    lists::Lists::Resources => core.freshness.resources.stale().await,
+                    lists::Lists::Prompts => core.freshness.prompts.stale().await,
                 }
-                Some((StaleList(which), freshness))
+                Some((StaleList(which), core))
             });
             ctx.add_stream(stale);
         }
         // Changes of the subscribed URIs, which a stateless server's listen asks for.
         let uris =
-            tokio_stream::wrappers::WatchStream::from_changes(self.ties.subscriptions.revisions());
+            tokio_stream::wrappers::WatchStream::from_changes(self.core.subscriptions.revisions());
         ctx.add_stream(tokio_stream::StreamExt::map(uris, |_| listen::UrisChanged));
         if self.liveness.is_enabled() {
             let tick = (self.liveness.interval / 4).max(Duration::from_millis(10));
@@ -426,7 +350,7 @@ impl Actor for ServerActor {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
-        if !self.stopped_cleanly {
+        if !self.stopped_on_request() {
             // Nobody asked us to stop: actix is dropping a context whose actor panicked (the
             // task harness caught the panic), or the whole actor thread is going away. For
             // callers that is a crash: calls wait for the supervisor's new actor, and those
@@ -447,13 +371,12 @@ pub(crate) struct StaleTools;
 
 impl StreamHandler<StaleTools> for ServerActor {
     fn handle(&mut self, _: StaleTools, ctx: &mut Context<Self>) {
-        // Callers wait for this listing: no debounce (the burst already shares it).
-        match self.phase {
-            Phase::Ready => self.relist(ctx),
-            // The listing under way ends the callers' wait.
-            Phase::ListingTools => {}
+        if self.phase.is_ready() {
+            self.tools_stale(ctx);
+        } else if !matches!(self.phase, Phase::ListingTools) {
             // No connection to list on: the callers go on, and wait for readiness instead.
-            _ => self.ties.freshness.tools.forget(),
+            // (During the handshake's listing, that listing ends the callers' wait.)
+            self.core.freshness.tools.forget();
         }
     }
 
@@ -461,7 +384,7 @@ impl StreamHandler<StaleTools> for ServerActor {
 }
 
 /// A caller used a modern server's resources or prompts past their `ttlMs`.
-pub(crate) struct StaleList(features::Lists);
+pub(crate) struct StaleList(lists::Lists);
 
 impl StreamHandler<StaleList> for ServerActor {
     fn handle(&mut self, StaleList(which): StaleList, ctx: &mut Context<Self>) {
@@ -501,9 +424,7 @@ impl Handler<Shutdown> for ServerActor {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
-        self.phase = Phase::Stopping;
-        self.stopped_cleanly = true;
-        if let Some(timer) = self.restart_timer.take() {
+        if let Phase::Restarting { timer } = std::mem::replace(&mut self.phase, Phase::Stopping) {
             ctx.cancel_future(timer);
         }
         let reason: Arc<str> = "the runtime is shutting down".into();
@@ -511,6 +432,7 @@ impl Handler<Shutdown> for ServerActor {
             reason: reason.clone(),
             cause: None,
         });
+        self.core.admission.close();
         let link = self.link.take();
         if let Some(link) = &link {
             // Requests the server is working on are abandoned: say so before closing.
@@ -558,11 +480,15 @@ impl Handler<Restart> for ServerActor {
     type Result = ();
 
     fn handle(&mut self, _: Restart, ctx: &mut Context<Self>) {
-        if !matches!(self.phase, Phase::Down | Phase::Restarting) {
-            return;
-        }
-        if let Some(timer) = self.restart_timer.take() {
-            ctx.cancel_future(timer);
+        match std::mem::replace(&mut self.phase, Phase::Connecting) {
+            Phase::Restarting { timer } => {
+                ctx.cancel_future(timer);
+            }
+            Phase::Down => {}
+            other => {
+                self.phase = other;
+                return;
+            }
         }
         self.backoff.reset();
         self.restarts += 1;
@@ -584,13 +510,14 @@ impl Handler<NotifyRootsChanged> for ServerActor {
 
     fn handle(&mut self, _: NotifyRootsChanged, _ctx: &mut Context<Self>) {
         let offered = self
+            .core
             .config
             .handlers
             .as_ref()
             .is_some_and(|h| h.roots.is_some());
         // A server not ready yet asks for the roots after its handshake anyway; a modern one
         // asks in each input-required result (the era has no roots notification).
-        if offered && self.phase == Phase::Ready && !self.is_modern() {
+        if offered && self.phase.is_ready() && !self.is_modern() {
             self.notify(mcp::methods::ROOTS_LIST_CHANGED, &serde_json::json!({}));
         }
     }
@@ -654,6 +581,7 @@ async fn open(name: Arc<str>, transport: Transport) -> Result<Connection, OpenEr
     }
 }
 
+/// `{}`, as a raw result.
 fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).expect("`{}` is valid JSON")
 }

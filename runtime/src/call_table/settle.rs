@@ -17,7 +17,7 @@ use switchboard_transports::connection::Event;
 use switchboard_transports::CloseReason;
 use tokio::sync::mpsc;
 
-use super::table::Table;
+use super::Table;
 use crate::error::Error;
 
 /// Routes a connection's events until its stream ends.

@@ -1,4 +1,5 @@
-//! The call table of one connection: who waits for which answer.
+//! The call table of one connection: who waits for which answer, and what settles them
+//! ([`settle`]).
 //!
 //! One table per connection (per server incarnation), shared by the callers that register in
 //! it, the router that settles it and the server actor that closes it. It is sharded by id and
@@ -23,19 +24,36 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use serde_json::value::RawValue;
-use switchboard_codecs::frame;
 use switchboard_codecs::jsonrpc::{Id, Outcome, Response};
 use switchboard_codecs::mcp::ProgressNotificationParams;
-use switchboard_transports::connection::{Outbound, Sender};
+use switchboard_transports::connection::{Kind, Outbound, Sender};
 use switchboard_transports::CloseReason;
-use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot, Notify};
 
-use super::{Progress, ProgressFn};
+use crate::admission::Slot;
 use crate::deadline::DeadlinePolicy;
 use crate::error::Error;
+use crate::framer;
 use crate::metrics::{CancelReason, ServerMetrics};
+
+pub(crate) mod settle;
+
+/// A progress notification for one call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Progress so far (increases with each notification).
+    pub progress: f64,
+    /// The total, if the server knows it.
+    pub total: Option<f64>,
+    /// A human-readable message, if any.
+    pub message: Option<String>,
+}
+
+/// A progress callback; runs on the task that reads the server's connection, so it must be
+/// quick.
+pub(crate) type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// Shards of the table (a power of two: ids are sequential, so `id % SHARDS` spreads
 /// consecutive calls over every shard).
@@ -64,14 +82,14 @@ pub(crate) struct Track {
 }
 
 impl Track {
-    /// A track for a call started at `started`, or `None` when the call neither listens to
-    /// progress nor lets progress move its deadline (most calls: they carry no track).
+    /// A track for a round whose deadline rules count from `since`, or `None` when the call
+    /// neither listens to progress nor lets progress move its deadline (most calls: they
+    /// carry no track).
     pub(crate) fn new(
-        started: Instant,
-        policy: Option<DeadlinePolicy>,
+        policy: Option<(Instant, DeadlinePolicy)>,
         callback: Option<ProgressFn>,
     ) -> Option<Arc<Track>> {
-        let reset = policy.filter(|p| p.reset_on_progress).map(|p| (started, p));
+        let reset = policy.filter(|(_, p)| p.reset_on_progress);
         (reset.is_some() || callback.is_some()).then(|| {
             Arc::new(Track {
                 callback,
@@ -117,7 +135,7 @@ pub(crate) struct Waiter {
     pub(crate) method: Arc<str>,
     pub(crate) tool: Option<Arc<str>>,
     /// The caller's in-flight slot, freed as soon as the waiter is settled.
-    permit: Option<OwnedSemaphorePermit>,
+    slot: Option<Slot>,
     id: i64,
     started: Instant,
     /// The first deadline; `None` for a request without one of its own (`initialize`).
@@ -133,43 +151,66 @@ pub(crate) struct Waiter {
     queued: Option<Instant>,
     /// Whether a timeout tells the server with `notifications/cancelled`.
     cancellable: bool,
-    /// Whether a timeout with nothing heard since the write is reported to liveness.
-    reports_silence: bool,
     /// The frame, kept where a lost HTTP session may need it resent once.
-    frame: Option<Bytes>,
+    frame: Option<Outbound>,
 }
 
-/// What a waiter is made of; the table fills in the rest.
-pub(crate) struct Registration {
-    pub(crate) id: i64,
-    pub(crate) method: Arc<str>,
-    pub(crate) tool: Option<Arc<str>>,
-    pub(crate) permit: Option<OwnedSemaphorePermit>,
-    pub(crate) started: Instant,
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) track: Option<Arc<Track>>,
-    /// Whether a timeout tells the server with `notifications/cancelled` (never for
-    /// `initialize`, which the spec forbids cancelling).
-    pub(crate) cancellable: bool,
-    /// Whether a timeout with nothing heard from the server is reported as liveness
-    /// evidence (the actor's own pings count their failures themselves).
-    pub(crate) reports_silence: bool,
+/// A request the table could not take because it was closed: nothing was written, and the
+/// caller's slot comes back with it (the request goes to the server's next connection).
+#[derive(Debug)]
+pub(crate) struct Unsent {
+    pub(crate) slot: Option<Slot>,
 }
 
 impl Waiter {
+    /// The waiter of request `id` to `server` (of `method`, for `tool`), made at `started`,
+    /// due at `deadline`, with its progress `track` and in-flight `slot`; `cancellable`: a
+    /// timeout tells the server. The table fills in the rest when it registers it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        server: Arc<str>,
+        id: i64,
+        method: Arc<str>,
+        tool: Option<Arc<str>>,
+        started: Instant,
+        deadline: Option<Instant>,
+        track: Option<Arc<Track>>,
+        cancellable: bool,
+        slot: Option<Slot>,
+        tx: oneshot::Sender<Answer>,
+    ) -> Waiter {
+        Waiter {
+            tx: Some(tx),
+            server,
+            method,
+            tool,
+            slot,
+            id,
+            started,
+            deadline,
+            track,
+            dropped_at_write: 0,
+            heard_at_write: 0,
+            written: started,
+            queued: None,
+            cancellable,
+            frame: None,
+        }
+    }
+
     /// Frees the slot, then wakes the caller (so a caller woken by its answer can start its
     /// next call at once).
     pub(crate) fn settle(mut self, answer: Answer) {
-        drop(self.permit.take());
+        drop(self.slot.take());
         if let Some(tx) = self.tx.take() {
             let _ = tx.send(answer);
         }
     }
 
     /// Forgets the waiter without telling the caller (the caller itself took it back).
-    pub(crate) fn discard(mut self) -> Option<OwnedSemaphorePermit> {
+    pub(crate) fn discard(mut self) -> Option<Slot> {
         self.tx = None;
-        self.permit.take()
+        self.slot.take()
     }
 
     /// The request's id.
@@ -315,8 +356,8 @@ pub(crate) struct Table {
     heard: AtomicU64,
     /// Unreadable frames no waiter claimed, for the count in a timeout error.
     dropped: AtomicU64,
-    /// Whether waiters keep their frame (HTTP: a lost session resends the rejected request).
-    keeps_frames: bool,
+    /// The connection's transport.
+    kind: Kind,
     silences: mpsc::UnboundedSender<Silence>,
     deadlines: Arc<Deadlines>,
     pub(crate) metrics: Arc<ServerMetrics>,
@@ -326,7 +367,7 @@ impl Table {
     pub(crate) fn new(
         server: Arc<str>,
         sender: Sender,
-        keeps_frames: bool,
+        kind: Kind,
         silences: mpsc::UnboundedSender<Silence>,
         metrics: Arc<ServerMetrics>,
     ) -> Self {
@@ -337,7 +378,7 @@ impl Table {
             closed: AtomicBool::new(false),
             heard: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
-            keeps_frames,
+            kind,
             silences,
             deadlines: Arc::new(Deadlines {
                 epoch: Instant::now(),
@@ -353,58 +394,48 @@ impl Table {
         &self.server
     }
 
+    /// The connection's transport.
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
     fn shard(&self, id: i64) -> MutexGuard<'_, Shard> {
         let shard = &self.shards[(id as u64 as usize) % SHARDS];
         // Nothing panics while a shard is held; a poisoned one is still consistent.
         shard.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a waiter and writes its frame; hands the permit back when the table is
+    /// Registers `waiter` and writes its frame; hands the slot back when the table is
     /// closed (nothing was written then).
-    pub(crate) fn register(
-        &self,
-        r: Registration,
-        frame: Bytes,
-        tx: oneshot::Sender<Answer>,
-    ) -> Result<(), Option<OwnedSemaphorePermit>> {
-        let id = r.id;
-        let heard_at_write = self.heard();
-        let mut waiter = Waiter {
-            tx: Some(tx),
-            server: self.server.clone(),
-            method: r.method,
-            tool: r.tool,
-            permit: r.permit,
-            id,
-            started: r.started,
-            deadline: r.deadline,
-            track: r.track,
-            dropped_at_write: self.dropped(),
-            heard_at_write,
-            written: Instant::now(),
-            queued: None,
-            cancellable: r.cancellable,
-            reports_silence: r.reports_silence,
-            frame: self.keeps_frames.then(|| frame.clone()),
-        };
+    pub(crate) fn register(&self, mut waiter: Waiter, outbound: Outbound) -> Result<(), Unsent> {
+        let id = waiter.id;
+        waiter.heard_at_write = self.heard();
+        waiter.dropped_at_write = self.dropped();
+        waiter.written = Instant::now();
+        if self.kind.is_http() {
+            waiter.frame = Some(outbound.clone());
+        }
+        let deadline = waiter.deadline;
         {
             let mut shard = self.shard(id);
             if shard.closed {
                 drop(shard);
-                return Err(waiter.discard());
+                return Err(Unsent {
+                    slot: waiter.discard(),
+                });
             }
-            if let Some(at) = r.deadline {
+            if let Some(at) = deadline {
                 waiter.queued = Some(at);
                 shard.queue(at, id);
             }
             shard.waiters.insert(id, waiter);
         }
-        if let Some(at) = r.deadline {
+        if let Some(at) = deadline {
             self.deadlines.queued(at);
         }
         // A failed write means the writer is gone; the connection's close follows and fails
         // the waiter with its cause.
-        self.write(Some(id), frame);
+        self.write(outbound);
         Ok(())
     }
 
@@ -470,11 +501,20 @@ impl Table {
     }
 
     /// The frame of a pending request, where frames are kept.
-    pub(crate) fn frame_of(&self, id: i64) -> Option<Bytes> {
+    pub(crate) fn frame_of(&self, id: i64) -> Option<Outbound> {
         self.shard(id)
             .waiters
             .get(&id)
             .and_then(|w| w.frame.clone())
+    }
+
+    /// The progress track of a pending request.
+    #[cfg(test)]
+    pub(crate) fn track_of(&self, id: i64) -> Option<Arc<Track>> {
+        self.shard(id)
+            .waiters
+            .get(&id)
+            .and_then(|w| w.track.clone())
     }
 
     /// Events heard from the server so far.
@@ -504,15 +544,9 @@ impl Table {
     }
 
     /// Queues one frame for the writer, counted as sent. `false` when the writer is gone.
-    pub(crate) fn write(&self, id: Option<i64>, payload: Bytes) -> bool {
-        let len = payload.len() as u64;
-        let sent = self
-            .sender
-            .send(Outbound {
-                id: id.map(Id::Number),
-                payload,
-            })
-            .is_ok();
+    pub(crate) fn write(&self, outbound: Outbound) -> bool {
+        let len = outbound.payload.len() as u64;
+        let sent = self.sender.send(outbound).is_ok();
         if sent {
             self.metrics.messages_out.increment(1);
             self.metrics.bytes_out.increment(len);
@@ -523,7 +557,7 @@ impl Table {
     /// Tells the server to stop working on request `id`.
     pub(crate) fn cancel(&self, id: i64, why: CancelReason, reason: &str) {
         self.metrics.cancelled(why);
-        self.write(None, frame::cancelled(id, reason));
+        self.write(framer::cancel(id, reason));
     }
 
     /// Delivers an answer to its waiter, or hands the response back when nobody here
@@ -644,7 +678,7 @@ impl Table {
         }
         // Only silence is evidence: a server that answered anything since this request was
         // written is alive, however slow this one tool is.
-        if waiter.reports_silence && self.heard() == waiter.heard_at_write {
+        if self.heard() == waiter.heard_at_write {
             self.report_silence(Silence {
                 written: waiter.written,
                 timed_out: Instant::now(),
@@ -699,5 +733,4 @@ impl Drop for Table {
 }
 
 #[cfg(test)]
-#[path = "table_tests.rs"]
 mod tests;

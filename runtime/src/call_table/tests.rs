@@ -1,14 +1,19 @@
 use std::sync::atomic::AtomicUsize;
 
 use switchboard_codecs::mcp::ProgressToken;
-use tokio::sync::Semaphore;
 
 use super::*;
+use crate::admission::Admission;
 use crate::deadline::ToolPolicy;
 
+/// A table of a stdio connection, or (`keeps_frames`) of an HTTP one.
 fn table(keeps_frames: bool) -> (Table, mpsc::UnboundedReceiver<Outbound>) {
     let (table, out, _) = table_with_silences(keeps_frames);
     (table, out)
+}
+
+fn slots(n: usize) -> Admission {
+    Admission::new(n, metrics::Gauge::noop())
 }
 
 fn table_with_silences(
@@ -24,7 +29,11 @@ fn table_with_silences(
     let table = Table::new(
         "s".into(),
         Sender::new(tx),
-        keeps_frames,
+        if keeps_frames {
+            Kind::StreamableHttp
+        } else {
+            Kind::Stdio
+        },
         silences,
         Arc::new(metrics.server("s")),
     );
@@ -37,27 +46,36 @@ struct Registered {
 
 fn register(
     table: &Table,
-    permits: &Arc<Semaphore>,
+    admission: &Admission,
     id: i64,
     deadline: Option<Instant>,
-    track: Option<Arc<Track>>,
-) -> Result<Registered, Option<OwnedSemaphorePermit>> {
+    track: Option<(Instant, DeadlinePolicy, Option<ProgressFn>)>,
+) -> Result<Registered, Unsent> {
     let (tx, rx) = oneshot::channel();
-    let permit = permits.clone().try_acquire_owned().expect("a free slot");
-    let registration = Registration {
-        id,
-        method: "tools/call".into(),
-        tool: Some("echo".into()),
-        permit: Some(permit),
-        started: Instant::now(),
-        deadline,
-        track,
-        cancellable: true,
-        reports_silence: true,
+    let slot = admission.try_admit().expect("open").expect("a free slot");
+    let (policy, progress) = match track {
+        Some((since, policy, progress)) => (Some((since, policy)), progress),
+        None => (None, None),
     };
-    table
-        .register(registration, Bytes::from_static(b"{}"), tx)
-        .map(|()| Registered { rx })
+    let waiter = Waiter::new(
+        "s".into(),
+        id,
+        "tools/call".into(),
+        Some("echo".into()),
+        Instant::now(),
+        deadline,
+        Track::new(policy, progress),
+        true,
+        Some(slot),
+        tx,
+    );
+    let frame = Outbound::request(
+        Id::Number(id),
+        "tools/call".into(),
+        None,
+        bytes::Bytes::from_static(b"{}"),
+    );
+    table.register(waiter, frame).map(|()| Registered { rx })
 }
 
 fn response(id: i64, result: &str) -> Response {
@@ -70,14 +88,20 @@ fn response(id: i64, result: &str) -> Response {
 #[test]
 fn registering_writes_the_frame_and_an_answer_reaches_its_waiter_and_frees_the_slot() {
     let (table, mut out) = table(false);
-    let permits = Arc::new(Semaphore::new(2));
-    let mut one = register(&table, &permits, 1, None, None).expect("open");
-    let mut two = register(&table, &permits, 2, None, None).expect("open");
-    assert_eq!(out.try_recv().expect("a frame").id, Some(Id::Number(1)));
-    assert_eq!(out.try_recv().expect("a frame").id, Some(Id::Number(2)));
-    assert_eq!(permits.available_permits(), 0);
+    let admission = slots(2);
+    let mut one = register(&table, &admission, 1, None, None).expect("open");
+    let mut two = register(&table, &admission, 2, None, None).expect("open");
+    assert_eq!(
+        out.try_recv().expect("a frame").request_id().cloned(),
+        Some(Id::Number(1))
+    );
+    assert_eq!(
+        out.try_recv().expect("a frame").request_id().cloned(),
+        Some(Id::Number(2))
+    );
+    assert_eq!(admission.taken(), 2);
     assert!(table.claim(response(2, "{\"n\":2}")).is_none());
-    assert_eq!(permits.available_permits(), 1);
+    assert_eq!(admission.taken(), 1);
     let answer = two.rx.try_recv().expect("answered").expect("a result");
     assert_eq!(answer.get(), "{\"n\":2}");
     assert!(one.rx.try_recv().is_err(), "the other waiter still waits");
@@ -98,10 +122,10 @@ fn an_unknown_or_string_id_is_handed_back() {
 #[test]
 fn a_closed_table_fails_every_waiter_once_and_refuses_new_ones() {
     let (table, _out) = table(false);
-    let permits = Arc::new(Semaphore::new(40));
+    let admission = slots(40);
     let mut waiting = Vec::new();
     for id in 0..33 {
-        waiting.push(register(&table, &permits, id, None, None).expect("open"));
+        waiting.push(register(&table, &admission, id, None, None).expect("open"));
     }
     let reason = Arc::new(CloseReason::aborted("test"));
     let calls = AtomicUsize::new(0);
@@ -116,21 +140,24 @@ fn a_closed_table_fails_every_waiter_once_and_refuses_new_ones() {
             Ok(Err(Error::Disconnected { .. }))
         ));
     }
-    assert_eq!(permits.available_permits(), 40);
+    assert_eq!(admission.taken(), 0);
     assert!(table.is_closed());
-    let refused = register(&table, &permits, 99, None, None);
-    assert!(matches!(refused, Err(Some(_))), "the permit comes back");
+    let refused = register(&table, &admission, 99, None, None);
+    assert!(
+        matches!(refused, Err(Unsent { slot: Some(_) })),
+        "the slot comes back"
+    );
     assert_eq!(table.len(), 0);
 }
 
 #[test]
 fn a_waiter_whose_deadline_passed_fails_as_a_timeout_when_the_table_closes() {
     let (table, _out) = table(false);
-    let permits = Arc::new(Semaphore::new(2));
+    let admission = slots(2);
     let past = Instant::now();
     let future = Instant::now() + Duration::from_secs(60);
-    let mut late = register(&table, &permits, 1, Some(past), None).expect("open");
-    let mut early = register(&table, &permits, 2, Some(future), None).expect("open");
+    let mut late = register(&table, &admission, 1, Some(past), None).expect("open");
+    let mut early = register(&table, &admission, 2, Some(future), None).expect("open");
     let reason = Arc::new(CloseReason::aborted("restarted"));
     table.close(|w| w.disconnected(reason.clone()));
     assert!(matches!(
@@ -145,19 +172,21 @@ fn a_waiter_whose_deadline_passed_fails_as_a_timeout_when_the_table_closes() {
 
 #[test]
 fn a_waiter_dropped_unanswered_settles_its_caller_with_a_typed_error() {
-    let permits = Arc::new(Semaphore::new(1));
+    let admission = slots(1);
     let mut rx = {
         let (table, _out) = table(false);
-        register(&table, &permits, 1, None, None).expect("open").rx
+        register(&table, &admission, 1, None, None)
+            .expect("open")
+            .rx
     };
     assert!(matches!(rx.try_recv(), Ok(Err(Error::Disconnected { .. }))));
-    assert_eq!(permits.available_permits(), 1);
+    assert_eq!(admission.taken(), 0);
 }
 
 #[test]
 fn progress_runs_the_callback_and_moves_a_resetting_deadline_within_max_total() {
     let (table, _out) = table(false);
-    let permits = Arc::new(Semaphore::new(1));
+    let admission = slots(1);
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = seen.clone();
     let callback: ProgressFn = Arc::new(move |_| {
@@ -173,9 +202,10 @@ fn progress_runs_the_callback_and_moves_a_resetting_deadline_within_max_total() 
         Duration::from_secs(1),
     );
     let started = Instant::now();
-    let track = Track::new(started, Some(policy), Some(callback)).expect("a track");
     let first = policy.first(started);
-    let _w = register(&table, &permits, 5, Some(first), Some(track.clone())).expect("open");
+    let track = Some((started, policy, Some(callback)));
+    let _w = register(&table, &admission, 5, Some(first), track).expect("open");
+    let track = table.track_of(5).expect("a track");
     let params = |token| ProgressNotificationParams {
         progress_token: token,
         progress: 1.0,
@@ -198,15 +228,15 @@ fn progress_runs_the_callback_and_moves_a_resetting_deadline_within_max_total() 
 fn a_plain_call_carries_no_track() {
     let policy =
         DeadlinePolicy::resolve(&ToolPolicy::default(), None, None, Duration::from_secs(1));
-    assert!(Track::new(Instant::now(), Some(policy), None).is_none());
+    assert!(Track::new(Some((Instant::now(), policy)), None).is_none());
 }
 
 #[test]
 fn session_loss_fails_all_but_the_rejected_request_whose_frame_is_kept() {
     let (table, _out) = table(true);
-    let permits = Arc::new(Semaphore::new(3));
-    let mut a = register(&table, &permits, 1, None, None).expect("open");
-    let mut b = register(&table, &permits, 2, None, None).expect("open");
+    let admission = slots(3);
+    let mut a = register(&table, &admission, 1, None, None).expect("open");
+    let mut b = register(&table, &admission, 2, None, None).expect("open");
     let reason = Arc::new(CloseReason::aborted("session expired"));
     table.fail_all_except(Some(2), |w| w.disconnected(reason.clone()));
     assert!(matches!(
@@ -214,7 +244,8 @@ fn session_loss_fails_all_but_the_rejected_request_whose_frame_is_kept() {
         Ok(Err(Error::Disconnected { .. }))
     ));
     assert!(b.rx.try_recv().is_err(), "the rejected request still waits");
-    assert_eq!(table.frame_of(2).as_deref(), Some(&b"{}"[..]));
+    let kept = table.frame_of(2).expect("kept");
+    assert_eq!(&kept.payload[..], b"{}");
     assert!(!table.is_closed());
 }
 
@@ -228,13 +259,13 @@ fn written(out: &mut mpsc::UnboundedReceiver<Outbound>) -> Vec<String> {
 #[test]
 fn a_sweep_times_out_what_is_due_cancels_it_and_reports_silence_only_when_nothing_was_heard() {
     let (table, mut out, mut silenced) = table_with_silences(false);
-    let permits = Arc::new(Semaphore::new(4));
+    let admission = slots(4);
     let now = Instant::now();
     let past = now - Duration::from_millis(1);
-    let mut due = register(&table, &permits, 1, Some(past), None).expect("open");
+    let mut due = register(&table, &admission, 1, Some(past), None).expect("open");
     let mut later = register(
         &table,
-        &permits,
+        &admission,
         2,
         Some(now + Duration::from_secs(60)),
         None,
@@ -253,10 +284,10 @@ fn a_sweep_times_out_what_is_due_cancels_it_and_reports_silence_only_when_nothin
         "{frames:?}"
     );
     assert!(silenced.try_recv().is_ok(), "nothing heard since the write");
-    assert_eq!(permits.available_permits(), 3, "the slot is free");
+    assert_eq!(admission.taken(), 1, "the slot is free");
 
     // Something heard since the write: a slow tool, not a silent server.
-    let _late = register(&table, &permits, 3, Some(past), None).expect("open");
+    let _late = register(&table, &admission, 3, Some(past), None).expect("open");
     table.hear();
     table.sweep(now);
     assert!(silenced.try_recv().is_err());
@@ -266,13 +297,13 @@ fn a_sweep_times_out_what_is_due_cancels_it_and_reports_silence_only_when_nothin
 #[test]
 fn an_answer_or_a_caller_taking_its_waiter_back_leaves_no_deadline_behind() {
     let (table, _out) = table(false);
-    let permits = Arc::new(Semaphore::new(8));
+    let admission = slots(8);
     let now = Instant::now();
     // Out of order: a shorter timeout registered after longer ones.
     for (id, secs) in [(1, 30), (2, 10), (3, 30), (4, 20)] {
         let w = register(
             &table,
-            &permits,
+            &admission,
             id,
             Some(now + Duration::from_secs(secs)),
             None,
@@ -304,7 +335,7 @@ fn an_answer_or_a_caller_taking_its_waiter_back_leaves_no_deadline_behind() {
 #[test]
 fn a_deadline_progress_moved_is_queued_again_not_timed_out() {
     let (table, _out) = table(false);
-    let permits = Arc::new(Semaphore::new(1));
+    let admission = slots(1);
     let policy = DeadlinePolicy::resolve(
         &ToolPolicy::new()
             .timeout(Duration::from_millis(100))
@@ -314,9 +345,15 @@ fn a_deadline_progress_moved_is_queued_again_not_timed_out() {
         Duration::from_secs(1),
     );
     let started = Instant::now();
-    let track = Track::new(started, Some(policy), None).expect("a track");
     let first = policy.first(started);
-    let mut w = register(&table, &permits, 7, Some(first), Some(track)).expect("open");
+    let mut w = register(
+        &table,
+        &admission,
+        7,
+        Some(first),
+        Some((started, policy, None)),
+    )
+    .expect("open");
     // Progress 50 ms in: the deadline moves to about 150 ms.
     let params = ProgressNotificationParams {
         progress_token: ProgressToken::Number(7),
@@ -339,11 +376,11 @@ async fn the_deadline_task_wakes_for_an_earlier_deadline_and_ends_with_the_table
     let (table, _out) = table(false);
     let table = Arc::new(table);
     let task = tokio::spawn(run_deadlines(&table));
-    let permits = Arc::new(Semaphore::new(2));
+    let admission = slots(2);
     let now = Instant::now();
     let _long = register(
         &table,
-        &permits,
+        &admission,
         1,
         Some(now + Duration::from_secs(60)),
         None,
@@ -352,7 +389,7 @@ async fn the_deadline_task_wakes_for_an_earlier_deadline_and_ends_with_the_table
     tokio::time::sleep(Duration::from_millis(20)).await;
     let short = register(
         &table,
-        &permits,
+        &admission,
         2,
         Some(Instant::now() + Duration::from_millis(30)),
         None,

@@ -1,5 +1,6 @@
-//! The era verdicts of auto servers, kept for the runtime's life so that a new connection
-//! to a server whose era is known does not probe it again.
+//! What the runtime remembers of its servers' eras: the verdicts of auto servers, kept for
+//! the runtime's life, so that a new connection to a server whose era is known does not probe
+//! it again.
 //!
 //! A [`Protocol::Auto`](crate::Protocol::Auto) server is probed with `server/discover` when
 //! a connection opens. The answer is a property of what runs behind the connection, not of
@@ -36,9 +37,9 @@ pub(crate) enum Verdict {
 
 /// The verdicts of a runtime's auto servers, by origin or command.
 #[derive(Debug, Default)]
-pub(crate) struct Verdicts(Mutex<HashMap<String, Verdict>>);
+pub(crate) struct EraMemory(Mutex<HashMap<String, Verdict>>);
 
-impl Verdicts {
+impl EraMemory {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Verdict>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -109,7 +110,7 @@ mod tests {
 
     #[test]
     fn a_forgotten_origin_is_probed_again() {
-        let verdicts = Verdicts::default();
+        let verdicts = EraMemory::default();
         verdicts.keep("http://a:80".into(), Verdict::Legacy);
         assert!(matches!(verdicts.get("http://a:80"), Some(Verdict::Legacy)));
         assert!(verdicts.get("http://b:80").is_none());

@@ -5,9 +5,9 @@
 //! A listing that fails is logged and the last one kept: the server still serves its tools.
 //!
 //! A stateless server's lists carry `ttlMs`: the listing is fresh for the shortest of its
-//! pages (resources and templates together), at least [`MIN_FRESH`](crate::era::MIN_FRESH).
+//! pages (resources and templates together), at least [`MIN_FRESH`](crate::freshness::MIN_FRESH).
 //! When the runtime resolves a URI or a prompt name with a listing past that, the listing is
-//! used as it is and the actor is asked to list again (see [`crate::era::Freshness`]).
+//! used as it is and the actor is asked to list again (see [`crate::freshness::Freshness`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +17,10 @@ use switchboard_codecs::mcp::{
     methods, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
 };
 
-use super::{OwnRequests, Phase, ServerActor};
+use super::ServerActor;
+use crate::call_table::Table;
+use crate::core::ServerCore;
+use crate::exchange::{exchange, Request};
 use crate::paging::collect_pages;
 use crate::status::ServerState;
 
@@ -33,7 +36,7 @@ pub(super) enum Lists {
 impl ServerActor {
     /// Lists `which` (those the server declared), and publishes them.
     pub(super) fn list_features(&mut self, which: Lists, ctx: &mut Context<Self>) {
-        let (Some(link), Some(init)) = (&self.link, &self.init) else {
+        let (Some(link), Some(init)) = (&self.link, &self.learnt.init) else {
             return;
         };
         let caps = &init.capabilities;
@@ -41,14 +44,17 @@ impl ServerActor {
             Lists::Resources => caps.resources.is_some(),
             Lists::Prompts => caps.prompts.is_some(),
         };
-        if !declared || self.phase != Phase::Ready {
+        if !declared || !self.phase.is_ready() {
             // Nothing to list: callers waiting for a re-list go on.
             self.freshness_of(which).forget();
             return;
         }
-        let own = self.own_requests(link);
+        let own = Own {
+            core: self.core.clone(),
+            table: link.table.clone(),
+        };
         let name = self.name.clone();
-        let timeout = self.config.timeout;
+        let timeout = self.core.config.timeout;
         // The shortest `ttlMs` of the pages, noted as they arrive.
         let ttl = Ttl::default();
         match which {
@@ -82,11 +88,11 @@ impl ServerActor {
                 self.when_same_link(ctx, work, move |act, (resources, templates), _| {
                     let listed = resources.is_ok() && templates.is_ok();
                     match resources {
-                        Ok(list) => act.resources = Arc::from(list),
+                        Ok(list) => act.learnt.resources = Arc::from(list),
                         Err(why) => act.listing_kept(methods::RESOURCES_LIST, why),
                     }
                     match templates {
-                        Ok(list) => act.resource_templates = Arc::from(list),
+                        Ok(list) => act.learnt.resource_templates = Arc::from(list),
                         Err(why) => act.listing_kept(methods::RESOURCE_TEMPLATES_LIST, why),
                     }
                     act.republish();
@@ -110,7 +116,7 @@ impl ServerActor {
                 self.when_same_link(ctx, work, move |act, prompts, _| {
                     let listed = prompts.is_ok();
                     match prompts {
-                        Ok(list) => act.prompts = Arc::from(list),
+                        Ok(list) => act.learnt.prompts = Arc::from(list),
                         Err(why) => act.listing_kept(methods::PROMPTS_LIST, why),
                     }
                     act.republish();
@@ -127,17 +133,18 @@ impl ServerActor {
             return;
         }
         let freshness = self.freshness_of(which);
+        let now = std::time::Instant::now();
         if listed {
-            freshness.listed(ttl);
+            freshness.listed(ttl, now);
         } else {
-            freshness.failed();
+            freshness.failed(now);
         }
     }
 
-    fn freshness_of(&self, which: Lists) -> &crate::era::Freshness {
+    fn freshness_of(&self, which: Lists) -> &crate::freshness::Freshness {
         match which {
-            Lists::Resources => &self.ties.freshness.resources,
-            Lists::Prompts => &self.ties.freshness.prompts,
+            Lists::Resources => &self.core.freshness.resources,
+            Lists::Prompts => &self.core.freshness.prompts,
         }
     }
 
@@ -149,7 +156,7 @@ impl ServerActor {
     }
 
     fn republish(&mut self) {
-        if self.phase == Phase::Ready {
+        if self.phase.is_ready() {
             self.publish(ServerState::Ready);
         }
     }
@@ -162,7 +169,7 @@ struct Ttl(Arc<Mutex<Option<i64>>>);
 impl Ttl {
     fn note(&self, extra: &serde_json::Map<String, serde_json::Value>) {
         let mut shortest = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        *shortest = crate::era::shortest(*shortest, crate::era::ttl_ms(extra));
+        *shortest = crate::freshness::shortest(*shortest, crate::freshness::ttl_ms(extra));
     }
 
     /// The listing's TTL (`None`: no page had one).
@@ -173,9 +180,16 @@ impl Ttl {
     }
 }
 
+/// What the listing's requests need: the server's core and the connection to list on.
+#[derive(Clone)]
+struct Own {
+    core: Arc<ServerCore>,
+    table: Arc<Table>,
+}
+
 /// One page of a list; the error is `None` when the connection is gone.
 async fn fetch<R: DeserializeOwned>(
-    own: &OwnRequests,
+    own: &Own,
     method: &'static str,
     cursor: Option<String>,
     timeout: Option<std::time::Duration>,
@@ -184,9 +198,9 @@ async fn fetch<R: DeserializeOwned>(
         Some(cursor) => serde_json::json!({ "cursor": cursor }),
         None => serde_json::json!({}),
     };
-    let raw = match own.send(method, params, timeout).await {
-        None => return Err(None),
-        Some(answer) => answer.map_err(|e| Some(format!("{method} failed: {e}")))?,
-    };
+    let request = Request::actor(method, params, timeout, own.table.clone());
+    let raw = exchange(&own.core, request)
+        .await
+        .map_err(|e| Some(format!("{method} failed: {e}")))?;
     serde_json::from_str(raw.get()).map_err(|e| Some(format!("invalid {method} result: {e}")))
 }

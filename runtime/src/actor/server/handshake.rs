@@ -11,7 +11,7 @@
 //! is legacy too: a new process is started at once in the handshake era (see
 //! `lifecycle::restart_in_handshake_era`).
 //!
-//! Verdicts are kept in [`crate::verdicts`]: over HTTP for the origin (a new connection to a
+//! Verdicts are kept in [`crate::era_memory`]: over HTTP for the origin (a new connection to a
 //! known origin skips the probe), over stdio for the command, legacy ones only. A start
 //! that fails with a kept verdict, an unreachable origin or an explicit restart forgets it.
 //!
@@ -19,22 +19,25 @@
 //! `notifications/initialized`; its capabilities, instructions and identity come from the
 //! discover result.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix::Context;
 use serde_json::value::RawValue;
-use switchboard_codecs::mcp::modern::headers::ParamHeader;
+use switchboard_codecs::jsonrpc::Id;
 use switchboard_codecs::mcp::modern::{self, DiscoverResult, UnsupportedVersionData};
-use switchboard_codecs::mcp::{self};
+use switchboard_codecs::mcp::{self, methods};
+use switchboard_transports::CloseReason;
 
+use super::session::Loss;
 use super::{Phase, ServerActor};
 use crate::client::ClientHandlers;
+use crate::core::Gate;
 use crate::era::{Era, Modern, Protocol};
+use crate::era_memory::Verdict;
 use crate::error::Error;
+use crate::exchange::{exchange, Origin};
 use crate::transport::Transport;
-use crate::verdicts::Verdict;
 
 /// The longest the auto probe waits for an answer to `server/discover` before it decides the
 /// server is legacy (and at most half the startup timeout, which must leave `initialize`
@@ -47,13 +50,11 @@ impl ServerActor {
     /// configuration), then run that era's handshake.
     pub(super) fn start_handshake(&mut self, ctx: &mut Context<Self>) {
         // A new process: the last one's verdict does not hold for it.
-        self.ties.dialect.store(None);
-        self.ties.freshness.forget();
-        self.era = None;
-        let known = self
-            .verdict_key()
-            .and_then(|key| self.ties.verdicts.get(&key));
-        match (self.config.protocol, known) {
+        self.core.dialect.store(None);
+        self.core.freshness.forget();
+        self.learnt.era = None;
+        let known = self.verdict_key().and_then(|key| self.core.eras.get(&key));
+        match (self.core.config.protocol, known) {
             (Protocol::Legacy, _) | (Protocol::Auto, Some(Verdict::Legacy)) => {
                 self.send_initialize(ctx)
             }
@@ -62,7 +63,7 @@ impl ServerActor {
                 self.phase = Phase::Discovering;
                 let dialect = Arc::new(Modern::new(
                     &version,
-                    modern_capabilities(self.config.handlers.as_ref()),
+                    modern_capabilities(self.core.config.handlers.as_ref()),
                 ));
                 self.become_modern(dialect, *discover, ctx);
             }
@@ -75,11 +76,11 @@ impl ServerActor {
     /// Where this server's era verdict is kept, for an auto server: its origin over HTTP
     /// (shared by every server there), what it runs over stdio, this config in memory.
     fn verdict_key(&self) -> Option<String> {
-        if self.config.protocol != Protocol::Auto {
+        if self.core.config.protocol != Protocol::Auto {
             return None;
         }
-        match &self.config.transport {
-            Transport::Http(http) => crate::verdicts::origin(&http.url),
+        match &self.core.config.transport {
+            Transport::Http(http) => crate::era_memory::origin(&http.url),
             #[cfg(all(unix, feature = "stdio"))]
             Transport::Stdio(stdio) => Some(format!("stdio {:x}", stdio.config.launch_hash())),
             Transport::Memory(memory) => Some(format!(
@@ -94,19 +95,19 @@ impl ServerActor {
     /// (it brings that process's capabilities), so for stdio only knowing that a command
     /// is legacy saves anything (the probe, and for a server that exits on it, a process).
     pub(super) fn keep_verdict(&self, verdict: Verdict) {
-        let over_http = matches!(self.config.transport, Transport::Http(_));
+        let over_http = matches!(self.core.config.transport, Transport::Http(_));
         if matches!(verdict, Verdict::Modern { .. }) && !over_http {
             return;
         }
         if let Some(key) = self.verdict_key() {
-            self.ties.verdicts.keep(key, verdict);
+            self.core.eras.keep(key, verdict);
         }
     }
 
     /// Forgets the server's verdict: its next connection probes.
     pub(super) fn forget_verdict(&self) {
         if let Some(key) = self.verdict_key() {
-            self.ties.verdicts.forget(&key);
+            self.core.eras.forget(&key);
         }
     }
 
@@ -115,40 +116,37 @@ impl ServerActor {
     /// exit on any first request that is not `initialize`). Such a server is spoken to in
     /// the handshake era on a new process at once.
     pub(super) fn probe_ended_the_process(&self) -> bool {
-        self.phase == Phase::Discovering
-            && self.config.protocol == Protocol::Auto
-            && !matches!(self.config.transport, Transport::Http(_))
+        matches!(self.phase, Phase::Discovering)
+            && self.core.config.protocol == Protocol::Auto
+            && !matches!(self.core.config.transport, Transport::Http(_))
     }
 
     /// `server/discover` in `version`; `first` is false for the one retry after `-32022`.
     fn send_discover(&mut self, version: &'static str, first: bool, ctx: &mut Context<Self>) {
         self.phase = Phase::Discovering;
-        let Some(link) = &self.link else { return };
         let dialect = Arc::new(Modern::new(
             version,
-            modern_capabilities(self.config.handlers.as_ref()),
+            modern_capabilities(self.core.config.handlers.as_ref()),
         ));
-        let own = self.own_requests(link);
-        let timeout = match self.config.protocol {
-            Protocol::Auto => PROBE_TIMEOUT.min(self.config.startup_timeout_value() / 2),
+        let timeout = match self.core.config.protocol {
+            Protocol::Auto => PROBE_TIMEOUT.min(self.core.config.startup_timeout_value() / 2),
             // Forced modern: the startup timeout alone bounds the handshake.
-            _ => self.config.startup_timeout_value(),
+            _ => self.core.config.startup_timeout_value(),
         };
-        let probe = Some(dialect.clone());
-        let sending = async move {
-            own.send_as(
-                probe,
-                modern::SERVER_DISCOVER,
-                serde_json::json!({}),
-                Some(timeout),
-            )
-            .await
+        let Some(mut request) = self.own_request(
+            modern::SERVER_DISCOVER,
+            serde_json::json!({}),
+            Some(timeout),
+        ) else {
+            return;
         };
+        if let Origin::Actor { dialect: fixed, .. } = &mut request.origin {
+            *fixed = Some(dialect.clone());
+        }
+        let core = self.core.clone();
+        let sending = async move { exchange(&core, request).await };
         self.when_same_link(ctx, sending, move |act, answer, ctx| {
-            // `None`: the connection is gone, and its close is handled elsewhere.
-            if let Some(answer) = answer {
-                act.on_discover(dialect, first, answer, ctx);
-            }
+            act.on_discover(dialect, first, answer, ctx);
         });
     }
 
@@ -173,7 +171,7 @@ impl ServerActor {
                 let error = self.handshake_error(format!("server/discover was cut off: {e}"));
                 return self.fail_start(error, ctx);
             }
-            Err(e) if self.config.protocol == Protocol::Auto => {
+            Err(e) if self.core.config.protocol == Protocol::Auto => {
                 tracing::debug!(server = %self.name, error = %e, "server/discover refused: a legacy server");
                 self.send_initialize(ctx);
                 return;
@@ -187,7 +185,7 @@ impl ServerActor {
             Ok(discover) => discover,
             // Some handshake-era servers answer any request with a result; one that is not a
             // discover result (no `supportedVersions`) says nothing about the stateless era.
-            Err(e) if self.config.protocol == Protocol::Auto => {
+            Err(e) if self.core.config.protocol == Protocol::Auto => {
                 tracing::debug!(server = %self.name, error = %e, "server/discover answered with something else: a legacy server");
                 self.send_initialize(ctx);
                 return;
@@ -252,62 +250,134 @@ impl ServerActor {
             server = %self.name,
             version = %dialect.version,
             peer = %server_info.name,
-            transport = self.link.as_ref().map(|l| l.control.transport()).unwrap_or(""),
+            transport = %self.link.as_ref().map(|l| l.control.kind().as_str()).unwrap_or(""),
             "server discovered (stateless era)"
         );
         let has_tools = discover.capabilities.tools.is_some();
-        self.init = Some(mcp::InitializeResult {
+        self.learnt.init = Some(mcp::InitializeResult {
             protocol_version: dialect.version.to_string(),
             capabilities: discover.capabilities,
             server_info,
             instructions: discover.instructions,
             extra: discover.extra,
         });
-        self.era = Some(Era::Modern);
+        self.learnt.era = Some(Era::Modern);
         // Published before the gate opens: every frame built for this process from now on
         // carries the `_meta` of this version.
-        self.ties.dialect.store(Some(dialect));
+        self.core.dialect.store(Some(dialect));
         self.after_handshake(has_tools, ctx);
     }
 
-    /// A modern server over HTTP: tools whose `x-mcp-header` annotations are invalid are left
-    /// out (with a warning), as the transport requires, and the valid ones' headers go to the
-    /// connection, which sends them with each `tools/call`. Other servers' tools pass as
-    /// they are (stdio may ignore the annotations).
-    pub(super) fn screen_header_tools(&mut self, listing: Vec<mcp::Tool>) -> Vec<mcp::Tool> {
-        let Some(link) = &mut self.link else {
-            return listing;
-        };
-        if !self.era.is_some_and(|e| e == Era::Modern) || link.control.transport() != "http" {
-            return listing;
-        }
-        let mut headers = HashMap::new();
-        let mut kept = Vec::with_capacity(listing.len());
-        for tool in listing {
-            match ParamHeader::from_schema(&tool.input_schema) {
-                Ok(found) => {
-                    if !found.is_empty() {
-                        headers.insert(tool.name.clone(), found);
+    pub(super) fn send_initialize(&mut self, ctx: &mut Context<Self>) {
+        self.phase = Phase::Initializing;
+        let params = serde_json::json!({
+            "protocolVersion": mcp::LATEST_PROTOCOL_VERSION,
+            "capabilities": ClientHandlers::capabilities(self.core.config.handlers.as_ref()),
+            "clientInfo": crate::era::client_info(),
+        });
+        self.request(
+            ctx,
+            methods::INITIALIZE,
+            params,
+            None,
+            |act, answer, ctx| {
+                match answer {
+                    Ok(raw) => act.on_initialized(&raw, ctx),
+                    // Keep a typed 401 as it is: the application can start OAuth from it.
+                    Err(e @ Error::Unauthorized { .. }) => act.fail_start(e, ctx),
+                    Err(e) => {
+                        let error = act.handshake_error(format!("initialize was refused: {e}"));
+                        act.fail_start(error, ctx)
                     }
-                    kept.push(tool);
                 }
-                Err(why) => tracing::warn!(
-                    server = %self.name,
-                    tool = %tool.name,
-                    "tool left out: its x-mcp-header annotations are invalid: {why}"
-                ),
+            },
+        );
+    }
+
+    fn on_initialized(&mut self, raw: &RawValue, ctx: &mut Context<Self>) {
+        let init: mcp::InitializeResult = match serde_json::from_str(raw.get()) {
+            Ok(init) => init,
+            Err(e) => {
+                let error = self.handshake_error(format!("invalid initialize result: {e}"));
+                self.fail_start(error, ctx);
+                return;
             }
+        };
+        if !mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&init.protocol_version.as_str()) {
+            let error = Error::UnsupportedVersion {
+                server: self.name.clone(),
+                offered: mcp::LATEST_PROTOCOL_VERSION.into(),
+                received: init.protocol_version.as_str().into(),
+            };
+            self.fail_start(error, ctx);
+            return;
         }
-        link.control.set_tool_headers(Arc::new(headers));
-        kept
+        if let Some(link) = &mut self.link {
+            link.control.set_protocol_version(&init.protocol_version);
+        }
+        tracing::info!(
+            server = %self.name,
+            version = %init.protocol_version,
+            peer = %init.server_info.name,
+            transport = %self.link.as_ref().map(|l| l.control.kind().as_str()).unwrap_or(""),
+            "server initialized"
+        );
+        let has_tools = init.capabilities.tools.is_some();
+        self.learnt.init = Some(init);
+        self.learnt.era = Some(Era::Legacy);
+        self.keep_verdict(Verdict::Legacy);
+        self.notify(methods::INITIALIZED, &serde_json::json!({}));
+        self.after_handshake(has_tools, ctx);
+    }
+
+    /// The HTTP server forgot our session. Run the handshake again, once, on the same
+    /// connection, and resend only the request it rejected (it was never processed, so this
+    /// is no replay); everything else pending on the old session fails as disconnected.
+    pub(super) fn on_session_expired(&mut self, id: Option<Id>, ctx: &mut Context<Self>) {
+        let rejected = match id {
+            Some(Id::Number(n)) => Some(n),
+            _ => None,
+        };
+        let keep = match self.session.lost(rejected, self.phase.is_ready()) {
+            Loss::Recover { resend } => resend,
+            Loss::GiveUp => {
+                let why =
+                    "the server's session expired again before a new one was ready".to_owned();
+                self.abandon(why, ctx);
+                return;
+            }
+        };
+        tracing::warn!(server = %self.name, ?id, "the server's session expired; initializing a new one");
+        let Some(link) = &self.link else { return };
+        // New calls wait for the new session instead of being rejected by the server.
+        self.set_gate(Gate::Starting);
+        let reason = Arc::new(CloseReason::aborted("the server's session expired"));
+        link.table
+            .fail_all_except(keep, |waiter| waiter.disconnected(reason.clone()));
+        self.strikes.ping_ended();
+        self.connect_started = Instant::now();
+        self.start_startup_timer(ctx);
+        self.send_initialize(ctx);
+    }
+
+    /// The server said what it offers (either era): list its tools, then it is ready.
+    pub(super) fn after_handshake(&mut self, has_tools: bool, ctx: &mut Context<Self>) {
+        if has_tools {
+            self.phase = Phase::ListingTools;
+            self.list_tools(ctx);
+        } else {
+            self.learnt.tools = Arc::from(Vec::new());
+            self.become_ready(ctx);
+        }
     }
 
     /// A stateless server's identity from a result's `_meta`, when its discover result
     /// did not give one (handshake-era servers gave theirs in `initialize`).
     pub(super) fn learn_identity(&mut self, info: Option<mcp::Implementation>) {
         let Some(info) = info else { return };
-        if let Some(init) = &mut self.init {
-            if self.era == Some(Era::Modern) && init.server_info.name.is_empty() {
+        let modern = self.is_modern();
+        if let Some(init) = &mut self.learnt.init {
+            if modern && init.server_info.name.is_empty() {
                 init.server_info = info;
             }
         }
@@ -315,7 +385,7 @@ impl ServerActor {
 
     /// Whether requests to the server go in the modern era.
     pub(super) fn is_modern(&self) -> bool {
-        self.era == Some(Era::Modern)
+        self.learnt.era == Some(Era::Modern)
     }
 }
 

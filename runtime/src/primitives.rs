@@ -1,6 +1,5 @@
-//! Typed methods for the server features besides tools: resources, prompts, completion,
-//! logging and ping, each one more request on the one call path; and the runtime's routing
-//! of a URI or a prompt name to the one server that offers it.
+//! Typed methods for a server's primitives besides tools: resources, prompts, completion,
+//! logging and ping, each one more request through the one exchange.
 //!
 //! Every `list_*` follows the pages to the end (with the same cap as `tools/list`); a
 //! `list_*_page` returns one page. From protocol 2025-06-18 on, a method whose capability the
@@ -20,10 +19,8 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::{json, Value};
 use switchboard_codecs::mcp::{
     methods, CompleteResult, CompletionReference, GetPromptResult, ListPromptsResult,
@@ -32,7 +29,6 @@ use switchboard_codecs::mcp::{
 };
 use tokio::sync::broadcast;
 
-use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::handle::ServerHandle;
 use crate::logging::ServerLog;
@@ -97,7 +93,7 @@ impl ServerHandle {
     /// One page of `resources/list`, from `cursor` (`None`: the first).
     pub async fn list_resources_page(&self, cursor: Option<&str>) -> Result<ListResourcesResult> {
         self.require(methods::RESOURCES_LIST, Capability::Resources)?;
-        self.typed(methods::RESOURCES_LIST, &page_params(cursor))
+        self.typed(methods::RESOURCES_LIST, page_params(cursor))
             .await
     }
 
@@ -117,7 +113,7 @@ impl ServerHandle {
         cursor: Option<&str>,
     ) -> Result<ListResourceTemplatesResult> {
         self.require(methods::RESOURCE_TEMPLATES_LIST, Capability::Resources)?;
-        self.typed(methods::RESOURCE_TEMPLATES_LIST, &page_params(cursor))
+        self.typed(methods::RESOURCE_TEMPLATES_LIST, page_params(cursor))
             .await
     }
 
@@ -126,7 +122,7 @@ impl ServerHandle {
     /// (-32002, or -32602 as some servers answer).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         self.require(methods::RESOURCES_READ, Capability::Resources)?;
-        self.typed(methods::RESOURCES_READ, &json!({ "uri": uri }))
+        self.typed(methods::RESOURCES_READ, json!({ "uri": uri }))
             .await
             .map_err(|e| self.not_found(uri, e))
     }
@@ -146,7 +142,7 @@ impl ServerHandle {
                 if code == RESOURCE_NOT_FOUND || code == INVALID_PARAMS =>
             {
                 Error::ResourceNotFound {
-                    server: Some(self.shared.name.clone()),
+                    server: Some(self.core.name.clone()),
                     uri: uri.into(),
                     message,
                 }
@@ -167,8 +163,7 @@ impl ServerHandle {
     /// One page of `prompts/list`.
     pub async fn list_prompts_page(&self, cursor: Option<&str>) -> Result<ListPromptsResult> {
         self.require(methods::PROMPTS_LIST, Capability::Prompts)?;
-        self.typed(methods::PROMPTS_LIST, &page_params(cursor))
-            .await
+        self.typed(methods::PROMPTS_LIST, page_params(cursor)).await
     }
 
     /// A prompt's messages, for these string arguments.
@@ -188,7 +183,7 @@ impl ServerHandle {
             .collect();
         self.typed(
             methods::PROMPTS_GET,
-            &json!({ "name": name, "arguments": arguments }),
+            json!({ "name": name, "arguments": arguments }),
         )
         .await
     }
@@ -218,7 +213,7 @@ impl ServerHandle {
         if !context.is_empty() {
             params["context"] = json!({ "arguments": context });
         }
-        self.typed(methods::COMPLETION_COMPLETE, &params).await
+        self.typed(methods::COMPLETION_COMPLETE, params).await
     }
 
     /// Asks the server to log at `level` and above; the level is sent again after every
@@ -226,9 +221,9 @@ impl ServerHandle {
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<()> {
         self.require(methods::LOGGING_SET_LEVEL, Capability::Logging)?;
         let _: Value = self
-            .typed(methods::LOGGING_SET_LEVEL, &json!({ "level": level }))
+            .typed(methods::LOGGING_SET_LEVEL, json!({ "level": level }))
             .await?;
-        self.shared.logging.set_level(level);
+        self.core.logging.set_level(level);
         Ok(())
     }
 
@@ -247,16 +242,16 @@ impl ServerHandle {
             Capability::ResourceSubscriptions,
         )?;
         // Registered first, so that an update racing the answer is not lost.
-        let (updates, revision) = self.shared.subscriptions.add(uri);
+        let (updates, revision) = self.core.subscriptions.add(uri);
         let sent = if self.speaks_modern().await {
             self.listen_acknowledged(uri, revision).await
         } else {
-            self.typed(methods::RESOURCES_SUBSCRIBE, &json!({ "uri": uri }))
+            self.typed(methods::RESOURCES_SUBSCRIBE, json!({ "uri": uri }))
                 .await
                 .map(|_: Value| ())
         };
         if let Err(error) = sent {
-            self.shared.subscriptions.remove(uri);
+            self.core.subscriptions.remove(uri);
             return Err(error);
         }
         Ok(updates)
@@ -271,12 +266,12 @@ impl ServerHandle {
         )?;
         // Removing the URI bumps the set's revision, which has a stateless server's listen
         // opened again without it; nothing to wait for.
-        self.shared.subscriptions.remove(uri);
+        self.core.subscriptions.remove(uri);
         if self.speaks_modern().await {
             return Ok(());
         }
         let _: Value = self
-            .typed(methods::RESOURCES_UNSUBSCRIBE, &json!({ "uri": uri }))
+            .typed(methods::RESOURCES_UNSUBSCRIBE, json!({ "uri": uri }))
             .await?;
         Ok(())
     }
@@ -294,12 +289,16 @@ impl ServerHandle {
     /// Waits until a stateless server acknowledged a listen asking for the subscription set
     /// at `revision` (or a later one), within the server's timeout.
     async fn listen_acknowledged(&self, uri: &str, revision: u64) -> Result<()> {
-        let after = self.shared.timeout.unwrap_or(self.shared.default_timeout);
-        let acked = self.shared.subscriptions.wait_acknowledged(revision);
+        let after = self
+            .core
+            .config
+            .timeout
+            .unwrap_or(self.core.default_timeout);
+        let acked = self.core.subscriptions.wait_acknowledged(revision);
         match tokio::time::timeout(after, acked).await {
             Ok(answered) => answered,
             Err(_) => Err(Error::SubscriptionNotAcknowledged {
-                server: self.shared.name.clone(),
+                server: self.core.name.clone(),
                 uri: uri.to_owned(),
                 after,
             }),
@@ -309,26 +308,26 @@ impl ServerHandle {
     /// The messages the server logs (`notifications/message`), from now on. A receiver that
     /// falls more than 256 messages behind is told how many it missed.
     pub fn logs(&self) -> broadcast::Receiver<ServerLog> {
-        self.shared.logging.subscribe()
+        self.core.logging.subscribe()
     }
 
     /// Sends `ping` and waits for the answer.
     pub async fn ping(&self) -> Result<()> {
-        let _: Value = self.typed(methods::PING, &json!({})).await?;
+        let _: Value = self.typed(methods::PING, json!({})).await?;
         Ok(())
     }
 
     /// Whether the server may be asked `method`: from 2025-06-18 on, only with its
     /// capability declared.
     fn require(&self, method: &str, capability: Capability) -> Result<()> {
-        let status = self.shared.status.borrow();
+        let status = self.core.status.borrow();
         let (Some(version), Some(caps)) = (&status.protocol_version, &status.capabilities) else {
             // Not initialized yet: the request waits for readiness and the server decides.
             return Ok(());
         };
         if **version >= *DECLARED_FROM && !capability.declared(caps) {
             return Err(Error::NotSupported {
-                server: self.shared.name.clone(),
+                server: self.core.name.clone(),
                 method: method.into(),
                 capability: capability.name(),
             });
@@ -343,49 +342,10 @@ impl ServerHandle {
         items: fn(R) -> (Vec<T>, Option<String>),
     ) -> Result<Vec<T>> {
         collect_pages(self.name(), method, |cursor| async move {
-            let page: R = self.typed(method, &page_params(cursor.as_deref())).await?;
+            let page: R = self.typed(method, page_params(cursor.as_deref())).await?;
             Ok(items(page))
         })
         .await
-    }
-
-    /// Sends one request under the server's timeout and parses its result as `R`.
-    async fn typed<R: DeserializeOwned>(
-        &self,
-        method: &'static str,
-        params: &(impl Serialize + ?Sized),
-    ) -> Result<R> {
-        let policy = self.policy(None, &ToolPolicy::default());
-        let started = std::time::Instant::now();
-        let answer = self
-            .send(method.into(), None, started, policy, None, |id| {
-                let modern = self.shared.dialect.load();
-                let level = self.shared.logging.level();
-                crate::era::frame_request(modern.as_deref(), level, id, method, params)
-            })
-            .await;
-        let original = crate::mrtr::Original {
-            method,
-            tool: None,
-            params,
-            policy,
-            started,
-            progress: None,
-            progress_token: false,
-        };
-        let answer = self.modern_follow_up(original, answer).await?;
-        match serde_json::from_str(answer.raw.get()) {
-            Ok(result) => {
-                answer.recording.finish(false);
-                Ok(result)
-            }
-            Err(e) => Err(answer.recording.fail(Error::Protocol {
-                server: self.shared.name.clone(),
-                method: Arc::from(method),
-                tool: None,
-                detail: format!("the result is not what `{method}` answers: {e}"),
-            })),
-        }
     }
 }
 
@@ -393,146 +353,5 @@ fn page_params(cursor: Option<&str>) -> Value {
     match cursor {
         Some(cursor) => json!({ "cursor": cursor }),
         None => json!({}),
-    }
-}
-
-/// The runtime's side: a URI or a prompt name is routed to the one server that offers it.
-impl crate::Runtime {
-    /// Every ready server's prompts, named as the tool catalogue names tools: a prompt is
-    /// prefixed with its server only when another server has one of the same name (with the
-    /// default naming). The entries' `tool` is the prompt's name, title and description.
-    pub fn prompt_catalogue(&self) -> Arc<crate::Catalogue> {
-        // Stateless servers' prompt lists past their `ttlMs` are listed again meanwhile.
-        for server in self.servers() {
-            server.shared.freshness.prompts.touch();
-        }
-        self.inner.registry.prompts.load_full()
-    }
-
-    /// Fetches a prompt by its name in [`prompt_catalogue`](Self::prompt_catalogue), from
-    /// the server that offers it. A stateless server's prompt list past its `ttlMs` that
-    /// decides the route (the owner's, or any, for a name nobody offers) is fetched again
-    /// first, within the server's timeout.
-    pub async fn get_prompt<K, V>(
-        &self,
-        name: &str,
-        arguments: impl IntoIterator<Item = (K, V)>,
-    ) -> Result<crate::model::GetPromptResult>
-    where
-        K: Into<String>,
-        V: Into<String>,
-    {
-        let started = std::time::Instant::now();
-        let mut routed = self.resolve_prompt(name);
-        let owner = match &routed {
-            Ok((server, _)) => self.server(server).ok(),
-            Err(_) => None,
-        };
-        if self
-            .refresh_lists(owner.as_ref(), |lists| &lists.prompts, started)
-            .await
-        {
-            // The new lists are in the statuses; the prompt catalogue is rebuilt from them.
-            self.settle().await;
-            routed = self.resolve_prompt(name);
-        }
-        let (server, prompt) = routed?;
-        self.server(&server)?.get_prompt(&prompt, arguments).await
-    }
-
-    fn resolve_prompt(&self, name: &str) -> Result<(Arc<str>, String)> {
-        let prompts = self.prompt_catalogue();
-        match prompts.resolve(name) {
-            Ok(entry) => Ok((entry.server.clone(), entry.tool.name.clone())),
-            Err(crate::catalogue::Unresolved::Unknown) => {
-                Err(Error::UnknownPrompt { name: name.into() })
-            }
-            Err(crate::catalogue::Unresolved::Ambiguous(collision)) => {
-                Err(Error::AmbiguousPrompt {
-                    name: name.into(),
-                    servers: collision.servers.clone(),
-                })
-            }
-        }
-    }
-
-    /// Has the stale `which` lists that decide a route by a prompt name or a URI fetched
-    /// again (see [`refresh_route`](Self::refresh_route)), within each server's timeout.
-    async fn refresh_lists(
-        &self,
-        owner: Option<&ServerHandle>,
-        which: fn(&crate::era::ListFreshness) -> &crate::era::Freshness,
-        started: std::time::Instant,
-    ) -> bool {
-        let policy = crate::deadline::ToolPolicy::default();
-        self.refresh_route(owner, which, started, |server| {
-            Some(server.policy(None, &policy).first(started))
-        })
-        .await
-    }
-
-    /// The ready servers that list `uri` as a resource, or else a template matching it.
-    pub fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {
-        let servers = self.servers();
-        // Stateless servers' resource lists past their `ttlMs` are listed again meanwhile.
-        for server in &servers {
-            server.shared.freshness.resources.touch();
-        }
-        let ready: Vec<(ServerHandle, crate::ServerStatus)> = servers
-            .into_iter()
-            .map(|h| {
-                let status = h.status();
-                (h, status)
-            })
-            .filter(|(_, status)| status.is_ready())
-            .collect();
-        let listing: Vec<ServerHandle> = ready
-            .iter()
-            .filter(|(_, s)| s.resources.iter().any(|r| r.uri == uri))
-            .map(|(h, _)| h.clone())
-            .collect();
-        if !listing.is_empty() {
-            return listing;
-        }
-        ready
-            .into_iter()
-            .filter(|(_, s)| {
-                s.resource_templates
-                    .iter()
-                    .any(|t| crate::uri_template::matches(&t.uri_template, uri))
-            })
-            .map(|(h, _)| h)
-            .collect()
-    }
-
-    /// Reads a resource from the one server that lists it (or a template matching it). A
-    /// stateless server's resource list past its `ttlMs` that decides the route (the
-    /// owner's, or any, when not exactly one server has the URI) is fetched again first,
-    /// within the server's timeout.
-    pub async fn read_resource(&self, uri: &str) -> Result<crate::model::ReadResourceResult> {
-        let started = std::time::Instant::now();
-        let mut owners = self.resource_owners(uri);
-        let owner = match &owners[..] {
-            [one] => Some(one.clone()),
-            _ => None,
-        };
-        if self
-            .refresh_lists(owner.as_ref(), |lists| &lists.resources, started)
-            .await
-        {
-            owners = self.resource_owners(uri);
-        }
-        match &owners[..] {
-            [one] => one.read_resource(uri).await,
-            [] => Err(Error::ResourceNotFound {
-                server: None,
-                uri: uri.into(),
-                message: "no ready server lists it or a template that matches it".into(),
-            }),
-            several => Err(Error::AmbiguousResource {
-                uri: uri.into(),
-                servers: several.iter().map(|h| Arc::from(h.name())).collect(),
-            }),
-        }
     }
 }

@@ -1,6 +1,6 @@
 //! Requests the server sends to the client (`roots/list`, `sampling/createMessage`,
 //! `elicitation/create`, `ping`), answered by the application's
-//! [`ClientHandlers`].
+//! [`ClientHandlers`](crate::client::ClientHandlers).
 //!
 //! The actor only reads the request: params that do not fit the method are answered -32602
 //! and an unknown method -32601 at once. Everything else is served in a task of its own, on
@@ -12,24 +12,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde_json::Value;
-use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message, Outcome, Request, Response};
+use switchboard_codecs::jsonrpc::{ErrorObject, Id, Outcome, Request};
 use switchboard_codecs::mcp::methods;
 
 use super::{empty_object, ServerActor};
-use crate::calls::table::Table;
-use crate::client::elicitation::Elicitation;
-use crate::client::{roots, BoxFuture, ClientHandlers, SamplingRequest};
-
-/// A handler's work: the result to send, or why the handler failed.
-pub(crate) type Work = BoxFuture<Result<Value, String>>;
+use crate::call_table::Table;
+use crate::client::serve::{prepare, Work};
+use crate::framer;
 
 impl ServerActor {
     pub(super) fn on_server_request(&mut self, request: Request) {
         let Some(link) = &self.link else { return };
         let table = link.table.clone();
-        let handlers = self.config.handlers.clone().unwrap_or_default();
+        let handlers = self.core.config.handlers.clone().unwrap_or_default();
         let server = self.name.clone();
         let method = request.method.as_str();
         // Absent params read as `null`: `roots/list` and `ping` need none, the others refuse it.
@@ -56,11 +52,11 @@ impl ServerActor {
                     self.name.clone(),
                     kind,
                     work,
-                    self.config.handler_timeout_value(),
+                    self.core.config.handler_timeout_value(),
                     table,
                     request.id,
                 );
-                match self.ties.io.of(&self.config.transport) {
+                match self.core.io.of(&self.core.config.transport) {
                     Some(io) => drop(io.spawn(serving)),
                     None => drop(tokio::spawn(serving)),
                 }
@@ -71,6 +67,7 @@ impl ServerActor {
     /// `notifications/elicitation/complete`: handed to the elicitation handler, if any.
     pub(super) fn on_elicitation_complete(&mut self, params: Option<&serde_json::value::RawValue>) {
         let Some(handler) = self
+            .core
             .config
             .handlers
             .as_ref()
@@ -89,80 +86,10 @@ impl ServerActor {
         let server = self.name.clone();
         // A task of its own: a handler that panics loses only this notification.
         let deliver = async move { handler.elicitation_complete(&server, id) };
-        match self.ties.io.of(&self.config.transport) {
+        match self.core.io.of(&self.core.config.transport) {
             Some(io) => drop(io.spawn(deliver)),
             None => drop(tokio::spawn(deliver)),
         }
-    }
-}
-
-/// The work that answers `method`, or the error to answer at once (also used for the
-/// embedded requests of input-required results, see [`crate::mrtr`]).
-pub(crate) fn prepare(
-    method: &str,
-    params: Result<Value, String>,
-    handlers: &ClientHandlers,
-    server: Arc<str>,
-) -> Result<(&'static str, Work), ErrorObject> {
-    let not_found = || {
-        ErrorObject::new(
-            ErrorObject::METHOD_NOT_FOUND,
-            format!("method not found: {method}"),
-        )
-    };
-    match method {
-        methods::ROOTS_LIST => {
-            let handler = handlers.roots.clone().ok_or_else(not_found)?;
-            Ok((
-                "roots",
-                Box::pin(async move { roots::into_result(handler.list_roots(&server).await?) }),
-            ))
-        }
-        methods::SAMPLING_CREATE_MESSAGE => {
-            let handler = handlers.sampling.clone().ok_or_else(not_found)?;
-            let request = params
-                .and_then(SamplingRequest::from_params)
-                .map_err(invalid_params)?;
-            if request.uses_tools() && !handler.handles_tools() {
-                // The specification requires an error: tools were not declared.
-                return Err(invalid_params(
-                    "this client did not declare sampling.tools".into(),
-                ));
-            }
-            Ok((
-                "sampling",
-                Box::pin(async move {
-                    handler
-                        .create_message(&server, request)
-                        .await?
-                        .into_result()
-                }),
-            ))
-        }
-        methods::ELICITATION_CREATE => {
-            let handler = handlers.elicitation.clone().ok_or_else(not_found)?;
-            let work: Work = match params
-                .and_then(Elicitation::from_params)
-                .map_err(invalid_params)?
-            {
-                Elicitation::Form(request) => Box::pin(async move {
-                    Ok(handler.elicit(&server, request).await?.into_result(false))
-                }),
-                Elicitation::Url(_) if !handler.handles_url() => {
-                    return Err(invalid_params(
-                        "this client did not declare URL-mode elicitation".into(),
-                    ))
-                }
-                Elicitation::Url(request) => Box::pin(async move {
-                    Ok(handler
-                        .elicit_url(&server, request)
-                        .await?
-                        .into_result(true))
-                }),
-            };
-            Ok(("elicitation", work))
-        }
-        _ => Err(not_found()),
     }
 }
 
@@ -206,13 +133,5 @@ async fn serve(
 }
 
 fn answer(table: &Table, id: Id, outcome: Outcome) {
-    let answer = Message::Response(Response {
-        id: Some(id),
-        outcome,
-    });
-    table.write(None, Bytes::from(answer.to_vec()));
-}
-
-fn invalid_params(message: String) -> ErrorObject {
-    ErrorObject::new(ErrorObject::INVALID_PARAMS, message)
+    table.write(framer::response(id, outcome));
 }

@@ -1,0 +1,490 @@
+//! The data plane: one exchange for every request the client sends.
+//!
+//! A [`Request`] is one owned value — a caller's tool call, list, read or raw request, and
+//! the server actor's own `server/discover`, `initialize`, listings and pings — and
+//! [`exchange`] takes it through one sequence of stages, each a function of this module:
+//!
+//! 1. **admission** ([`crate::admission`]): a caller's request takes an in-flight slot, waiting
+//!    for one within its deadline (past it: `Overloaded`); the actor's own take none;
+//! 2. **readiness** ([`ready`]): the connection to use — for a caller the one the server's
+//!    [`Gate`] names, waiting while the server starts (within the deadline) and failing at
+//!    once while it cannot start; for the actor, its own connection;
+//! 3. **framing** ([`crate::framer`]): a new id, and the frame in the server's era, `_meta` built
+//!    one way, with what the transport must know of it ([`Outbound`](switchboard_transports::Outbound)'s facts);
+//! 4. **register and write** ([`send`]): the waiter goes into the connection's call
+//!    [`Table`] with its deadline, and the frame to the connection's writer; a table
+//!    that closed before anything was written hands the request back (with its slot), and
+//!    it goes to the server's next connection;
+//! 5. **the answer**: the task that reads the connection settles the waiter in place
+//!    ([`crate::call_table::settle`]), the connection's deadline task times it out (and tells the server with
+//!    `notifications/cancelled`), the connection's close fails it with the cause; a
+//!    request whose future is dropped takes its waiter back and cancels;
+//! 6. **follow-ups**: a response that broke before the answer is sent again where that is
+//!    safe ([`reissue`]), and a stateless server's answer may need one more round: a
+//!    version it refused, input it requires, a result type to check ([`follow_up`]). Each
+//!    is the same request once more through stages 1 to 5, within the same deadline.
+//!
+//! Metrics start and finish here, once per caller's request, whatever its rounds. No answer
+//! passes through an actor's mailbox: the actors (the control plane) only see what is not
+//! an answer — notifications other than progress, requests from the server, session loss
+//! and the close.
+
+pub(crate) mod follow_up;
+pub(crate) mod reissue;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+use switchboard_codecs::mcp::methods;
+use switchboard_transports::CloseReason;
+use tokio::sync::oneshot;
+
+use crate::admission::{Refused, Slot};
+use crate::call_table::{ProgressFn, Table, Track, Unsent, Waiter};
+use crate::core::{Gate, ServerCore};
+use crate::deadline::DeadlinePolicy;
+use crate::era::Modern;
+use crate::error::{Error, Result};
+use crate::framer::{self, Round};
+pub(crate) use crate::framer::{Params, Retry};
+use crate::metrics::{CancelReason, Recording};
+use crate::status::{ServerState, ServerStatus};
+
+/// Who sends a request, which decides its first two stages.
+#[derive(Clone)]
+pub(crate) enum Origin {
+    /// A caller: it takes an in-flight slot, waits at the gate, and is measured.
+    Caller,
+    /// The server's actor, on its own connection, framed in `dialect` when given (the era
+    /// probe speaks the stateless era before the verdict is published), its first round
+    /// under `id` when given (the listen's, which its acknowledgement names).
+    Actor {
+        table: Arc<Table>,
+        dialect: Option<Arc<Modern>>,
+        id: Option<i64>,
+    },
+}
+
+/// One request, from the moment it is made to its answer.
+pub(crate) struct Request {
+    pub(crate) method: Arc<str>,
+    /// For `tools/call`, the tool (in errors and metrics).
+    pub(crate) tool: Option<Arc<str>>,
+    pub(crate) params: Params,
+    /// Set by a follow-up round of an input-required answer.
+    pub(crate) retry: Option<Box<Retry>>,
+    /// When the caller made it: what it waited (metrics, `Timeout::elapsed`).
+    pub(crate) started: Instant,
+    /// The deadline rules and the instant they count from; `None`: no deadline of its own
+    /// (`initialize`, which the startup timeout bounds by closing the connection).
+    pub(crate) deadline: Option<(Instant, DeadlinePolicy)>,
+    pub(crate) progress: Option<ProgressFn>,
+    /// Whether each round carries its id as `_meta.progressToken` (as `tools/call` does).
+    pub(crate) progress_token: bool,
+    pub(crate) origin: Origin,
+}
+
+impl Request {
+    /// A caller's request of `method`, under `policy` from `started`.
+    pub(crate) fn new(
+        method: Arc<str>,
+        params: Params,
+        started: Instant,
+        policy: DeadlinePolicy,
+    ) -> Request {
+        Request {
+            method,
+            tool: None,
+            params,
+            retry: None,
+            started,
+            deadline: Some((started, policy)),
+            progress: None,
+            progress_token: false,
+            origin: Origin::Caller,
+        }
+    }
+
+    /// The actor's own request on its connection `table`, with `timeout` (`None`: none).
+    pub(crate) fn actor(
+        method: &'static str,
+        params: Value,
+        timeout: Option<std::time::Duration>,
+        table: Arc<Table>,
+    ) -> Request {
+        let started = Instant::now();
+        let deadline = timeout.map(|t| (started, DeadlinePolicy::only(t)));
+        Request {
+            method: method.into(),
+            tool: None,
+            params: Params::from_value(params),
+            retry: None,
+            started,
+            deadline,
+            progress: None,
+            progress_token: false,
+            origin: Origin::Actor {
+                table,
+                dialect: None,
+                id: None,
+            },
+        }
+    }
+
+    /// The deadline of the next round.
+    pub(crate) fn first_deadline(&self) -> Option<Instant> {
+        self.deadline.map(|(since, policy)| policy.first(since))
+    }
+
+    /// Whether a timeout or a drop tells the server with `notifications/cancelled`: never
+    /// for `initialize`, which the specification forbids cancelling.
+    pub(crate) fn cancellable(&self) -> bool {
+        &*self.method != methods::INITIALIZE
+    }
+}
+
+/// Takes `request` through every stage to its final answer (see the module docs).
+///
+/// # Cancel safety
+///
+/// Dropping the future cancels the request: its waiter is taken out of the table, its slot
+/// freed, and the server sent `notifications/cancelled` (or its stream closed, for a
+/// stateless request over HTTP); a follow-up's handler is stopped.
+pub(crate) async fn exchange(core: &ServerCore, mut request: Request) -> Result<Box<RawValue>> {
+    match request.origin {
+        Origin::Caller => {
+            let series = core
+                .metrics
+                .series(&request.method, request.tool.as_deref());
+            let recording = Recording::start(series, request.started);
+            let result = rounds(core, &mut request).await;
+            recording.finish(&request.method, &result);
+            result
+        }
+        Origin::Actor { .. } => {
+            // Counted while in flight: liveness tells the actor's work from callers'.
+            core.own_in_flight.fetch_add(1, Ordering::Relaxed);
+            let _counted = OwnInFlight(core);
+            rounds(core, &mut request).await
+        }
+    }
+}
+
+/// Counts one of the actor's own requests out when it ends.
+struct OwnInFlight<'a>(&'a ServerCore);
+
+impl Drop for OwnInFlight<'_> {
+    fn drop(&mut self) {
+        self.0.own_in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Rounds of `request` until one answer is final: stages 1 to 5, then the follow-ups.
+async fn rounds(core: &ServerCore, request: &mut Request) -> Result<Box<RawValue>> {
+    let mut follow = follow_up::Count::default();
+    loop {
+        let (answer, modern) = round(core, request).await;
+        // A chosen id is the first round's only.
+        if let Origin::Actor { id, .. } = &mut request.origin {
+            *id = None;
+        }
+        match answer {
+            Err(Error::StreamBroken { reason, .. }) if follow.may_reissue(core, request) => {
+                // A new id: the lost request may still be running under the old one.
+                tracing::debug!(server = %core.name, method = %request.method, tool = request.tool.as_deref(), %reason, "the response broke; sending the request again");
+            }
+            answer if !modern => return answer,
+            // Boxed: only a stateless server's answers get here, and the work is rare.
+            answer => match Box::pin(follow_up::next(core, request, answer, &mut follow)).await {
+                follow_up::Next::Done(answer) => return answer,
+                follow_up::Next::Again => {}
+            },
+        }
+    }
+}
+
+/// One round: admission, readiness, framing, register and write, the answer; and whether
+/// it was framed in the stateless era.
+async fn round(core: &ServerCore, request: &Request) -> (Result<Box<RawValue>>, bool) {
+    let deadline = request.first_deadline();
+    let mut slot = match request.origin {
+        Origin::Caller => match core.admission.admit(deadline).await {
+            Ok(slot) => Some(slot),
+            Err(refused) => return (Err(refused_error(core, request, refused)), false),
+        },
+        Origin::Actor { .. } => None,
+    };
+    loop {
+        let table = match ready(core, request, deadline).await {
+            Ok(table) => table,
+            Err(error) => return (Err(error), false),
+        };
+        let id = match request.origin {
+            Origin::Actor { id: Some(id), .. } => id,
+            _ => core.next_id(),
+        };
+        tracing::Span::current().record("id", id);
+        let (outbound, modern) = frame(core, request, id, &table);
+        match send(&table, id, outbound, request, deadline, slot).await {
+            Ok(answer) => return (answer, modern),
+            // The table closed before the request was written: the server is going down,
+            // and a caller's request waits for its next connection like any other.
+            Err(Unsent { slot: returned }) => match request.origin {
+                Origin::Caller => slot = returned,
+                Origin::Actor { .. } => return (Err(connection_gone(core, request)), false),
+            },
+        }
+    }
+}
+
+/// Stage 2: the connection to send on; waits for one while the server starts, until
+/// `deadline`; fails at once while the server cannot start.
+async fn ready(
+    core: &ServerCore,
+    request: &Request,
+    deadline: Option<Instant>,
+) -> Result<Arc<Table>> {
+    match &request.origin {
+        Origin::Actor { table, .. } => Ok(table.clone()),
+        Origin::Caller => match gate(core, &request.tool)? {
+            Some(table) => Ok(table),
+            // Boxed: waiting is rare, and would otherwise enlarge every call's future.
+            None => Box::pin(wait_ready(core, deadline, &request.tool)).await,
+        },
+    }
+}
+
+/// Waits for a ready connection until `deadline`.
+async fn wait_ready(
+    core: &ServerCore,
+    deadline: Option<Instant>,
+    tool: &Option<Arc<str>>,
+) -> Result<Arc<Table>> {
+    loop {
+        // Marked seen before the gate is read again: the actor stores the gate before it
+        // publishes the status, so no change slips between the two.
+        let mut changes = core.status.subscribe();
+        changes.borrow_and_update();
+        if let Some(table) = gate(core, tool)? {
+            return Ok(table);
+        }
+        match until(deadline, changes.changed()).await {
+            Some(Ok(())) => continue,
+            Some(Err(_)) => return Err(gone(core, tool)),
+            None => {
+                let why = not_ready(&core.status());
+                return Err(Error::Unavailable {
+                    server: core.name.clone(),
+                    tool: tool.clone(),
+                    reason: format!("not ready within the call's deadline: {why}").into(),
+                    cause: None,
+                });
+            }
+        }
+    }
+}
+
+/// The table to use now, `None` to wait, or why the server takes no calls.
+fn gate(core: &ServerCore, tool: &Option<Arc<str>>) -> Result<Option<Arc<Table>>> {
+    match &**core.gate.load() {
+        Gate::Ready(table) if !table.is_closed() => Ok(Some(table.clone())),
+        Gate::Ready(_) | Gate::Starting => Ok(None),
+        Gate::Unavailable { reason, cause } => Err(Error::Unavailable {
+            server: core.name.clone(),
+            tool: tool.clone(),
+            reason: reason.clone(),
+            cause: cause.clone(),
+        }),
+    }
+}
+
+/// Stage 3: frames round `id` of `request` for `table`'s connection, in the server's era;
+/// and whether that is the stateless era (its answer may need a follow-up).
+fn frame(
+    core: &ServerCore,
+    request: &Request,
+    id: i64,
+    table: &Table,
+) -> (switchboard_transports::Outbound, bool) {
+    let published;
+    let dialect: Option<&Modern> = match &request.origin {
+        Origin::Actor {
+            dialect: Some(fixed),
+            ..
+        } => Some(fixed),
+        _ => {
+            published = core.dialect.load();
+            published.as_deref()
+        }
+    };
+    let sends_headers = dialect.is_some() && table.kind().sends_request_headers();
+    let rules;
+    let param_headers = match (&request.params, sends_headers) {
+        (Params::ToolCall { name, .. }, true) => {
+            rules = core.tool_rules.load();
+            rules.param_headers(name)
+        }
+        _ => &[],
+    };
+    let outbound = framer::request(Round {
+        id,
+        method: &request.method,
+        params: &request.params,
+        retry: request.retry.as_deref(),
+        progress_token: request.progress_token,
+        dialect,
+        level: core.logging.level(),
+        sends_headers,
+        param_headers,
+    });
+    (outbound, dialect.is_some())
+}
+
+/// Stages 4 and 5: registers the waiter and writes the frame, then waits for the answer
+/// under `deadline` (which the connection's deadline task enforces, and progress may move).
+///
+/// Hands the slot back when the table was already closed (nothing was written).
+///
+/// # Cancel safety
+///
+/// Dropping the future takes the request out of the table, frees its slot, and sends
+/// `notifications/cancelled` when the request is cancellable.
+async fn send(
+    table: &Table,
+    id: i64,
+    outbound: switchboard_transports::Outbound,
+    request: &Request,
+    deadline: Option<Instant>,
+    slot: Option<Slot>,
+) -> std::result::Result<Result<Box<RawValue>>, Unsent> {
+    let (tx, rx) = oneshot::channel();
+    let waiter = Waiter::new(
+        table.server().clone(),
+        id,
+        request.method.clone(),
+        request.tool.clone(),
+        request.started,
+        deadline,
+        Track::new(request.deadline, request.progress.clone()),
+        request.cancellable(),
+        slot,
+        tx,
+    );
+    table.register(waiter, outbound)?;
+    let guard = CancelOnDrop {
+        table,
+        id,
+        cancellable: request.cancellable(),
+    };
+    let answer = rx.await;
+    std::mem::forget(guard);
+    Ok(answer.unwrap_or_else(|_| {
+        // Unreachable in practice: a waiter settles its caller even when dropped.
+        Err(Error::Disconnected {
+            server: table.server().clone(),
+            method: request.method.clone(),
+            tool: request.tool.clone(),
+            reason: Arc::new(CloseReason::aborted("the answer was lost")),
+        })
+    }))
+}
+
+/// Takes back a request whose caller stopped waiting, and tells the server.
+struct CancelOnDrop<'a> {
+    table: &'a Table,
+    id: i64,
+    cancellable: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        // Only if still waiting: an answered or failed request needs no cancel.
+        if let Some(waiter) = self.table.take(self.id) {
+            waiter.discard();
+            if self.cancellable {
+                self.table.cancel(
+                    self.id,
+                    CancelReason::Caller,
+                    "the caller cancelled the request",
+                );
+            }
+        }
+    }
+}
+
+/// Runs `future` until `deadline` (`None`: no deadline); `None` when the deadline passed.
+pub(crate) async fn until<F: std::future::Future>(
+    deadline: Option<Instant>,
+    future: F,
+) -> Option<F::Output> {
+    match deadline {
+        Some(at) => tokio::time::timeout_at(at.into(), future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
+/// Why a server is not ready, for an error.
+fn not_ready(status: &ServerStatus) -> String {
+    match &status.state {
+        ServerState::Restarting { last_error, .. } => {
+            format!("it is restarting (last error: {last_error})")
+        }
+        ServerState::Starting => "it is starting".to_owned(),
+        other => format!("it is {}", other.as_str()),
+    }
+}
+
+fn refused_error(core: &ServerCore, request: &Request, refused: Refused) -> Error {
+    match refused {
+        Refused::Full => Error::Overloaded {
+            server: core.name.clone(),
+            method: request.method.clone(),
+            tool: request.tool.clone(),
+            max_in_flight: core.admission.max(),
+        },
+        Refused::Closed => gone(core, &request.tool),
+    }
+}
+
+fn gone(core: &ServerCore, tool: &Option<Arc<str>>) -> Error {
+    Error::Unavailable {
+        server: core.name.clone(),
+        tool: tool.clone(),
+        reason: "its actor is not running (the runtime stopped it)".into(),
+        cause: None,
+    }
+}
+
+/// The actor's connection closed before its request was written: the close is handled
+/// where it arrives, and this answer is ignored with the connection.
+fn connection_gone(core: &ServerCore, request: &Request) -> Error {
+    Error::Disconnected {
+        server: core.name.clone(),
+        method: request.method.clone(),
+        tool: None,
+        reason: Arc::new(CloseReason::aborted(
+            "the connection closed before the request was written",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every call allocates its exchange: past glibc's per-thread cache (1,032 bytes) that
+    /// allocation takes the slow path and consolidates the heap (see `BENCHMARKS.md`).
+    #[test]
+    fn an_exchange_fits_the_allocators_per_thread_cache() {
+        fn size_of_future<'a, F: std::future::Future + 'a>(
+            _: &dyn Fn(&'a ServerCore, Request) -> F,
+        ) -> usize {
+            std::mem::size_of::<F>()
+        }
+        let size = size_of_future(&|core, request| exchange(core, request));
+        assert!(size <= 1024, "an exchange's future is {size} bytes");
+    }
+}
