@@ -43,6 +43,10 @@ enum Client {
     /// Switchboard with its connections on the callers' runtime: what a user gets without
     /// tuning (`#[tokio::main]`), given explicitly with `io_runtime`.
     SwitchboardIo,
+    /// The `io_runtime` set-up (a user's default), its sequential calls made from the thread
+    /// blocking on the runtime (`block_on`: where `#[tokio::main]`'s future runs) rather
+    /// than from a spawned task. Against the blocking echo server only.
+    SwitchboardBlockOn,
     /// The actor-thread set-up, every call with `.reset_on_progress(true)`.
     SwitchboardReset,
     /// The raw client of `baseline`: blocking sequential calls, or a pipelining writer and
@@ -60,6 +64,7 @@ impl Client {
         match self {
             Client::Switchboard => "switchboard",
             Client::SwitchboardIo => "switchboard_io",
+            Client::SwitchboardBlockOn => "switchboard_block_on",
             Client::SwitchboardReset => "switchboard_reset",
             Client::Raw => "raw",
             Client::Rmcp => "rmcp",
@@ -75,6 +80,7 @@ const SERVERS: [(&str, &[Client]); 2] = [
         &[
             Client::Switchboard,
             Client::SwitchboardIo,
+            Client::SwitchboardBlockOn,
             Client::SwitchboardReset,
             Client::Raw,
             Client::Rmcp,
@@ -171,6 +177,15 @@ impl Clients {
                 } else {
                     self.switchboard_io.clone()
                 };
+                measure::profile_on_worker(rt, name, n, window, move || echo(s.clone()))
+            }
+            Client::SwitchboardBlockOn if window == 1 => {
+                let s = self.switchboard_io.clone();
+                measure::profile_on_block_on(rt, name, n, move || echo(s.clone()))
+            }
+            // Many calls at once are tasks wherever the caller sits: the spawned set-up's.
+            Client::SwitchboardBlockOn => {
+                let s = self.switchboard_io.clone();
                 measure::profile_on_worker(rt, name, n, window, move || echo(s.clone()))
             }
             Client::SwitchboardReset => {
@@ -365,6 +380,25 @@ fn print_targets(profiles: &[Profile]) {
                     s64.cpu_us_per_call() / floor_64.cpu_us_per_call(),
                 );
             }
+        }
+        if let (Some(spawned), Some(main)) =
+            (seq(Client::SwitchboardIo), seq(Client::SwitchboardBlockOn))
+        {
+            println!("\n== stdio, {server} server: a caller on the block_on thread against a spawned one ==");
+            measure::print_target(
+                "sequential p50, switchboard_block_on / switchboard_io",
+                p50(main) / p50(spawned),
+                "x",
+                true,
+                1.3,
+            );
+            measure::print_target(
+                "client CPU per call sequential, switchboard_block_on / switchboard_io",
+                main.cpu_us_per_call() / spawned.cpu_us_per_call(),
+                "x",
+                true,
+                1.3,
+            );
         }
         if !list.contains(&Client::SwitchboardReset) {
             continue;

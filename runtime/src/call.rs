@@ -200,6 +200,7 @@ impl CallSpec {
             return Err(Error::Unavailable {
                 server: core.name.clone(),
                 tool: Some(tool),
+                because: crate::error::Unavailability::ListNotFresh,
                 reason: "its tool list was still being fetched again (past its ttlMs) at the call's deadline".into(),
                 cause: None,
             });

@@ -45,6 +45,7 @@ pub(crate) enum Gate {
     /// Not starting, or failing to start (a spawn failure, a refused handshake, a crash
     /// loop, a shutdown): calls fail at once with this reason, and the error behind it.
     Unavailable {
+        because: crate::error::Unavailability,
         reason: Arc<str>,
         cause: Option<Arc<Error>>,
     },

@@ -1,7 +1,21 @@
 //! The one error type of the runtime.
 //!
-//! Every variant names the server (and the tool, for tool calls) it concerns. `Error` is
-//! `Clone`: a disconnect fails every pending call with the same shared cause.
+//! Every variant names the server (and the tool, for tool calls) it concerns, and carries the
+//! context of its case; [`Error::kind`] and the `is_*` predicates answer the questions a
+//! caller asks of any error (hyper's style): did it time out, may the request have run, is
+//! the server unavailable. `Error` is `Clone`: a disconnect fails every pending call with the
+//! same shared cause.
+//!
+//! ```
+//! # fn f(error: switchboard::Error) {
+//! use switchboard::ErrorKind;
+//! match error.kind() {
+//!     ErrorKind::Timeout | ErrorKind::Disconnected if !error.may_have_run() => { /* retry */ }
+//!     ErrorKind::Unavailable => { /* the server is starting, failed, or stopped */ }
+//!     _ => {}
+//! }
+//! # }
+//! ```
 
 use std::fmt;
 use std::sync::Arc;
@@ -52,18 +66,35 @@ pub enum Error {
         /// Why the connection ended (exit status or signal, last stderr lines).
         reason: Arc<CloseReason>,
     },
-    /// The server is not running (it failed to start, crashed, or is stopping).
+    /// The server takes no calls now; [`because`](Unavailability) says which case it is.
     #[error("server `{server}` is unavailable: {reason}")]
     Unavailable {
         /// The server.
         server: Arc<str>,
         /// The tool, for `tools/call`.
         tool: Option<Arc<str>>,
-        /// Why.
+        /// Which case it is.
+        because: Unavailability,
+        /// Why, in words.
         reason: Arc<str>,
         /// The error that made it so, when there is one (a failed start, a crash loop).
         #[source]
         cause: Option<Arc<Error>>,
+    },
+    /// The transport could not deliver the request or read its answer, which the server
+    /// refused or garbled at the transport level (an HTTP error status, an answer that is
+    /// not the response, longer than the limit): a failure of this request, not of the
+    /// connection.
+    #[error("{} failed: {reason}", target(server, method, tool))]
+    Transport {
+        /// The server.
+        server: Arc<str>,
+        /// The JSON-RPC method.
+        method: Arc<str>,
+        /// The tool, for `tools/call`.
+        tool: Option<Arc<str>>,
+        /// What the transport saw.
+        reason: Arc<str>,
     },
     /// `max_in_flight` requests were pending for the whole of the call's deadline.
     #[error(
@@ -414,11 +445,86 @@ pub enum Error {
     #[error("the runtime has been shut down")]
     Shutdown,
     /// The runtime's actor thread could not be started.
-    #[error("cannot start the runtime: {detail}")]
-    Runtime {
-        /// The cause.
-        detail: Arc<str>,
+    #[error("cannot start the runtime's actor thread: {source}")]
+    ActorThread {
+        /// The operating system's error.
+        #[source]
+        source: Arc<std::io::Error>,
     },
+    /// The Prometheus endpoint could not listen where it was asked to.
+    #[error("cannot serve metrics at {addr}: {source}")]
+    MetricsListener {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The operating system's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+}
+
+/// Which case an [`Error::Unavailable`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unavailability {
+    /// The server failed to start (its command, its handshake) and is retried with backoff;
+    /// the error's `cause` is the start error.
+    StartFailed,
+    /// The server kept failing and is no longer restarted (a crash loop, or restarts off);
+    /// [`Runtime::restart_server`](crate::Runtime::restart_server) tries again.
+    GaveUp,
+    /// The server did not become ready within the call's deadline (it was starting or
+    /// restarting).
+    NotReady,
+    /// A stateless server's list that decides the call was still being fetched again (past
+    /// its `ttlMs`) at the call's deadline.
+    ListNotFresh,
+    /// The runtime stopped the server (it shut down, or removed the server).
+    Stopped,
+}
+
+/// What kind of failure an [`Error`] is, whatever its context: see [`Error::kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request's deadline passed ([`Error::Timeout`]), or a stateless server did not
+    /// acknowledge a subscription in time.
+    Timeout,
+    /// The connection ended while the request was pending ([`Error::Disconnected`]).
+    Disconnected,
+    /// The request's response broke before its answer ([`Error::StreamBroken`]).
+    StreamBroken,
+    /// The server takes no calls now ([`Error::Unavailable`]).
+    Unavailable,
+    /// Too many requests were in flight for the whole deadline ([`Error::Overloaded`]).
+    Overloaded,
+    /// The server answered with a JSON-RPC error ([`Error::Rpc`] and the typed errors of
+    /// known codes: URL elicitation required, missing capability, header mismatch,
+    /// refused version).
+    Rpc,
+    /// The server broke the protocol, or its input-required rounds could not be answered
+    /// ([`Error::Protocol`], [`Error::InputLoop`], [`Error::InputUnsupported`]).
+    Protocol,
+    /// The transport could not deliver the request or read its answer
+    /// ([`Error::Transport`]).
+    Transport,
+    /// The server refused our credentials ([`Error::Unauthorized`]).
+    Unauthorized,
+    /// The server could not be started ([`Error::Spawn`], [`Error::Handshake`],
+    /// [`Error::UnsupportedVersion`], [`Error::CrashLoop`]): a server's state, and the cause
+    /// of a call's [`Error::Unavailable`].
+    Start,
+    /// No such tool, prompt, resource or server.
+    NotFound,
+    /// A name or URI that several servers offer.
+    Ambiguous,
+    /// The request was refused before it was sent: a denied tool, an undeclared capability,
+    /// a task-only tool, arguments that are not an object.
+    Refused,
+    /// The runtime's own set-up failed (a duplicate server, its actor thread, its metrics
+    /// endpoint).
+    Setup,
+    /// The runtime was shut down.
+    Shutdown,
 }
 
 impl Error {
@@ -428,6 +534,7 @@ impl Error {
             Error::Timeout { server, .. }
             | Error::Disconnected { server, .. }
             | Error::Unavailable { server, .. }
+            | Error::Transport { server, .. }
             | Error::Overloaded { server, .. }
             | Error::Rpc { server, .. }
             | Error::MissingClientCapability { server, .. }
@@ -454,13 +561,91 @@ impl Error {
             | Error::AmbiguousPrompt { .. } => None,
             Error::UnknownServer { name } | Error::DuplicateServer { name } => Some(name),
             Error::UnknownTool { server, .. } => server.as_deref(),
-            Error::Shutdown | Error::Runtime { .. } | Error::AmbiguousTool { .. } => None,
+            Error::Shutdown
+            | Error::ActorThread { .. }
+            | Error::MetricsListener { .. }
+            | Error::AmbiguousTool { .. } => None,
         }
     }
 
-    /// Whether this is a [`Error::Timeout`].
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Timeout { .. } | Error::SubscriptionNotAcknowledged { .. } => ErrorKind::Timeout,
+            Error::Disconnected { .. } => ErrorKind::Disconnected,
+            Error::StreamBroken { .. } => ErrorKind::StreamBroken,
+            Error::Unavailable { .. } => ErrorKind::Unavailable,
+            Error::Overloaded { .. } => ErrorKind::Overloaded,
+            Error::Rpc { .. }
+            | Error::UrlElicitationRequired { .. }
+            | Error::MissingClientCapability { .. }
+            | Error::HeaderMismatch { .. }
+            | Error::VersionRejected { .. } => ErrorKind::Rpc,
+            Error::Protocol { .. } | Error::InputLoop { .. } | Error::InputUnsupported { .. } => {
+                ErrorKind::Protocol
+            }
+            Error::Transport { .. } => ErrorKind::Transport,
+            Error::Unauthorized { .. } => ErrorKind::Unauthorized,
+            Error::Spawn { .. }
+            | Error::Handshake { .. }
+            | Error::UnsupportedVersion { .. }
+            | Error::CrashLoop { .. } => ErrorKind::Start,
+            Error::UnknownTool { .. }
+            | Error::UnknownServer { .. }
+            | Error::UnknownPrompt { .. }
+            | Error::ResourceNotFound { .. } => ErrorKind::NotFound,
+            Error::AmbiguousTool { .. }
+            | Error::AmbiguousPrompt { .. }
+            | Error::AmbiguousResource { .. } => ErrorKind::Ambiguous,
+            Error::ToolDenied { .. }
+            | Error::NotSupported { .. }
+            | Error::TaskRequired { .. }
+            | Error::InvalidArguments { .. } => ErrorKind::Refused,
+            Error::DuplicateServer { .. }
+            | Error::ActorThread { .. }
+            | Error::MetricsListener { .. } => ErrorKind::Setup,
+            Error::Shutdown => ErrorKind::Shutdown,
+        }
+    }
+
+    /// Whether the request's deadline passed.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Error::Timeout { .. })
+        self.kind() == ErrorKind::Timeout
+    }
+
+    /// Whether the connection ended while the request was pending.
+    pub fn is_disconnected(&self) -> bool {
+        self.kind() == ErrorKind::Disconnected
+    }
+
+    /// Whether the server takes no calls now (starting too long, failed, stopped).
+    pub fn is_unavailable(&self) -> bool {
+        self.kind() == ErrorKind::Unavailable
+    }
+
+    /// Whether too many requests were in flight.
+    pub fn is_overloaded(&self) -> bool {
+        self.kind() == ErrorKind::Overloaded
+    }
+
+    /// Whether the server answered with a JSON-RPC error.
+    pub fn is_rpc(&self) -> bool {
+        self.kind() == ErrorKind::Rpc
+    }
+
+    /// Whether no tool, prompt, resource or server has that name.
+    pub fn is_not_found(&self) -> bool {
+        self.kind() == ErrorKind::NotFound
+    }
+
+    /// Whether the server may have run the request although the caller got no answer: it
+    /// was written and then timed out, the connection ended, or its response broke. (A
+    /// request refused before it was sent, or answered with an error, did not run.)
+    pub fn may_have_run(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Timeout | ErrorKind::Disconnected | ErrorKind::StreamBroken
+        )
     }
 }
 

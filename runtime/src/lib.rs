@@ -43,7 +43,7 @@ pub use config::ServerConfig;
 pub use config_file::{ConfigError, ConfigFile, FileDefaults};
 pub use deadline::ToolPolicy;
 pub use era::{Era, Protocol, UnknownProtocol};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result, Unavailability};
 pub use handle::ServerHandle;
 pub use logging::ServerLog;
 pub use restart::{Liveness, RestartPolicy};

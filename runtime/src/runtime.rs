@@ -229,10 +229,12 @@ impl RuntimeBuilder {
         #[cfg(feature = "prometheus")]
         let (exporter, sink) = match self.metrics_listener {
             Some(addr) => {
-                let (exporter, sink) =
-                    crate::metrics::Exporter::start(addr).map_err(|detail| Error::Runtime {
-                        detail: detail.into(),
-                    })?;
+                let (exporter, sink) = crate::metrics::Exporter::start(addr).map_err(|source| {
+                    Error::MetricsListener {
+                        addr,
+                        source: Arc::new(source),
+                    }
+                })?;
                 (Some(exporter), Some(sink))
             }
             None => (None, self.metrics),
@@ -250,12 +252,12 @@ impl RuntimeBuilder {
                 let _ = system.run();
                 let _ = done_tx.send(());
             })
-            .map_err(|e| Error::Runtime {
-                detail: e.to_string().into(),
+            .map_err(|e| Error::ActorThread {
+                source: Arc::new(e),
             })?;
-        let (system, arbiter) = system_rx.await.map_err(|_| Error::Runtime {
-            detail: "the actor thread stopped while starting".into(),
-        })?;
+        // The thread ends only by `System::stop`: before it answers, only by a panic in
+        // actix itself, after which the runtime is as good as shut down.
+        let (system, arbiter) = system_rx.await.map_err(|_| Error::Shutdown)?;
         let kills: Kills = Arc::new(Mutex::new(HashMap::new()));
         let registry = Arc::new(Registry::new(self.defaults.naming.clone(), metrics.clone()));
         let (events_tx, events_rx) = mpsc::unbounded_channel();

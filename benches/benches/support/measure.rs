@@ -224,6 +224,22 @@ where
     })
 }
 
+/// [`profile`] sequentially on the thread blocking on `rt` (`block_on`, as the future
+/// `#[tokio::main]` runs is): the calls are polled on the main thread, not on a worker, as an
+/// application's `main` makes them.
+pub(crate) fn profile_on_block_on<F, Fut>(
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    total: u64,
+    call: F,
+) -> Profile
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    rt.block_on(profile(name, total, 1, call))
+}
+
 /// `iters` sequential calls in one task on the runtime's worker, and the time they took: the
 /// sequential benches' `iter_custom`, so that callers run where [`profile_on_worker`]'s do.
 pub(crate) async fn sequential_on_worker<F, Fut>(iters: u64, call: F) -> Duration

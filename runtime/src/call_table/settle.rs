@@ -112,11 +112,11 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
         }
         Event::SendFailed { id, reason } => {
             let failed = match id {
-                Id::Number(id) => table.fail(id, |waiter| Error::Unavailable {
+                Id::Number(id) => table.fail(id, |waiter| Error::Transport {
                     server: table.server().clone(),
+                    method: waiter.method.clone(),
                     tool: waiter.tool.clone(),
                     reason: reason.clone(),
-                    cause: None,
                 }),
                 Id::String(_) => false,
             };

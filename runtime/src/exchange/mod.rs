@@ -47,7 +47,7 @@ use crate::call_table::{ProgressFn, Table, Track, Unsent, Waiter};
 use crate::core::{Gate, ServerCore};
 use crate::deadline::DeadlinePolicy;
 use crate::era::Modern;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unavailability};
 use crate::framer::{self, Round};
 pub(crate) use crate::framer::{Params, Retry};
 use crate::metrics::{CancelReason, Recording};
@@ -279,6 +279,7 @@ async fn wait_ready(
                 return Err(Error::Unavailable {
                     server: core.name.clone(),
                     tool: tool.clone(),
+                    because: Unavailability::NotReady,
                     reason: format!("not ready within the call's deadline: {why}").into(),
                     cause: None,
                 });
@@ -292,9 +293,14 @@ fn gate(core: &ServerCore, tool: &Option<Arc<str>>) -> Result<Option<Arc<Table>>
     match &**core.gate.load() {
         Gate::Ready(table) if !table.is_closed() => Ok(Some(table.clone())),
         Gate::Ready(_) | Gate::Starting => Ok(None),
-        Gate::Unavailable { reason, cause } => Err(Error::Unavailable {
+        Gate::Unavailable {
+            because,
+            reason,
+            cause,
+        } => Err(Error::Unavailable {
             server: core.name.clone(),
             tool: tool.clone(),
+            because: *because,
             reason: reason.clone(),
             cause: cause.clone(),
         }),
@@ -453,6 +459,7 @@ fn gone(core: &ServerCore, tool: &Option<Arc<str>>) -> Error {
     Error::Unavailable {
         server: core.name.clone(),
         tool: tool.clone(),
+        because: Unavailability::Stopped,
         reason: "its actor is not running (the runtime stopped it)".into(),
         cause: None,
     }

@@ -39,16 +39,16 @@ pub(crate) struct Exporter {
 
 impl Exporter {
     /// Binds `addr` now (so that a bad address fails the build) and serves from a thread.
-    pub(crate) fn start(addr: SocketAddr) -> Result<(Exporter, Sink), String> {
+    pub(crate) fn start(addr: SocketAddr) -> std::io::Result<(Exporter, Sink)> {
         let recorder = PrometheusBuilder::new()
             .set_buckets(BUCKETS)
-            .map_err(|e| e.to_string())?
+            // The buckets are constants: a refusal of them is a bug here, told as such.
+            .map_err(|e| std::io::Error::other(e.to_string()))?
             .build_recorder();
         let handle = recorder.handle();
-        let listener = std::net::TcpListener::bind(addr)
-            .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let listener = std::net::TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
         let (stop_tx, stop_rx) = oneshot::channel();
         let served = handle.clone();
         std::thread::Builder::new()
@@ -67,8 +67,7 @@ impl Exporter {
                         Err(e) => tracing::error!(%e, "cannot serve metrics"),
                     }
                 });
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
         tracing::info!(%addr, "serving metrics at /metrics");
         let exporter = Exporter {
             addr,

@@ -542,6 +542,7 @@ mod tests {
         let unavailable = Error::Unavailable {
             server: server.clone(),
             tool: None,
+            because: crate::error::Unavailability::Stopped,
             reason: "down".into(),
             cause: None,
         };

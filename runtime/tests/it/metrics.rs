@@ -253,7 +253,16 @@ async fn a_taken_address_fails_the_build() {
         .build()
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Runtime { .. }), "{err:?}");
+    let Error::MetricsListener {
+        addr: asked,
+        source,
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*asked, addr);
+    assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);
+    assert_eq!(err.kind(), switchboard::ErrorKind::Setup);
     assert!(err.to_string().contains("metrics"), "{err}");
     rt.shutdown().await;
 }

@@ -844,7 +844,7 @@ fn a_command_fails_as_a_file_of_that_one_server_does() {
 /// One of the rmcp fixture servers, built by `.ci/run` into `.ci/peers/rust-target`.
 fn rmcp_server(name: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../.ci/peers/rust-target/release")
+        .join("../../.ci/peers/rust-target/release")
         .join(name);
     assert!(
         path.exists(),

@@ -14,7 +14,7 @@ use super::{open, random_unit, Inbound, Link, Phase, ServerActor};
 use crate::call_table::settle::route;
 use crate::call_table::Table;
 use crate::core::Gate;
-use crate::error::Error;
+use crate::error::{Error, Unavailability};
 use crate::restart::Decision;
 use crate::status::ServerState;
 
@@ -235,6 +235,7 @@ impl ServerActor {
         self.stop_startup_timer(ctx);
         let reason: Arc<str> = error.to_string().into();
         self.set_gate(Gate::Unavailable {
+            because: Unavailability::StartFailed,
             reason: reason.clone(),
             cause: Some(Arc::new(error.clone())),
         });
@@ -304,6 +305,7 @@ impl ServerActor {
                 })),
             };
             self.set_gate(Gate::Unavailable {
+                because: Unavailability::StartFailed,
                 reason: error.to_string().into(),
                 cause: Some(Arc::new(error.clone())),
             });
@@ -407,7 +409,11 @@ impl ServerActor {
                     }
                     _ => (reason, None),
                 };
-                self.set_gate(Gate::Unavailable { reason: why, cause });
+                self.set_gate(Gate::Unavailable {
+                    because: Unavailability::GaveUp,
+                    reason: why,
+                    cause,
+                });
                 self.publish(state);
             }
         }

@@ -52,7 +52,7 @@ use tokio::sync::mpsc;
 use crate::call_table::{Silence, Table};
 use crate::core::{Gate, ServerCore};
 pub(crate) use crate::core::{IoPlaces, Kills, ServerEvent};
-use crate::error::Error;
+use crate::error::{Error, Unavailability};
 use crate::exchange::{exchange, Request};
 use crate::framer;
 use crate::metrics::CancelReason;
@@ -429,6 +429,7 @@ impl Handler<Shutdown> for ServerActor {
         }
         let reason: Arc<str> = "the runtime is shutting down".into();
         self.set_gate(Gate::Unavailable {
+            because: Unavailability::Stopped,
             reason: reason.clone(),
             cause: None,
         });
@@ -448,6 +449,7 @@ impl Handler<Shutdown> for ServerActor {
                 Error::Unavailable {
                     server: table.server().clone(),
                     tool: waiter.tool.clone(),
+                    because: Unavailability::Stopped,
                     reason: reason.clone(),
                     cause: None,
                 }
