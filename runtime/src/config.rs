@@ -100,6 +100,7 @@ pub struct ServerConfig<T = Transport> {
     pub(crate) protocol: Protocol,
     pub(crate) max_input_rounds: Option<u32>,
     pub(crate) reissue_on_broken_stream: bool,
+    pub(crate) min_list_freshness: Option<Duration>,
 }
 
 impl<T: Specific> From<ServerConfig<T>> for ServerConfig {
@@ -166,6 +167,12 @@ impl ServerConfig {
         self.max_input_rounds.unwrap_or(DEFAULT_MAX_INPUT_ROUNDS)
     }
 
+    /// The shortest time a stateless server's list counts as fresh.
+    pub(crate) fn min_list_freshness_value(&self) -> Duration {
+        self.min_list_freshness
+            .unwrap_or(crate::freshness::MIN_FRESH)
+    }
+
     /// The in-flight bound (after [`resolve`](Self::resolve)).
     pub(crate) fn max_in_flight_value(&self) -> usize {
         self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
@@ -191,6 +198,7 @@ impl<T> ServerConfig<T> {
             protocol: Protocol::Auto,
             max_input_rounds: None,
             reissue_on_broken_stream: false,
+            min_list_freshness: None,
         }
     }
 
@@ -216,6 +224,7 @@ impl<T> ServerConfig<T> {
             protocol: self.protocol,
             max_input_rounds: self.max_input_rounds,
             reissue_on_broken_stream: self.reissue_on_broken_stream,
+            min_list_freshness: self.min_list_freshness,
         }
     }
 
@@ -255,6 +264,15 @@ impl<T> ServerConfig<T> {
     /// pings are always sent again: they change nothing.
     pub fn reissue_on_broken_stream(mut self, reissue: bool) -> Self {
         self.reissue_on_broken_stream = reissue;
+        self
+    }
+
+    /// The shortest time a stateless (2026-07-28) server's list (tools, resources, prompts)
+    /// counts as fresh, whatever its `ttlMs` says (default 1 s): with `ttlMs: 0` a list
+    /// would otherwise be fetched again before every call. `Duration::ZERO` honours `ttlMs`
+    /// exactly.
+    pub fn min_list_freshness(mut self, floor: Duration) -> Self {
+        self.min_list_freshness = Some(floor);
         self
     }
 

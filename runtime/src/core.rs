@@ -132,6 +132,7 @@ impl ServerCore {
         events: mpsc::UnboundedSender<ServerEvent>,
     ) -> Self {
         let status = watch::channel(ServerStatus::starting(config.transport.kind())).0;
+        let freshness = ListFreshness::new(config.min_list_freshness_value());
         ServerCore {
             admission: Admission::new(config.max_in_flight_value(), metrics.in_flight.clone()),
             logging: Logging::new(name.clone()),
@@ -145,7 +146,7 @@ impl ServerCore {
             metrics,
             tool_rules: ArcSwap::from_pointee(ToolRules::default()),
             dialect: ArcSwapOption::empty(),
-            freshness: ListFreshness::default(),
+            freshness,
             own_in_flight: AtomicUsize::new(0),
             io,
             kills,

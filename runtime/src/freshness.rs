@@ -1,7 +1,9 @@
 //! How fresh a stateless (2026-07-28) server's cached lists are, after their `ttlMs`.
 //!
 //! Each list (tools; resources and templates together; prompts) is fresh for the `ttlMs` of
-//! its last listing (the shortest of its pages), and at least [`MIN_FRESH`]. A caller that
+//! its last listing (the shortest of its pages), and at least a floor ([`MIN_FRESH`] unless
+//! [`ServerConfig::min_list_freshness`](crate::ServerConfig::min_list_freshness) says
+//! otherwise). A caller that
 //! routes by a list past that has it fetched again first and waits (within its own
 //! deadline) for that one re-list; every caller of the same burst waits for the same one. A
 //! list only looked at is re-listed in the background and served stale meanwhile, as the
@@ -40,23 +42,31 @@ pub(crate) struct Freshness {
     wake: tokio::sync::Notify,
     /// Counts the re-lists that ended (listed, failed or abandoned), for the callers waiting.
     rounds: watch::Sender<u64>,
+    /// The shortest time a listing counts as fresh.
+    floor: Duration,
 }
 
 impl Default for Freshness {
     fn default() -> Self {
+        Freshness::new(MIN_FRESH)
+    }
+}
+
+impl Freshness {
+    /// A list fresh for its `ttlMs`, and at least `floor`.
+    pub(crate) fn new(floor: Duration) -> Self {
         Freshness {
             until: ArcSwapOption::empty(),
             pending: AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),
             rounds: watch::channel(0).0,
+            floor,
         }
     }
-}
 
-impl Freshness {
     /// A listing with `ttl` (`None` when the result had none) is in use from `now`.
     pub(crate) fn listed(&self, ttl: Option<Duration>, now: Instant) {
-        let fresh = ttl.unwrap_or_default().max(MIN_FRESH);
+        let fresh = ttl.unwrap_or_default().max(self.floor);
         self.until
             .store(Some(Arc::new(crate::deadline::saturating_after(
                 now, fresh,
@@ -65,9 +75,14 @@ impl Freshness {
     }
 
     /// Listing again failed at `now`: the last list stays in use, and is tried again once
-    /// it has served for [`MIN_FRESH`] more (a failing server is not asked before every call).
+    /// it has served for the floor (at least [`MIN_FRESH`]) more: a failing server is not
+    /// asked before every call.
     pub(crate) fn failed(&self, now: Instant) {
-        self.until.store(Some(Arc::new(now + MIN_FRESH)));
+        let again = self.floor.max(MIN_FRESH);
+        self.until
+            .store(Some(Arc::new(crate::deadline::saturating_after(
+                now, again,
+            ))));
         self.end_round();
     }
 
@@ -151,6 +166,15 @@ pub(crate) struct ListFreshness {
 }
 
 impl ListFreshness {
+    /// Lists fresh for their `ttlMs`, and at least `floor`.
+    pub(crate) fn new(floor: Duration) -> Self {
+        ListFreshness {
+            tools: Freshness::new(floor),
+            resources: Freshness::new(floor),
+            prompts: Freshness::new(floor),
+        }
+    }
+
     /// No TTL applies to any list (a new connection, whose era is not known yet).
     pub(crate) fn forget(&self) {
         self.tools.forget();

@@ -56,7 +56,18 @@ pub use switchboard_transports::{CloseCause, CloseReason};
 #[cfg(feature = "oauth")]
 pub use switchboard_oauth as oauth;
 
-/// The MCP shapes results come in (tools, call results, content blocks, …).
+/// The MCP shapes the runtime's answers come in, and what callers pass it: tools and their
+/// results, content blocks, resources, prompts, completion, log levels, and what a server
+/// says of itself. The wire's own shapes (requests, notifications, the handshake) stay in
+/// `switchboard-codecs`.
 pub mod model {
-    pub use switchboard_codecs::mcp::*;
+    pub use switchboard_codecs::mcp::{
+        Annotations, AudioContent, BlobResourceContents, CallToolResult, CompleteResult,
+        Completion, CompletionReference, Content, EmbeddedResource, GetPromptResult, ImageContent,
+        Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        LoggingLevel, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
+        ResourceContents, ResourceLink, ResourceTemplate, Role, ServerCapabilities, TaskSupport,
+        TextContent, TextResourceContents, Tool, ToolAnnotations, ToolExecution, ToolResultContent,
+        ToolUseContent, ToolsCapability, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    };
 }

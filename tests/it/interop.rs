@@ -1,10 +1,10 @@
 //! Interop with `@modelcontextprotocol/server-everything` (over stdio, HTTP+SSE and
 //! Streamable HTTP) and `@modelcontextprotocol/server-filesystem`.
 //!
-//! Runs only with `SWITCHBOARD_INTEROP=1`; then a peer that cannot start fails the test. The
-//! peers are installed by `.ci/run` into `.ci/peers` (never fetched inside a startup timeout).
+//! `#[ignore = "needs …"]`: `.ci/run` installs the peers into `.ci/peers` (never fetched
+//! inside a startup timeout) and runs these with `--ignored`; a peer that is missing or
+//! cannot start fails the test.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -15,23 +15,10 @@ use switchboard::client::{
 use switchboard::transport::HttpKind;
 use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig};
 
-pub(crate) fn enabled() -> bool {
-    std::env::var("SWITCHBOARD_INTEROP").is_ok_and(|v| v == "1")
-}
-
-pub(crate) fn peer_bin(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../.ci/peers/node_modules/.bin")
-        .join(name)
-}
-
 #[tokio::test]
+#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
 async fn server_everything_lists_and_calls_echo_over_stdio() {
-    if !enabled() {
-        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
-        return;
-    }
-    let bin = peer_bin("mcp-server-everything");
+    let bin = crate::peers::npm_bin("mcp-server-everything");
     assert!(bin.exists(), "peer not installed at {}", bin.display());
     let rt = Runtime::builder()
         .server(
@@ -91,13 +78,10 @@ async fn server_everything_lists_and_calls_echo_over_stdio() {
 }
 
 #[tokio::test]
+#[ignore = "needs server-everything and server-filesystem in .ci/peers (.ci/run installs them)"]
 async fn everything_and_filesystem_aggregated_from_a_config_file() {
-    if !enabled() {
-        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
-        return;
-    }
-    let everything = peer_bin("mcp-server-everything");
-    let filesystem = peer_bin("mcp-server-filesystem");
+    let everything = crate::peers::npm_bin("mcp-server-everything");
+    let filesystem = crate::peers::npm_bin("mcp-server-filesystem");
     assert!(
         everything.exists() && filesystem.exists(),
         "peers not installed"
@@ -214,11 +198,8 @@ async fn lists_and_echoes(rt: &Runtime, words: &str) -> &'static str {
 }
 
 #[tokio::test]
+#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
 async fn server_everything_over_legacy_http_sse() {
-    if !enabled() {
-        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
-        return;
-    }
     let peer = HttpPeer::everything("sse");
     let rt = one_server_runtime(ServerConfig::http(peer.url("/sse"), HttpKind::Sse)).await;
     assert_eq!(lists_and_echoes(&rt, "over http+sse").await, "sse");
@@ -231,11 +212,8 @@ async fn server_everything_over_legacy_http_sse() {
 }
 
 #[tokio::test]
+#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
 async fn server_everything_over_streamable_http_and_auto() {
-    if !enabled() {
-        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
-        return;
-    }
     let peer = HttpPeer::everything("streamableHttp");
     let rt = one_server_runtime(ServerConfig::http(
         peer.url("/mcp"),
@@ -267,11 +245,8 @@ impl ElicitationHandler for AcceptWithName {
 }
 
 #[tokio::test]
+#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
 async fn server_everything_elicitation_over_streamable_http() {
-    if !enabled() {
-        eprintln!("skipped: set SWITCHBOARD_INTEROP=1 (after `.ci/run` installed the peers)");
-        return;
-    }
     let peer = HttpPeer::everything("streamableHttp");
     let rt = one_server_runtime(
         ServerConfig::http(peer.url("/mcp"), HttpKind::StreamableHttp)

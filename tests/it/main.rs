@@ -1,8 +1,8 @@
 //! Cross-crate tests: the exact wire Switchboard writes, how it answers the requests servers
 //! send to the client, how it recovers a lost HTTP session and cancels a timed-out HTTP call
 //! (against scripted peers), OAuth against a scripted authorization server (and identity
-//! provider, for cross-app access), and interop with MCP servers nobody here wrote (behind
-//! `SWITCHBOARD_INTEROP=1`).
+//! provider, for cross-app access), and interop with MCP servers nobody here wrote
+//! (`#[ignore = "needs …"]`: `.ci/run` installs the peers and runs them with `--ignored`).
 
 mod broken_response;
 mod broken_stream;

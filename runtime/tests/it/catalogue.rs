@@ -184,6 +184,41 @@ async fn a_server_going_down_removes_only_its_tools_and_coming_back_restores_the
 }
 
 #[tokio::test]
+async fn once_a_server_is_seen_down_the_catalogue_no_longer_routes_to_it() {
+    let rt = Runtime::builder()
+        .server("alpha", demo_memory(&[]))
+        .server(
+            "beta",
+            demo_stdio(&["--faults"]).restart(switchboard::RestartPolicy::off()),
+        )
+        .build()
+        .await
+        .unwrap();
+    let beta = rt.server("beta").unwrap();
+    assert!(names(&rt).contains(&"hang".to_string()));
+    let _ = rt.call_tool("crash", json!({})).await;
+    let failed = || matches!(beta.status().state, switchboard::ServerState::Down { .. });
+    assert!(
+        eventually(Duration::from_secs(5), failed).await,
+        "{:?}",
+        beta.status().state
+    );
+    // No waiting: the status and the catalogue agree from the moment the status says so.
+    assert!(
+        !names(&rt).contains(&"hang".to_string()),
+        "{:?}",
+        names(&rt)
+    );
+    let err = rt.call_tool("hang", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::UnknownTool { .. }), "{err:?}");
+    // The other server's tools stay.
+    rt.call_tool("alpha__greet", json!({"name": "a"}))
+        .await
+        .expect("alpha still routes");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_catalogue_call_not_sent_yet_keeps_no_dropped_runtime_alive() {
     let rt = two_demos(Naming::default(), demo_memory(&["--name", "beta"])).await;
     let call = rt.call_tool("hang", json!({}));

@@ -1,4 +1,5 @@
-//! A stateless server's lists are fresh for their `ttlMs` (at least 1 s). A list past it is
+//! A stateless server's lists are fresh for their `ttlMs` (at least a floor: 1 s unless
+//! configured, here 400 ms to keep the tests short). A list past it is
 //! fetched again before a call is routed by it (once for a burst of calls), and in the
 //! background when it is only looked at; a fresh one is not fetched again, and a re-list
 //! that fails leaves the last list in use.
@@ -8,16 +9,24 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard::Error;
 
-use crate::listen::{start, until, Peer, FAILING_LISTS, SILENT_LISTS};
+use crate::listen::{self, until, Peer, FAILING_LISTS, SILENT_LISTS};
 
-/// Past the shortest freshness a listing has (1 s, whatever its `ttlMs`).
-const PAST_FRESH: Duration = Duration::from_millis(1100);
+/// The shortest freshness a listing has here, whatever its `ttlMs`.
+const FLOOR: Duration = Duration::from_millis(400);
+
+/// Past it.
+const PAST_FRESH: Duration = Duration::from_millis(450);
+
+/// The peer's server, with lists fresh for at least [`FLOOR`].
+async fn start(peer: &Peer) -> (switchboard::Runtime, switchboard::ServerHandle) {
+    listen::start(peer.config(false).min_list_freshness(FLOOR)).await
+}
 
 #[tokio::test]
 async fn resource_and_prompt_lists_past_their_ttl_are_listed_again_when_used() {
     for (ttl_ms, relisted) in [(0, true), (60_000, false)] {
         let peer = Peer::with_list_ttl(ttl_ms);
-        let (rt, server) = start(peer.config(false)).await;
+        let (rt, server) = start(&peer).await;
         until("the first lists", || !server.status().prompts.is_empty()).await;
         let count = |method: &str| peer.seen_of(method).len();
         assert_eq!((count("resources/list"), count("prompts/list")), (1, 1));
@@ -33,7 +42,11 @@ async fn resource_and_prompt_lists_past_their_ttl_are_listed_again_when_used() {
             })
             .await;
         } else {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // Routed by the lists: a stale one would have been fetched again first.
+            rt.read_resource("x://r0").await.expect("routed");
+            rt.get_prompt("p0", Vec::<(String, String)>::new())
+                .await
+                .expect("routed");
             assert_eq!(
                 (count("resources/list"), count("prompts/list")),
                 (1, 1),
@@ -47,7 +60,7 @@ async fn resource_and_prompt_lists_past_their_ttl_are_listed_again_when_used() {
 #[tokio::test]
 async fn a_stale_tool_list_is_fetched_again_before_routing_once_per_burst() {
     let peer = Peer::with_list_ttl(0);
-    let (rt, server) = start(peer.config(false)).await;
+    let (rt, server) = start(&peer).await;
     let lists = || peer.seen_of("tools/list").len();
     assert_eq!((server.tools()[0].name.as_str(), lists()), ("t0", 1));
 
@@ -89,7 +102,7 @@ async fn a_stale_tool_list_is_fetched_again_before_routing_once_per_burst() {
 async fn a_fresh_tool_list_routes_as_it_is_and_a_failed_relist_keeps_the_last_one() {
     // Fresh for a minute: a tool the server added meanwhile is not known yet.
     let peer = Peer::with_list_ttl(60_000);
-    let (rt, server) = start(peer.config(false)).await;
+    let (rt, server) = start(&peer).await;
     peer.set_version(1);
     tokio::time::sleep(PAST_FRESH).await;
     let unknown = rt.call_tool("t1", json!({})).await;
@@ -104,7 +117,7 @@ async fn a_fresh_tool_list_routes_as_it_is_and_a_failed_relist_keeps_the_last_on
     // Stale, and listing fails: the call goes on with the last list, and the next one does
     // not ask again at once.
     let peer = Peer::with_list_ttl(0);
-    let (rt, _server) = start(peer.config(false)).await;
+    let (rt, _server) = start(&peer).await;
     peer.set_version(FAILING_LISTS);
     tokio::time::sleep(PAST_FRESH).await;
     let refused = rt.call_tool("t0", json!({})).await;
@@ -120,7 +133,7 @@ async fn a_fresh_tool_list_routes_as_it_is_and_a_failed_relist_keeps_the_last_on
 #[tokio::test]
 async fn stale_prompt_and_resource_lists_are_fetched_again_before_routing() {
     let peer = Peer::with_list_ttl(0);
-    let (rt, server) = start(peer.config(false)).await;
+    let (rt, server) = start(&peer).await;
     until("the first lists", || !server.status().prompts.is_empty()).await;
     peer.set_version(1);
     tokio::time::sleep(PAST_FRESH).await;
@@ -138,7 +151,7 @@ async fn stale_prompt_and_resource_lists_are_fetched_again_before_routing() {
 #[tokio::test]
 async fn a_call_waits_for_a_relist_no_longer_than_its_own_deadline() {
     let peer = Peer::with_list_ttl(0);
-    let (rt, _server) = start(peer.config(false)).await;
+    let (rt, _server) = start(&peer).await;
     peer.set_version(SILENT_LISTS);
     tokio::time::sleep(PAST_FRESH).await;
     let call = rt

@@ -204,7 +204,7 @@ impl ServerActor {
         let timeout = self.core.config.timeout;
         for uri in self.core.subscriptions.uris() {
             let params = serde_json::json!({ "uri": uri });
-            self.request(ctx, crate::model::methods::RESOURCES_SUBSCRIBE, params, timeout, move |act, answer, _| {
+            self.request(ctx, switchboard_codecs::mcp::methods::RESOURCES_SUBSCRIBE, params, timeout, move |act, answer, _| {
                 if let Err(error) = answer {
                     tracing::warn!(server = %act.name, %uri, %error, "could not subscribe to the resource again");
                 }
@@ -219,7 +219,7 @@ impl ServerActor {
         };
         let params = serde_json::json!({ "level": level });
         let timeout = self.core.config.timeout;
-        self.request(ctx, crate::model::methods::LOGGING_SET_LEVEL, params, timeout, |act, answer, _| {
+        self.request(ctx, switchboard_codecs::mcp::methods::LOGGING_SET_LEVEL, params, timeout, |act, answer, _| {
             if let Err(error) = answer {
                 tracing::warn!(server = %act.name, %error, "could not set the server's log level again");
             }

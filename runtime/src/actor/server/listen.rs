@@ -87,6 +87,27 @@ pub(super) fn retry_delay(early_ends: u32) -> Duration {
         .min(MAX_RETRY)
 }
 
+/// What follows the end of a listen.
+#[derive(Debug)]
+pub(super) enum AfterEnd {
+    /// Opened again after [`retry_delay`]: the server closed it (a result), or its stream
+    /// broke (`why`).
+    Reopen(String),
+    /// Not asked again on a timer: a JSON-RPC error is the server refusing the listen (it
+    /// may not serve the method at all), and it would only refuse again. The next change
+    /// of the subscriptions, or the next connection, asks again.
+    Refused(Error),
+}
+
+/// What follows a listen that ended with `answer`.
+pub(super) fn after_end(answer: Result<Box<RawValue>, Error>) -> AfterEnd {
+    match answer {
+        Ok(_) => AfterEnd::Reopen("the server closed it".to_owned()),
+        Err(error @ Error::Rpc { .. }) => AfterEnd::Refused(error),
+        Err(error) => AfterEnd::Reopen(error.to_string()),
+    }
+}
+
 /// The subscribed URIs changed (a caller subscribed or unsubscribed).
 pub(super) struct UrisChanged;
 
@@ -174,34 +195,27 @@ impl ServerActor {
     }
 
     /// The listen request ended: a result is the server closing it gracefully, an error a
-    /// stream that broke. Either way it is opened again, after a delay.
+    /// stream that broke, a JSON-RPC error a refusal.
     fn on_listen_end(
         &mut self,
         id: i64,
         answer: Result<Box<RawValue>, Error>,
         ctx: &mut Context<Self>,
     ) {
-        match answer {
-            Ok(_) => {
-                tracing::debug!(server = %self.name, id, "the server closed subscriptions/listen")
+        match after_end(answer) {
+            AfterEnd::Reopen(why) => {
+                tracing::debug!(server = %self.name, id, why = %why, "subscriptions/listen ended");
+                self.listen_ended(id, ctx);
             }
-            // A JSON-RPC error is the server refusing the listen (it may not serve the
-            // method at all): asking again on a timer would only be refused again. The next
-            // change of the subscriptions, or the next connection, asks again.
-            Err(error @ Error::Rpc { .. }) => {
+            AfterEnd::Refused(error) => {
                 tracing::warn!(server = %self.name, %error, "the server refused subscriptions/listen; no list changes or resource updates will arrive");
                 if self.listening.open.as_ref().map(|o| o.id) == Some(id) {
                     if let Some(open) = self.listening.open.take() {
                         self.core.subscriptions.refused(open.revision, error);
                     }
                 }
-                return;
-            }
-            Err(error) => {
-                tracing::debug!(server = %self.name, id, %error, "subscriptions/listen ended")
             }
         }
-        self.listen_ended(id, ctx);
     }
 
     /// Schedules the re-open of listen `id`, if it is the open one.
@@ -315,6 +329,31 @@ mod tests {
             "resources": {},
         }));
         assert!(filter_for(&quiet, uris).is_empty());
+    }
+
+    #[test]
+    fn a_refused_listen_is_not_reopened_and_an_ended_one_is() {
+        let closed = RawValue::from_string(r#"{"resultType":"complete"}"#.to_owned());
+        assert!(matches!(
+            after_end(Ok(closed.expect("json"))),
+            AfterEnd::Reopen(_)
+        ));
+        let broken = Error::Transport {
+            server: "s".into(),
+            method: "subscriptions/listen".into(),
+            tool: None,
+            reason: "the stream broke".into(),
+        };
+        assert!(matches!(after_end(Err(broken)), AfterEnd::Reopen(_)));
+        let refused = Error::Rpc {
+            server: "s".into(),
+            method: "subscriptions/listen".into(),
+            tool: None,
+            code: -32601,
+            message: "Method not found".into(),
+            data: None,
+        };
+        assert!(matches!(after_end(Err(refused)), AfterEnd::Refused(_)));
     }
 
     #[test]
