@@ -297,21 +297,52 @@ struct CancelledParams {
 /// Sends never wait: the queue to the writer is unbounded because the runtime bounds what
 /// enters it (at most `max_in_flight` requests per server, plus one cancellation or answer for
 /// each of them); the writer drains it in batches with one flush per batch.
+///
+/// A transport may also let the sender write a message itself (stdio does, see
+/// [`Direct`]); the order of the messages is the same either way.
 #[derive(Debug, Clone)]
 pub struct Sender {
     tx: mpsc::UnboundedSender<Outbound>,
+    direct: Option<Arc<dyn Direct>>,
 }
 
 impl Sender {
     /// Wraps the queue a transport's writer drains.
     pub fn new(tx: mpsc::UnboundedSender<Outbound>) -> Self {
-        Sender { tx }
+        Sender { tx, direct: None }
     }
 
-    /// Queues one message for the writer.
+    /// Wraps the queue a transport's writer drains, and a way to write past it.
+    #[cfg_attr(not(all(unix, feature = "stdio")), allow(dead_code))]
+    pub(crate) fn with_direct(
+        tx: mpsc::UnboundedSender<Outbound>,
+        direct: Arc<dyn Direct>,
+    ) -> Self {
+        Sender {
+            tx,
+            direct: Some(direct),
+        }
+    }
+
+    /// Sends one message: written at once when the transport lets the sender do it,
+    /// otherwise queued for the writer.
     pub fn send(&self, message: Outbound) -> Result<(), SendError> {
+        let message = match &self.direct {
+            Some(direct) => match direct.try_write(message) {
+                Ok(()) => return Ok(()),
+                Err(message) => message,
+            },
+            None => message,
+        };
         self.tx.send(message).map_err(|_| SendError)
     }
+}
+
+/// A transport's way for a sender to write a message on its own thread, past the writer
+/// task, when nothing is queued before it: saves the wake-up of the writer's thread.
+pub(crate) trait Direct: Send + Sync + fmt::Debug {
+    /// Writes `message` now, or hands it back to be queued (counted as queued from then).
+    fn try_write(&self, message: Outbound) -> Result<(), Outbound>;
 }
 
 /// The connection's writer is gone.

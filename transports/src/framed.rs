@@ -1,7 +1,8 @@
 //! Shared plumbing for byte-stream transports: a reader task that turns newline-delimited
 //! JSON into [`Event`]s and a writer task that batches [`Outbound`] messages into lines.
 //!
-//! stdio and memory run one of each per connection. Neither task sends
+//! Memory runs one of each per connection; stdio runs the reader and a writer of its own
+//! that senders may write past (`stdio::lane`), with the same batching ([`next_batch`]). Neither task sends
 //! [`Event::Closed`]: the transport's own task does, after the reader has finished, so the
 //! close event always comes after the last message.
 
@@ -17,14 +18,14 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
-use crate::connection::{Event, Inline, Outbound};
+use crate::connection::{Event, Facts, Inline, Outbound};
 
 /// Capacity of a connection's event queue. A consumer that falls behind stops the reader,
 /// and the pipe then stops the server: backpressure instead of memory.
 pub(crate) const EVENTS_CAPACITY: usize = 256;
 
 /// Most messages written between two flushes.
-const WRITE_BATCH: usize = 64;
+pub(crate) const WRITE_BATCH: usize = 64;
 
 /// Longest excerpt of a skipped frame that goes into a log line.
 const LOG_EXCERPT: usize = 120;
@@ -32,24 +33,33 @@ const LOG_EXCERPT: usize = 120;
 /// Requests written and not yet answered, as the writer and the reader of one connection
 /// count them: the writer's hint that a burst of calls is under way.
 ///
-/// A request that is never answered (cancelled, timed out) stays counted; the count then
-/// only makes the writer yield once per batch when it need not, never lose a frame.
+/// A cancellation counts as the answer to its request, which the server need not send; an
+/// answer that still comes finds the count at zero at worst. The count is a hint: off by
+/// one, it makes the writer yield once when it need not (or a lone write go out alone),
+/// never loses or reorders a frame.
 #[derive(Debug, Clone, Default)]
-struct Outstanding(Arc<AtomicUsize>);
+pub(crate) struct Outstanding(Arc<AtomicUsize>);
 
 impl Outstanding {
-    fn written(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+    /// `message` was written.
+    pub(crate) fn sent(&self, message: &Outbound) {
+        match message.facts {
+            Facts::Request(_) => {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+            Facts::Cancel { .. } => self.answered(),
+            _ => {}
+        }
     }
 
-    fn answered(&self) {
+    pub(crate) fn answered(&self) {
         let _ = self
             .0
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
     }
 
     /// Whether earlier requests still wait for their answers.
-    fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         self.0.load(Ordering::Relaxed) > 0
     }
 }
@@ -110,7 +120,7 @@ where
 /// first, so an answer written just before an exit still arrives. Sending waits for room in
 /// `events` (backpressure); once the receiver is gone, frames are read and dropped so the
 /// peer never blocks on a full pipe.
-fn spawn_reader<R>(
+pub(crate) fn spawn_reader<R>(
     server: Arc<str>,
     inline: Inline,
     reader: R,
@@ -210,39 +220,52 @@ where
         let received = tokio::select! {
             biased;
             _ = &mut *shutdown => {
-                // A graceful close still delivers what was sent before it.
+                // A graceful close still delivers what was sent before it (some of it may
+                // be in `batch` already, taken by a `next_batch` that was still gathering).
                 while let Ok(message) = outbound.try_recv() {
+                    batch.push(message);
+                }
+                for message in batch.drain(..) {
                     write_line(writer, &message).await?;
                 }
                 return Ok(());
             }
-            n = outbound.recv_many(&mut batch, WRITE_BATCH) => n,
+            n = next_batch(outbound, &mut batch, outstanding) => n,
         };
         if received == 0 {
             return Ok(());
         }
-        if received < WRITE_BATCH && outstanding.busy() {
-            // tokio runs a woken task right after the one that woke it, so under a burst of
-            // calls the writer would wake once per caller and make one write (and wake the
-            // server once) per request. Yielding lets the callers that are ready now queue
-            // their frames, and the burst goes out in one write. Not when nothing else is
-            // outstanding: a lone call goes out at once (a yield would wake an idle worker).
-            tokio::task::yield_now().await;
-            while batch.len() < WRITE_BATCH {
-                match outbound.try_recv() {
-                    Ok(message) => batch.push(message),
-                    Err(_) => break,
-                }
-            }
-        }
         for message in batch.drain(..) {
             write_line(writer, &message).await?;
-            if message.request_id().is_some() {
-                outstanding.written();
-            }
+            outstanding.sent(&message);
         }
         writer.flush().await?;
     }
+}
+
+/// Waits for the next messages to write and takes them into `batch` (at most
+/// [`WRITE_BATCH`]); 0 once every sender is gone.
+pub(crate) async fn next_batch(
+    outbound: &mut mpsc::UnboundedReceiver<Outbound>,
+    batch: &mut Vec<Outbound>,
+    outstanding: &Outstanding,
+) -> usize {
+    let received = outbound.recv_many(batch, WRITE_BATCH).await;
+    if received > 0 && received < WRITE_BATCH && outstanding.busy() {
+        // tokio runs a woken task right after the one that woke it, so under a burst of
+        // calls the writer would wake once per caller and make one write (and wake the
+        // server once) per request. Yielding lets the callers that are ready now queue
+        // their frames, and the burst goes out in one write. Not when nothing else is
+        // outstanding: a lone call goes out at once (a yield would wake an idle worker).
+        tokio::task::yield_now().await;
+        while batch.len() < WRITE_BATCH {
+            match outbound.try_recv() {
+                Ok(message) => batch.push(message),
+                Err(_) => break,
+            }
+        }
+    }
+    batch.len()
 }
 
 async fn write_line<W>(writer: &mut BufWriter<W>, message: &Outbound) -> io::Result<()>

@@ -36,6 +36,7 @@
 //! (any task on a tokio runtime does; a thread of `spawn_blocking`'s pool does not).
 
 mod group;
+mod lane;
 mod process;
 mod stderr;
 
@@ -56,6 +57,7 @@ use crate::connection::{BoxFuture, Connection, Control, KillHandle, Sender};
 use crate::framed;
 
 use self::group::Group;
+use self::lane::Lane;
 use self::process::Process;
 use self::stderr::Ring;
 
@@ -300,17 +302,30 @@ pub async fn connect(name: &str, config: &Config) -> Result<Connection, Error> {
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
     let (close_tx, close_rx) = oneshot::channel();
 
+    let stdin = match stdin
+        .into_owned_fd()
+        .and_then(tokio::net::unix::pipe::Sender::from_owned_fd)
+    {
+        Ok(stdin) => stdin,
+        Err(e) => {
+            let _ = child.start_kill();
+            return Err(spawn_error(e));
+        }
+    };
     let codec = LinesCodec::with_max_length(config.max_frame_length);
     let inline = crate::connection::Inline::default();
-    let framed::Tasks { reader, writer } = framed::spawn_tasks(
+    let outstanding = framed::Outstanding::default();
+    let lane = Lane::new(stdin, outstanding.clone());
+    let reader = framed::spawn_reader(
         server.clone(),
-        (stdout, stdin),
+        inline.clone(),
+        stdout,
         codec,
-        (inline.clone(), events_tx.clone()),
-        outbound_rx,
+        events_tx.clone(),
         stop_rx,
-        shutdown_rx,
+        outstanding,
     );
+    let writer = lane::spawn_writer(lane.clone(), outbound_rx, shutdown_rx);
     let stderr = stderr::spawn_drain(server.clone(), stderr, ring.clone());
     let process = Process {
         server: server.clone(),
@@ -331,7 +346,7 @@ pub async fn connect(name: &str, config: &Config) -> Result<Connection, Error> {
     tokio::spawn(process.run());
 
     Ok(Connection {
-        sender: Sender::new(outbound_tx),
+        sender: Sender::with_direct(outbound_tx, lane),
         events: events_rx,
         inline,
         control: Box::new(ProcessControl {
