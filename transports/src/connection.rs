@@ -298,8 +298,8 @@ struct CancelledParams {
 /// enters it (at most `max_in_flight` requests per server, plus one cancellation or answer for
 /// each of them); the writer drains it in batches with one flush per batch.
 ///
-/// A transport may also let the sender write a message itself (stdio does, see
-/// [`Direct`]); the order of the messages is the same either way.
+/// A transport may also let the sender write a message itself (stdio does, for a lone
+/// small message); the order of the messages is the same either way.
 #[derive(Debug, Clone)]
 pub struct Sender {
     tx: mpsc::UnboundedSender<Outbound>,
