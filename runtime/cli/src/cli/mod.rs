@@ -102,10 +102,12 @@ enum Command {
     /// Run a config file's servers until interrupted, serving their metrics for Prometheus.
     #[command(after_help = serve_metrics::AFTER_HELP)]
     ServeMetrics(serve_metrics::Args),
-    /// Serve the bundled demo MCP server on stdin/stdout.
+    /// Serve the bundled demo MCP server on stdin/stdout, or over Streamable HTTP.
     #[command(hide = true)]
     DemoServer {
-        /// `--faults`, `--protocol-version V`, `--page-size N`, `--name N`.
+        /// `--faults`, `--protocol-version V`, `--page-size N`, `--name N`, `--modern`,
+        /// `--http ADDR` (Streamable HTTP at `http://ADDR/mcp`), `--conformance` (the
+        /// official suite's fixture).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
