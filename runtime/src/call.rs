@@ -60,6 +60,7 @@ pub(crate) struct CallSpec {
     pub(crate) arguments: serde_json::Value,
     pub(crate) options: ToolPolicy,
     pub(crate) progress: Option<ProgressFn>,
+    pub(crate) meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// Where a call goes.
@@ -106,6 +107,7 @@ impl Call {
                 arguments,
                 options: ToolPolicy::default(),
                 progress: None,
+                meta: None,
             }),
             running: None,
         }
@@ -142,6 +144,12 @@ impl Call {
         self.configure(|s| s.progress = Some(Arc::new(callback)))
     }
 
+    /// `_meta` entries for the request, written beside the progress token and (for a
+    /// stateless server) the era's own entries: give none of theirs.
+    pub fn meta(self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.configure(|s| s.meta = Some(Arc::new(meta)))
+    }
+
     /// Sends the call and returns the result as raw JSON, untouched.
     ///
     /// # Panics
@@ -166,6 +174,7 @@ impl CallSpec {
             arguments,
             options,
             progress,
+            meta,
         } = self;
         let started = std::time::Instant::now();
         let (handle, tool) = match route {
@@ -216,6 +225,7 @@ impl CallSpec {
             Params::ToolCall {
                 name: tool.clone(),
                 arguments,
+                meta,
             },
             started,
             policy,

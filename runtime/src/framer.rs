@@ -33,8 +33,13 @@ use crate::era::{Modern, ModernMeta};
 pub(crate) enum Params {
     /// An object (`{}` when empty); a `_meta` inside it is merged with the request's own.
     Object(Map<String, Value>),
-    /// `tools/call`'s `name` and `arguments` (an object).
-    ToolCall { name: Arc<str>, arguments: Value },
+    /// `tools/call`'s `name` and `arguments` (an object), and the `_meta` entries the
+    /// caller gave (merged with the request's own, as for [`Params::Object`]).
+    ToolCall {
+        name: Arc<str>,
+        arguments: Value,
+        meta: Option<Arc<Map<String, Value>>>,
+    },
 }
 
 impl Params {
@@ -63,7 +68,7 @@ impl Params {
     fn meta(&self) -> Option<&Map<String, Value>> {
         match self {
             Params::Object(map) => map.get("_meta").and_then(Value::as_object),
-            Params::ToolCall { .. } => None,
+            Params::ToolCall { meta, .. } => meta.as_deref(),
         }
     }
 }
@@ -200,7 +205,9 @@ impl Serialize for Body<'_> {
                     }
                 }
             }
-            Params::ToolCall { name, arguments } => {
+            Params::ToolCall {
+                name, arguments, ..
+            } => {
                 map.serialize_entry("name", &**name)?;
                 map.serialize_entry("arguments", arguments)?;
             }
@@ -285,6 +292,7 @@ mod tests {
         let params = Params::ToolCall {
             name: "t".into(),
             arguments: json!({"a": 1}),
+            meta: None,
         };
         let mut responses = Map::new();
         responses.insert("k".into(), json!({"action": "accept"}));
@@ -325,6 +333,7 @@ mod header_tests {
         let params = Params::ToolCall {
             name: "q".into(),
             arguments: json!({"region": "eu 1 ", "x": 2}),
+            meta: None,
         };
         let headers = [ParamHeader {
             path: vec!["region".into()],
