@@ -91,6 +91,20 @@ async fn answer(
         server: server.as_deref(),
     };
     let call = runtime.call_tool(name, arguments);
+    let listed = catalogue
+        .resolve(name)
+        .map_or(name, |e| e.tool.name.as_str());
+    if super::tasks::wanted(runtime, target.server, listed) {
+        return super::tasks::invoke(
+            call,
+            &target,
+            args.timeout,
+            args.json,
+            args.detach,
+            interrupt,
+        )
+        .await;
+    }
     invoke(call, target, args.timeout, args.json, interrupt).await
 }
 

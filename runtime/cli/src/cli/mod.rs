@@ -43,6 +43,7 @@ mod prompts;
 mod resources;
 mod roots;
 mod serve_metrics;
+mod tasks;
 mod tools;
 
 /// Run MCP servers under Switchboard's supervision and call their tools.
@@ -96,6 +97,9 @@ enum Command {
     /// Start every server of a config file and report on each.
     #[command(after_help = AFTER_HELP_CHECK)]
     Check(CheckArgs),
+    /// List the tasks earlier commands left running on the servers, with their status now.
+    #[command(after_help = tasks::AFTER_HELP)]
+    Tasks(tasks::Args),
     /// OAuth for a config file's HTTP servers with an "oauth" object: login NAME, status,
     /// logout NAME.
     Auth(auth::AuthArgs),
@@ -152,6 +156,9 @@ struct CallArgs {
     /// `-- CMD` and a config file: {"content":[...],"structuredContent","isError"}.
     #[arg(long)]
     json: bool,
+    /// When the tool runs as a task: print its id and leave it running (see `tasks`).
+    #[arg(long)]
+    detach: bool,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]
@@ -276,6 +283,7 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Prompts(args) => prompts::run_list(args, &mut interrupt).await,
         Command::Prompt(args) => prompts::run_get(args, &mut interrupt).await,
         Command::Check(args) => check::run(args, &mut interrupt).await,
+        Command::Tasks(args) => tasks::run(args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
         Command::Auth(args) => auth::run(args).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,

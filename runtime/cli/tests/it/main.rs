@@ -4,6 +4,7 @@
 mod cli;
 mod cli_auth;
 mod cli_features;
+mod cli_tasks;
 
 /// Whether a process is gone (no such pid, or a zombie nobody reaped yet).
 pub(crate) fn process_is_gone(pid: u32) -> bool {
