@@ -6,7 +6,7 @@
 //! (and `tasks.list`, `tasks.cancel`). A task-augmented request is then answered at once
 //! with a `CreateTaskResult`, its handler runs on as for any request (under the handler
 //! deadline), and the server's `tasks/get`, `tasks/result` (which waits for the handler),
-//! `tasks/list` and `tasks/cancel` are answered from [`Received`], one per server.
+//! `tasks/list` and `tasks/cancel` are answered from the tasks kept for that server.
 //!
 //! Task ids are 128 random bits. A task is kept for the `ttl` the server asked for (at most
 //! [`MAX_TTL`], [`DEFAULT_TTL`] when it asked none), then forgotten (a running one is
