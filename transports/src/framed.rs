@@ -37,17 +37,33 @@ const LOG_EXCERPT: usize = 120;
 /// answer that still comes finds the count at zero at worst. The count is a hint: off by
 /// one, it makes the writer yield once when it need not (or a lone write go out alone),
 /// never loses or reorders a frame.
+///
+/// A request is counted *before* its bytes can reach the server: counted after, its answer
+/// may be read first (the reader runs on another thread), find the count at zero, and the
+/// late count then stays one too high for the connection's life, which turns the direct
+/// write off and makes the writer yield on every message.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Outstanding(Arc<AtomicUsize>);
 
 impl Outstanding {
-    /// `message` was written.
-    pub(crate) fn sent(&self, message: &Outbound) {
+    /// `message` is about to be written.
+    pub(crate) fn sending(&self, message: &Outbound) {
         match message.facts {
             Facts::Request(_) => {
                 self.0.fetch_add(1, Ordering::Relaxed);
             }
             Facts::Cancel { .. } => self.answered(),
+            _ => {}
+        }
+    }
+
+    /// `message`, counted by [`Outstanding::sending`], was not written after all.
+    pub(crate) fn unsent(&self, message: &Outbound) {
+        match message.facts {
+            Facts::Request(_) => self.answered(),
+            Facts::Cancel { .. } => {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
             _ => {}
         }
     }
@@ -236,8 +252,9 @@ where
             return Ok(());
         }
         for message in batch.drain(..) {
+            // A full buffer writes through: the answer may come before this loop ends.
+            outstanding.sending(&message);
             write_line(writer, &message).await?;
-            outstanding.sent(&message);
         }
         writer.flush().await?;
     }

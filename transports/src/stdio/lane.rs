@@ -77,7 +77,7 @@ impl Lane {
         for message in batch.iter() {
             state.pending.extend_from_slice(&message.payload);
             state.pending.push(b'\n');
-            self.outstanding.sent(message);
+            self.outstanding.sending(message);
         }
         self.queued.fetch_sub(batch.len(), Ordering::SeqCst);
         batch.clear();
@@ -144,6 +144,8 @@ impl Direct for Lane {
             return queue(message);
         };
         let line = [IoSlice::new(&message.payload), IoSlice::new(b"\n")];
+        // Counted first: the answer can be read on another thread before `write` returns.
+        self.outstanding.sending(&message);
         match pipe.try_write_vectored(&line) {
             Ok(n) => {
                 if n < len {
@@ -154,11 +156,11 @@ impl Direct for Lane {
                     drop(state);
                     self.wake.notify_one();
                 }
-                self.outstanding.sent(&message);
                 Ok(())
             }
             // A full pipe waits in the writer task; a broken one is its to report.
             Err(_) => {
+                self.outstanding.unsent(&message);
                 drop(state);
                 queue(message)
             }
@@ -334,5 +336,69 @@ mod tests {
         drop(tx);
         writer.await.unwrap().expect("written");
         assert!(lines.next_line().await.unwrap().is_none(), "EOF");
+    }
+
+    /// A request is counted before the server can read it: counted after, an answer read
+    /// on another thread first found the count at zero, and the count then stayed one too
+    /// high, which turned the direct write off for the connection's life (seen as calls
+    /// twice as slow after a burst of calls from the `block_on` thread).
+    #[tokio::test]
+    async fn a_request_is_counted_before_the_server_can_read_it() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (lane, rx) = lane().await;
+        let file = std::fs::File::from(rx.into_blocking_fd().expect("fd"));
+        // Non-blocking, read in a spin: the reader sees a line as soon as it is in the pipe.
+        unsafe {
+            let fd = file.as_raw_fd();
+            libc::fcntl(
+                fd,
+                libc::F_SETFL,
+                libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
+            );
+        }
+        const CALLS: usize = 20_000;
+        let (read_tx, read_rx) = std::sync::mpsc::channel::<bool>();
+        let outstanding = lane.outstanding.clone();
+        let reader = std::thread::spawn(move || {
+            let mut file = file;
+            let mut buf = [0u8; 256];
+            let mut lines = 0;
+            while lines < CALLS {
+                let n = match file.read(&mut buf) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) => panic!("read: {e}"),
+                };
+                for _ in buf[..n].iter().filter(|&&b| b == b'\n') {
+                    let counted = outstanding.busy();
+                    outstanding.answered();
+                    lines += 1;
+                    read_tx.send(counted).expect("send");
+                }
+            }
+        });
+        let mut uncounted = 0;
+        for i in 0..CALLS {
+            let request = Outbound {
+                payload: bytes::Bytes::from(format!("{{\"id\":{i}}}")),
+                facts: Facts::Request(crate::connection::RequestFacts {
+                    id: switchboard_codecs::jsonrpc::Id::Number(i as i64),
+                    method: "tools/call".into(),
+                    stateless: None,
+                }),
+            };
+            assert!(
+                lane.try_write(request).is_ok(),
+                "nothing outstanding: direct"
+            );
+            if !read_rx.recv().expect("read") {
+                uncounted += 1;
+            }
+            // The answer was read: nothing is outstanding, whatever the order was.
+            assert!(!lane.outstanding.busy(), "call {i}: the count stayed high");
+        }
+        reader.join().expect("reader");
+        assert_eq!(uncounted, 0, "requests readable before they were counted");
     }
 }
