@@ -908,3 +908,14 @@ async fn a_sampling_request_a_server_sends_as_a_task_is_run_as_one_and_served() 
     assert!(created["result"].get("model").is_none(), "{created}");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn dropping_the_call_of_a_task_tool_cancels_its_task() {
+    let (rt, server, seen) = start_tasks(Duration::from_secs(10)).await;
+    let call = tokio::spawn(server.call_tool("job", json!({"end": "never", "interval": 50})));
+    assert!(eventually(Duration::from_secs(5), || server.tasks().len() == 1).await);
+    call.abort();
+    assert!(eventually(Duration::from_secs(5), || cancels(&seen) == 1).await);
+    assert!(eventually(Duration::from_secs(5), || server.tasks().is_empty()).await);
+    rt.shutdown().await;
+}
