@@ -176,6 +176,8 @@ order, disabled ones last, each with:
   protocolVersion  the protocol version in use, once known; else null
   tools            how many tools it listed, when ready; else null
   handshakeMs      how long its handshake took, in milliseconds, once done; else null
+  tasks            the shape of tasks it speaks: 2025-11-25 (the experimental tasks) or
+                   extension (io.modelcontextprotocol/tasks, 2026-07-28); else null
   error            why it is not ready; null when it is (or is disabled)
 
 Examples:
