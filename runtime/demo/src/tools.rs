@@ -292,14 +292,16 @@ async fn run(demo: &Demo, ctx: &Context, name: &str, args: &Value) -> ToolResult
             Ok(text(format!("sent {count} notifications")))
         }
         "freeze" => {
-            // Answer first, then go silent: the client sees a live but stuck server.
+            // Answer, then go silent: the client sees a live but stuck server. Frozen before
+            // the answer leaves, or a request the client sends on seeing it could still be
+            // taken in (and answered).
             let answer = json!({
                 "jsonrpc": "2.0",
                 "id": ctx.request_id(),
                 "result": {"content": [{"type": "text", "text": "frozen"}]}
             });
-            ctx.send_raw(Bytes::from(answer.to_string())).await;
             demo.frozen.store(true, Ordering::Relaxed);
+            ctx.send_raw(Bytes::from(answer.to_string())).await;
             std::future::pending::<()>().await;
             Ok(text("unreachable"))
         }

@@ -206,6 +206,13 @@ async fn a_silent_server_is_restarted_after_three_silences_and_late_callers_stil
         .with_ping(Duration::from_secs(600), Duration::from_secs(600))
         .with_max_failures(3);
     let (rt, server) = runtime_with(faulty().liveness(liveness)).await;
+    // The actor's own listings after the handshake answered first: answered after the freeze,
+    // they would be heard during the first round, which then is no silence.
+    let listed = || {
+        let status = server.status();
+        !status.prompts.is_empty() && !status.resources.is_empty()
+    };
+    assert!(eventually(Duration::from_secs(10), listed).await);
     assert_eq!(
         server.call_tool("freeze", json!({})).await.unwrap().text(),
         "frozen"
