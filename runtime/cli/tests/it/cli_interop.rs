@@ -307,3 +307,37 @@ fn the_python_sdk_server_from_the_command_line() {
     let _ = child.wait();
     assert_eq!(succeeded(&out).trim(), "booked Rome");
 }
+
+#[test]
+#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
+fn server_everythings_form_is_asked_on_a_terminal_multi_selects_included() {
+    // script(1) gives the command a terminal; the answers are typed ahead: a name, then
+    // Enter (the default, or left out) for the twelve other fields, two of them
+    // multi-selects.
+    let command = format!(
+        "{} call trigger-elicitation-request -- {} stdio",
+        crate::cli::BIN,
+        everything()
+    );
+    let typed = "Ada\n".to_owned() + &"\n".repeat(12);
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script(1), of util-linux");
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::io::Write::write_all(&mut stdin, typed.as_bytes()).expect("typed");
+    drop(stdin);
+    let output = child.wait_with_output().expect("output");
+    let shown = String::from_utf8_lossy(&output.stdout).replace('\r', "");
+    assert!(shown.contains("Untitled Multiple Select Enum"), "{shown}");
+    assert!(
+        shown.contains("User provided the requested information"),
+        "{shown}"
+    );
+    assert!(shown.contains("- Name: Ada"), "{shown}");
+    assert!(shown.contains("- Favorite Integer: 42"), "{shown}");
+    assert!(!shown.contains("declined"), "{shown}");
+}
