@@ -1,8 +1,8 @@
 //! The command line against servers nobody here wrote: server-everything (over stdio,
 //! Streamable HTTP and legacy HTTP+SSE, given on the command line as a command or a URL)
 //! and the official Python SDK server. Tools the server adds right after its handshake are
-//! called at once, forms are answered with `--answer`, `complete`, `ping` and `auth login` of a
-//! server without OAuth.
+//! called at once, forms are asked on a terminal or answered with `--answer`, `complete` and
+//! `ping`.
 //!
 //! `#[ignore = "needs …"]`: `.ci/run` installs the peers (`.ci/peers`, `.ci/venv`) and runs
 //! these with `--ignored`; a peer that is missing fails the test, saying how to install it.
@@ -197,30 +197,6 @@ fn key_value_arguments_complete_and_ping_against_server_everything() {
     let http = Listening::everything("streamableHttp");
     let out = succeeded(&switchboard(&["ping", "--", &http.url("/mcp")]));
     assert!(out.contains(": answered in "), "{out}");
-}
-
-#[test]
-#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
-fn auth_login_of_a_server_without_oauth_says_it_needs_none() {
-    let http = Listening::everything("streamableHttp");
-    let config = Temp::file(
-        "no-oauth.json",
-        &format!(
-            r#"{{"mcpServers": {{"open": {{"url": "{}", "oauth": {{}}}}}}}}"#,
-            http.url("/mcp")
-        ),
-    );
-    let home = Temp::path("no-oauth-home");
-    let output = Command::new(crate::cli::BIN)
-        .args(["auth", "login", "open", "-c", config.str()])
-        .env("XDG_CONFIG_HOME", &home.0)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run switchboard");
-    let err = assert_failed(&output, 3);
-    assert!(err.contains("server `open` does not use OAuth"), "{err}");
-    assert!(err.contains(&http.url("/mcp")), "{err}");
 }
 
 #[test]

@@ -541,3 +541,82 @@ fn headers_go_with_every_request_to_a_url() {
     assert!(head.contains("x-team: tools\r\n"), "{head}");
     assert!(head.contains("authorization: bearer t0k\r\n"), "{head}");
 }
+
+/// The bundled demo server over Streamable HTTP (`demo-server --http`), killed on drop.
+struct HttpDemo {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpDemo {
+    fn start() -> HttpDemo {
+        let mut child = Command::new(BIN)
+            .args(["demo-server", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the demo server");
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().expect("stderr"))
+            .read_line(&mut line)
+            .expect("where it serves");
+        let url = line
+            .split("serving MCP at ")
+            .nth(1)
+            .map(|u| u.trim().to_owned())
+            .unwrap_or_else(|| panic!("no URL in {line:?}"));
+        HttpDemo { child, url }
+    }
+}
+
+impl Drop for HttpDemo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_url_on_the_command_line_is_one_http_server() {
+    let demo = HttpDemo::start();
+    assert_eq!(
+        succeeded(&switchboard(&[
+            "call", "add", "a=2", "b=3", "--", &demo.url
+        ])),
+        "5\n"
+    );
+    let host = demo
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let doc = json_document(&["check", "--json", "--", &demo.url], 0);
+    assert_eq!(doc["servers"][0]["name"], host.as_str());
+    assert_eq!(doc["servers"][0]["transport"], "http");
+    let out = succeeded(&switchboard(&["ping", "--", &demo.url]));
+    assert!(out.starts_with(&format!("{host}: answered in ")), "{out}");
+}
+
+#[test]
+fn auth_login_of_a_server_without_oauth_says_it_needs_none() {
+    let demo = HttpDemo::start();
+    let config = Temp::file(
+        "no-oauth.json",
+        &format!(
+            r#"{{"mcpServers": {{"open": {{"url": "{}", "oauth": {{}}}}}}}}"#,
+            demo.url
+        ),
+    );
+    let home = Temp::path("no-oauth-home");
+    let output = Command::new(BIN)
+        .args(["auth", "login", "open", "-c", config.str()])
+        .env("XDG_CONFIG_HOME", &home.0)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run switchboard");
+    let err = assert_failed(&output, 3);
+    assert!(err.contains("server `open` does not use OAuth"), "{err}");
+    assert!(err.contains(&demo.url), "{err}");
+}
