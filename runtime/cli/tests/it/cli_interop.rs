@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cli::{assert_failed, json_document, stderr, stdout, switchboard, Temp};
+use crate::cli::{assert_failed, json_document, stderr, stdout, switchboard};
 
 /// The repository's root.
 fn root() -> PathBuf {
