@@ -620,3 +620,30 @@ fn auth_login_of_a_server_without_oauth_says_it_needs_none() {
     assert!(err.contains("server `open` does not use OAuth"), "{err}");
     assert!(err.contains(&demo.url), "{err}");
 }
+
+#[test]
+fn meta_goes_with_a_prompt_too() {
+    let wire = Temp::path("prompt-meta-wire.jsonl");
+    let server = r#"tee "$0" | exec "$1" demo-server"#;
+    let output = switchboard(&[
+        "prompt",
+        "greeting",
+        r#"{"name":"Ada"}"#,
+        "--meta",
+        r#"{"trace":"p-1"}"#,
+        "--",
+        "/bin/sh",
+        "-c",
+        server,
+        wire.str(),
+        BIN,
+    ]);
+    assert_eq!(succeeded(&output), "user: Say hello to Ada.\n");
+    let text = std::fs::read_to_string(&wire.0).expect("the wire");
+    let get: serde_json::Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|m| m["method"] == "prompts/get")
+        .expect("the request on the wire");
+    assert_eq!(get["params"]["_meta"]["trace"], "p-1", "{get}");
+}
