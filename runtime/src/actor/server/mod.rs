@@ -455,7 +455,6 @@ impl Handler<Shutdown> for ServerActor {
                 }
             });
         }
-        self.unregister_kill();
         Box::pin(
             async move {
                 if let Some(link) = link {
@@ -464,6 +463,9 @@ impl Handler<Shutdown> for ServerActor {
             }
             .into_actor(self)
             .map(|(), act, ctx| {
+                // Registered until the close is over: `Runtime::kill` ends a graceful close
+                // under way (a second Ctrl-C).
+                act.unregister_kill();
                 act.publish(ServerState::Stopped);
                 ctx.stop();
             }),
