@@ -130,6 +130,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Where the tasks the runtime starts are kept, so that their ids survive a restart of
+    /// the runtime (default: in memory; see [`crate::task::TaskStore`]).
+    pub fn task_store(mut self, store: Arc<dyn crate::task_store::TaskStore>) -> Self {
+        self.defaults.task_store = store;
+        self
+    }
+
     /// How long a server's request may wait for a handler before it is answered with a
     /// JSON-RPC error, for servers that set none (default
     /// [`HANDLER_TIMEOUT`](crate::client::HANDLER_TIMEOUT), 300 s).
@@ -276,6 +283,7 @@ impl RuntimeBuilder {
                 http: None,
             },
         };
+        let task_store = self.defaults.task_store.clone();
         let supervisor = {
             let registry = registry.clone();
             let kills = kills.clone();
@@ -296,6 +304,7 @@ impl RuntimeBuilder {
                 kills,
                 done: Mutex::new(Some(done_rx)),
                 stopped: AtomicBool::new(false),
+                task_store,
                 #[cfg(feature = "prometheus")]
                 exporter,
             }),
@@ -335,6 +344,8 @@ pub(crate) struct Inner {
     kills: Kills,
     done: Mutex<Option<oneshot::Receiver<()>>>,
     stopped: AtomicBool,
+    /// Where the runtime's tasks are kept.
+    pub(crate) task_store: Arc<dyn crate::task_store::TaskStore>,
     /// Dropped with the runtime, which stops the listener.
     #[cfg(feature = "prometheus")]
     exporter: Option<crate::metrics::Exporter>,

@@ -23,3 +23,4 @@ mod processes;
 mod server_features;
 mod skipped_frames;
 mod supervision;
+mod tasks;

@@ -145,7 +145,25 @@ async fn answer(
                 server: Some(&server),
             };
             check_schema(&target, schema.as_ref(), &asked.arguments)?;
-            let call = runtime.call_tool(&name, asked.arguments);
+            let listed = catalogue
+                .resolve(&name)
+                .map_or(name.as_str(), |e| e.tool.name.as_str());
+            let as_task = super::tasks::wanted(runtime, Some(&server), listed);
+            let mut call = runtime.call_tool(&name, asked.arguments);
+            if as_task {
+                if let Some(meta) = &args.meta {
+                    call = call.meta(meta.clone());
+                }
+                return super::tasks::invoke(
+                    call,
+                    &target,
+                    args.timeout,
+                    args.json,
+                    args.detach,
+                    interrupt,
+                )
+                .await;
+            }
             return invoke(call, target, args, interrupt, Failure::from).await;
         }
         // A tool the config hides is not called "unknown".

@@ -3,10 +3,10 @@
 //! server is not ready.
 //!
 //! ```text
-//! SERVER  TRANSPORT  STATE       PROTOCOL    TOOLS  HANDSHAKE  ERROR
-//! one     stdio      ready       2025-06-18  3      4 ms
-//! two     stdio      restarting  -           -      -          server `two` could not be started: …
-//! old     -          disabled    -           -      -
+//! SERVER  TRANSPORT  STATE       ERA     PROTOCOL    TASKS       TOOLS  HANDSHAKE  ERROR
+//! one     stdio      ready       legacy  2025-11-25  2025-11-25  3      4 ms
+//! two     stdio      restarting  -       -           -           -      -          server `two` could not be started: …
+//! old     -          disabled    -       -           -           -      -
 //! ```
 
 use std::process::ExitCode;
@@ -54,6 +54,8 @@ struct Row<'a> {
     /// `legacy` (handshake era) or `modern` (stateless), once known.
     era: Option<&'static str>,
     protocol_version: Option<&'a str>,
+    /// Which shape of tasks it speaks: `2025-11-25`, `extension`, or none.
+    tasks: Option<&'static str>,
     /// How many tools it listed, if it is ready.
     tools: Option<usize>,
     handshake_ms: Option<u64>,
@@ -69,6 +71,7 @@ impl<'a> From<&'a Report> for Row<'a> {
             state: report.state,
             era: status.and_then(|s| s.era).map(|e| e.as_str()),
             protocol_version: status.and_then(|s| s.protocol_version.as_deref()),
+            tasks: status.and_then(|s| s.task_shape()).map(|t| t.as_str()),
             tools: status.filter(|s| s.is_ready()).map(|s| s.tools.len()),
             handshake_ms: status
                 .and_then(|s| s.handshake)
@@ -80,18 +83,19 @@ impl<'a> From<&'a Report> for Row<'a> {
 
 /// The rows as aligned columns under a header; `-` for what is unknown.
 fn table(rows: &[Row<'_>]) -> String {
-    const HEADER: [&str; 8] = [
+    const HEADER: [&str; 9] = [
         "SERVER",
         "TRANSPORT",
         "STATE",
         "ERA",
         "PROTOCOL",
+        "TASKS",
         "TOOLS",
         "HANDSHAKE",
         "ERROR",
     ];
     let dash = || "-".to_owned();
-    let cells: Vec<[String; 8]> = rows
+    let cells: Vec<[String; 9]> = rows
         .iter()
         .map(|row| {
             [
@@ -100,6 +104,7 @@ fn table(rows: &[Row<'_>]) -> String {
                 row.state.to_owned(),
                 row.era.map_or_else(dash, str::to_owned),
                 row.protocol_version.map_or_else(dash, str::to_owned),
+                row.tasks.map_or_else(dash, str::to_owned),
                 row.tools.map_or_else(dash, |n| n.to_string()),
                 row.handshake_ms.map_or_else(dash, |ms| format!("{ms} ms")),
                 // Errors are one line in a table.
@@ -141,7 +146,8 @@ mod tests {
                 transport: Some("stdio"),
                 state: "ready",
                 era: Some("legacy"),
-                protocol_version: Some("2025-06-18"),
+                protocol_version: Some("2025-11-25"),
+                tasks: Some("2025-11-25"),
                 tools: Some(3),
                 handshake_ms: Some(4),
                 error: None,
@@ -152,6 +158,7 @@ mod tests {
                 state: "restarting",
                 era: None,
                 protocol_version: None,
+                tasks: None,
                 tools: None,
                 handshake_ms: None,
                 error: Some("server `second` could not be started:\n  no such file"),
@@ -162,6 +169,7 @@ mod tests {
                 state: "disabled",
                 era: None,
                 protocol_version: None,
+                tasks: None,
                 tools: None,
                 handshake_ms: None,
                 error: None,
@@ -170,10 +178,10 @@ mod tests {
         assert_eq!(
             table(&rows),
             "\
-SERVER  TRANSPORT  STATE       ERA     PROTOCOL    TOOLS  HANDSHAKE  ERROR
-one     stdio      ready       legacy  2025-06-18  3      4 ms
-second  stdio      restarting  -       -           -      -          server `second` could not be started: no such file
-old     -          disabled    -       -           -      -
+SERVER  TRANSPORT  STATE       ERA     PROTOCOL    TASKS       TOOLS  HANDSHAKE  ERROR
+one     stdio      ready       legacy  2025-11-25  2025-11-25  3      4 ms
+second  stdio      restarting  -       -           -           -      -          server `second` could not be started: no such file
+old     -          disabled    -       -           -           -      -
 "
         );
     }

@@ -317,6 +317,7 @@ pub(crate) async fn start_all(
     let builder = Runtime::builder()
         .with_env_defaults()
         .client_handlers(elicit::handlers())
+        .task_store(super::tasks::store())
         .config(file.clone());
     let starting = match only_server(file) {
         Some(name) => format!("server `{name}` was starting"),

@@ -50,6 +50,7 @@ mod protocol;
 mod resources;
 mod roots;
 mod serve_metrics;
+mod tasks;
 mod tools;
 
 /// Run MCP servers under Switchboard's supervision and call their tools.
@@ -123,6 +124,9 @@ enum Command {
     /// Ping the servers and print how long each took to answer.
     #[command(after_help = protocol::AFTER_HELP_PING)]
     Ping(protocol::PingArgs),
+    /// List the tasks earlier commands left running on the servers, with their status now.
+    #[command(after_help = tasks::AFTER_HELP)]
+    Tasks(tasks::Args),
     /// OAuth for a config file's HTTP servers with an "oauth" object: login NAME, status,
     /// logout NAME.
     Auth(auth::AuthArgs),
@@ -172,6 +176,8 @@ order, disabled ones last, each with:
   protocolVersion  the protocol version in use, once known; else null
   tools            how many tools it listed, when ready; else null
   handshakeMs      how long its handshake took, in milliseconds, once done; else null
+  tasks            the shape of tasks it speaks: 2025-11-25 (the experimental tasks) or
+                   extension (io.modelcontextprotocol/tasks, 2026-07-28); else null
   error            why it is not ready; null when it is (or is disabled)
 
 Examples:
@@ -211,6 +217,9 @@ struct CallArgs {
     /// `_meta` entries for the request: a JSON object (beside the progress token).
     #[arg(long, value_name = "JSON", value_parser = meta)]
     meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// When the tool runs as a task: print its id and leave it running (see `tasks`).
+    #[arg(long)]
+    detach: bool,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]
@@ -359,6 +368,7 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Logs(args) => protocol::run_logs(args, &mut interrupt).await,
         Command::Subscribe(args) => protocol::run_subscribe(args, &mut interrupt).await,
         Command::Ping(args) => protocol::run_ping(args, &mut interrupt).await,
+        Command::Tasks(args) => tasks::run(args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
         Command::Auth(args) => auth::run(args, &mut interrupt).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,

@@ -58,6 +58,20 @@ fn a_deadline_is_reported_before_the_shutdown_and_a_second_signal_kills_the_serv
     );
     let servers = crate::cli::children(child.id());
     assert!(!servers.is_empty() || !cfg!(target_os = "linux"));
+    // Well into the graceful shutdown: stdin was closed, the demo server ended, and the
+    // shell went on to its loop (a signal then once found nothing left to kill).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !servers.iter().any(|&shell| {
+        crate::cli::children(shell).into_iter().any(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        })
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "the shutdown did not close stdin"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     // The second signal: the servers are killed, not sent SIGTERM after a grace period.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -455,6 +455,8 @@ impl Handler<Shutdown> for ServerActor {
                 }
             });
         }
+        // The kill stays registered until the close is done: `Runtime::kill` during a
+        // graceful shutdown (a second Ctrl-C) must still cut it short.
         Box::pin(
             async move {
                 if let Some(link) = link {
@@ -463,8 +465,6 @@ impl Handler<Shutdown> for ServerActor {
             }
             .into_actor(self)
             .map(|(), act, ctx| {
-                // Registered until the close is over: `Runtime::kill` ends a graceful close
-                // under way (a second Ctrl-C).
                 act.unregister_kill();
                 act.publish(ServerState::Stopped);
                 ctx.stop();
