@@ -227,7 +227,7 @@ struct CallArgs {
 }
 
 /// `--meta`, as a clap value parser: a JSON object.
-fn meta(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+pub(crate) fn meta(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
     match serde_json::from_str(text) {
         Ok(serde_json::Value::Object(map)) => Ok(map),
         Ok(_) => Err("expected a JSON object".to_owned()),

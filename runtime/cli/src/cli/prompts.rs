@@ -91,6 +91,9 @@ pub(crate) struct GetArgs {
     /// {"description","messages":[{"role","content"}]}.
     #[arg(long)]
     json: bool,
+    /// `_meta` entries for the request: a JSON object.
+    #[arg(long, value_name = "JSON", value_parser = super::meta)]
+    meta: Option<serde_json::Map<String, Value>>,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]
@@ -232,13 +235,25 @@ async fn get(
             server.name()
         ))
     };
-    if args.json {
-        let params = json!({ "name": name, "arguments": arguments });
+    if args.json || args.meta.is_some() {
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(meta) = &args.meta {
+            params["_meta"] = Value::Object(meta.clone());
+        }
         let raw = interrupt
             .guard(server.request("prompts/get", Some(params)))
             .await
             .map_err(interrupted)??;
-        return Ok(format!("{}\n", raw.get()));
+        if args.json {
+            return Ok(format!("{}\n", raw.get()));
+        }
+        let result: GetPromptResult = serde_json::from_str(raw.get()).map_err(|e| {
+            Failure::Run(format!(
+                "server `{}` answered prompts/get with an invalid result: {e}",
+                server.name()
+            ))
+        })?;
+        return Ok(messages(&result));
     }
     let result = interrupt
         .guard(server.get_prompt(name, arguments))

@@ -1,8 +1,8 @@
 //! The command line against servers nobody here wrote: server-everything (over stdio,
 //! Streamable HTTP and legacy HTTP+SSE, given on the command line as a command or a URL)
 //! and the official Python SDK server. Tools the server adds right after its handshake are
-//! called at once, forms are answered with `--answer`, `complete`, `ping` and `auth login` of a
-//! server without OAuth.
+//! called at once, forms are asked on a terminal or answered with `--answer`, `complete` and
+//! `ping`.
 //!
 //! `#[ignore = "needs …"]`: `.ci/run` installs the peers (`.ci/peers`, `.ci/venv`) and runs
 //! these with `--ignored`; a peer that is missing fails the test, saying how to install it.
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cli::{assert_failed, json_document, stderr, stdout, switchboard, Temp};
+use crate::cli::{assert_failed, json_document, stderr, stdout, switchboard};
 
 /// The repository's root.
 fn root() -> PathBuf {
@@ -200,30 +200,6 @@ fn key_value_arguments_complete_and_ping_against_server_everything() {
 }
 
 #[test]
-#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
-fn auth_login_of_a_server_without_oauth_says_it_needs_none() {
-    let http = Listening::everything("streamableHttp");
-    let config = Temp::file(
-        "no-oauth.json",
-        &format!(
-            r#"{{"mcpServers": {{"open": {{"url": "{}", "oauth": {{}}}}}}}}"#,
-            http.url("/mcp")
-        ),
-    );
-    let home = Temp::path("no-oauth-home");
-    let output = Command::new(crate::cli::BIN)
-        .args(["auth", "login", "open", "-c", config.str()])
-        .env("XDG_CONFIG_HOME", &home.0)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run switchboard");
-    let err = assert_failed(&output, 3);
-    assert!(err.contains("server `open` does not use OAuth"), "{err}");
-    assert!(err.contains(&http.url("/mcp")), "{err}");
-}
-
-#[test]
 #[ignore = "needs the Python SDK in .ci/venv (.ci/run installs it)"]
 fn the_python_sdk_server_from_the_command_line() {
     let (python, script) = python();
@@ -306,4 +282,38 @@ fn the_python_sdk_server_from_the_command_line() {
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(succeeded(&out).trim(), "booked Rome");
+}
+
+#[test]
+#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
+fn server_everythings_form_is_asked_on_a_terminal_multi_selects_included() {
+    // script(1) gives the command a terminal; the answers are typed ahead: a name, then
+    // Enter (the default, or left out) for the twelve other fields, two of them
+    // multi-selects.
+    let command = format!(
+        "{} call trigger-elicitation-request -- {} stdio",
+        crate::cli::BIN,
+        everything()
+    );
+    let typed = "Ada\n".to_owned() + &"\n".repeat(12);
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script(1), of util-linux");
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::io::Write::write_all(&mut stdin, typed.as_bytes()).expect("typed");
+    drop(stdin);
+    let output = child.wait_with_output().expect("output");
+    let shown = String::from_utf8_lossy(&output.stdout).replace('\r', "");
+    assert!(shown.contains("Untitled Multiple Select Enum"), "{shown}");
+    assert!(
+        shown.contains("User provided the requested information"),
+        "{shown}"
+    );
+    assert!(shown.contains("- Name: Ada"), "{shown}");
+    assert!(shown.contains("- Favorite Integer: 42"), "{shown}");
+    assert!(!shown.contains("declined"), "{shown}");
 }

@@ -413,3 +413,251 @@ fn progress_shows_on_a_terminal_only_and_is_erased_before_the_answer() {
     let answer = shown.find("slept 600 ms").expect("the answer");
     assert!(erased < answer, "{shown:?}");
 }
+
+/// A handshake-era server in sh that logs when its level is set and updates `x://a` when it
+/// is subscribed to: what `logs` and `subscribe` follow. Every other request is -32601.
+const SH_SERVER: &str = r#"
+reply() { printf '{"jsonrpc":"2.0","id":%s,%s}\n' "$id" "$1"; }
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      reply '"result":{"protocolVersion":"2025-06-18","capabilities":{"logging":{},"resources":{"subscribe":true}},"serverInfo":{"name":"sh","version":"1"}}' ;;
+    *'"method":"logging/setLevel"'*)
+      reply '"result":{}'
+      printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","logger":"disk","data":"disk low"}}' ;;
+    *'"method":"resources/list"'*) reply '"result":{"resources":[{"uri":"x://a","name":"a"}]}' ;;
+    *'"method":"resources/templates/list"'*) reply '"result":{"resourceTemplates":[]}' ;;
+    *'"method":"resources/read"'*) reply '"result":{"contents":[{"uri":"x://a","text":"fresh"}]}' ;;
+    *'"method":"resources/subscribe"'*)
+      reply '"result":{}'
+      printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"x://a"}}' ;;
+    *'"method":"ping"'*) reply '"result":{}' ;;
+    *) if [ -n "$id" ]; then reply '"error":{"code":-32601,"message":"Method not found"}'; fi ;;
+  esac
+done
+"#;
+
+/// Runs `switchboard ARGS -- /bin/sh SH_SERVER`, reads `lines` lines of its stdout, then
+/// interrupts it: the lines and the exit code.
+fn follow(args: &[&str], lines: usize) -> (Vec<String>, Option<i32>) {
+    let script = Temp::file("server.sh", SH_SERVER);
+    let mut child = Command::new(BIN)
+        .args(args)
+        .args(["--", "/bin/sh"])
+        .arg(script.str())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn switchboard");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut read = Vec::new();
+    for _ in 0..lines {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        read.push(line);
+    }
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().expect("status");
+    (read, status.code())
+}
+
+#[test]
+fn logs_and_subscribe_print_until_interrupted_which_ends_them_with_exit_0() {
+    let (lines, code) = follow(&["logs", "--level", "info"], 1);
+    assert_eq!(lines, ["[warning] sh disk: disk low\n"]);
+    assert_eq!(code, Some(0));
+    let (lines, code) = follow(&["logs", "--json"], 1);
+    let log: serde_json::Value = serde_json::from_str(&lines[0]).expect("JSON");
+    assert_eq!(log["level"], "warning");
+    assert_eq!(log["data"], "disk low");
+    assert_eq!(code, Some(0));
+    let (lines, code) = follow(&["subscribe", "x://a", "--read"], 2);
+    assert_eq!(lines, ["x://a\n", "fresh\n"]);
+    assert_eq!(code, Some(0));
+    let (lines, _) = follow(&["ping"], 1);
+    assert!(lines[0].starts_with("sh: answered in "), "{lines:?}");
+}
+
+#[test]
+fn meta_goes_into_the_requests_meta() {
+    let wire = Temp::path("meta-wire.jsonl");
+    let server = r#"tee "$0" | exec "$1" demo-server"#;
+    let output = switchboard(&[
+        "call",
+        "add",
+        "a=1",
+        "b=2",
+        "--meta",
+        r#"{"trace":"t-1"}"#,
+        "--",
+        "/bin/sh",
+        "-c",
+        server,
+        wire.str(),
+        BIN,
+    ]);
+    assert_eq!(succeeded(&output), "3\n");
+    let text = std::fs::read_to_string(&wire.0).expect("the wire");
+    let call: serde_json::Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|m| m["method"] == "tools/call")
+        .expect("the call on the wire");
+    assert_eq!(call["params"]["_meta"]["trace"], "t-1", "{call}");
+    assert!(
+        call["params"]["_meta"]["progressToken"].is_number(),
+        "{call}"
+    );
+    let refused = against_demo(&["call", "add", "--meta", "[1]"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("expected a JSON object"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn headers_go_with_every_request_to_a_url() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let seen = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("a request");
+        let mut head = Vec::new();
+        let mut byte = [0; 1];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        let _ = stream.write_all(
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        );
+        String::from_utf8_lossy(&head).to_lowercase()
+    });
+    let output = switchboard(&[
+        "tools",
+        "--startup-timeout",
+        "2s",
+        "-H",
+        "X-Team: tools",
+        "--header",
+        "Authorization:Bearer t0k",
+        "--",
+        &url,
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let head = seen.join().expect("the listener");
+    assert!(head.contains("x-team: tools\r\n"), "{head}");
+    assert!(head.contains("authorization: bearer t0k\r\n"), "{head}");
+}
+
+/// The bundled demo server over Streamable HTTP (`demo-server --http`), killed on drop.
+struct HttpDemo {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpDemo {
+    fn start() -> HttpDemo {
+        let mut child = Command::new(BIN)
+            .args(["demo-server", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the demo server");
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().expect("stderr"))
+            .read_line(&mut line)
+            .expect("where it serves");
+        let url = line
+            .split("serving MCP at ")
+            .nth(1)
+            .map(|u| u.trim().to_owned())
+            .unwrap_or_else(|| panic!("no URL in {line:?}"));
+        HttpDemo { child, url }
+    }
+}
+
+impl Drop for HttpDemo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_url_on_the_command_line_is_one_http_server() {
+    let demo = HttpDemo::start();
+    assert_eq!(
+        succeeded(&switchboard(&[
+            "call", "add", "a=2", "b=3", "--", &demo.url
+        ])),
+        "5\n"
+    );
+    let host = demo
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let doc = json_document(&["check", "--json", "--", &demo.url], 0);
+    assert_eq!(doc["servers"][0]["name"], host.as_str());
+    assert_eq!(doc["servers"][0]["transport"], "http");
+    let out = succeeded(&switchboard(&["ping", "--", &demo.url]));
+    assert!(out.starts_with(&format!("{host}: answered in ")), "{out}");
+}
+
+#[test]
+fn auth_login_of_a_server_without_oauth_says_it_needs_none() {
+    let demo = HttpDemo::start();
+    let config = Temp::file(
+        "no-oauth.json",
+        &format!(
+            r#"{{"mcpServers": {{"open": {{"url": "{}", "oauth": {{}}}}}}}}"#,
+            demo.url
+        ),
+    );
+    let home = Temp::path("no-oauth-home");
+    let output = Command::new(BIN)
+        .args(["auth", "login", "open", "-c", config.str()])
+        .env("XDG_CONFIG_HOME", &home.0)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run switchboard");
+    let err = assert_failed(&output, 3);
+    assert!(err.contains("server `open` does not use OAuth"), "{err}");
+    assert!(err.contains(&demo.url), "{err}");
+}
+
+#[test]
+fn meta_goes_with_a_prompt_too() {
+    let wire = Temp::path("prompt-meta-wire.jsonl");
+    let server = r#"tee "$0" | exec "$1" demo-server"#;
+    let output = switchboard(&[
+        "prompt",
+        "greeting",
+        r#"{"name":"Ada"}"#,
+        "--meta",
+        r#"{"trace":"p-1"}"#,
+        "--",
+        "/bin/sh",
+        "-c",
+        server,
+        wire.str(),
+        BIN,
+    ]);
+    assert_eq!(succeeded(&output), "user: Say hello to Ada.\n");
+    let text = std::fs::read_to_string(&wire.0).expect("the wire");
+    let get: serde_json::Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|m| m["method"] == "prompts/get")
+        .expect("the request on the wire");
+    assert_eq!(get["params"]["_meta"]["trace"], "p-1", "{get}");
+}
