@@ -66,6 +66,7 @@ pub(crate) struct CallSpec {
     pub(crate) progress: Option<ProgressFn>,
     /// The time to live to ask for when the call runs as a task (2025-11-25).
     pub(crate) task_ttl: Option<Duration>,
+    pub(crate) meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// Where a call goes.
@@ -113,6 +114,7 @@ impl Call {
                 options: ToolPolicy::default(),
                 progress: None,
                 task_ttl: None,
+                meta: None,
             }),
             running: None,
         }
@@ -175,6 +177,12 @@ impl Call {
         }
     }
 
+    /// `_meta` entries for the request, written beside the progress token and (for a
+    /// stateless server) the era's own entries: give none of theirs.
+    pub fn meta(self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.configure(|s| s.meta = Some(Arc::new(meta)))
+    }
+
     /// Sends the call and returns the result as raw JSON, untouched.
     ///
     /// # Panics
@@ -218,6 +226,7 @@ impl CallSpec {
             options,
             progress,
             task_ttl,
+            meta,
         } = self;
         let started = std::time::Instant::now();
         let (handle, tool) = match route {
@@ -264,6 +273,7 @@ impl CallSpec {
                 name: tool.clone(),
                 arguments,
                 task,
+                meta,
             },
             started,
             policy,

@@ -33,11 +33,13 @@ use crate::era::{Modern, ModernMeta};
 pub(crate) enum Params {
     /// An object (`{}` when empty); a `_meta` inside it is merged with the request's own.
     Object(Map<String, Value>),
-    /// `tools/call`'s `name` and `arguments` (an object), and `task` when the call asks to
-    /// run as a task (2025-11-25).
+    /// `tools/call`'s `name` and `arguments` (an object), the `_meta` entries the caller
+    /// gave (merged with the request's own, as for [`Params::Object`]), and `task` when the
+    /// call asks to run as a task (2025-11-25).
     ToolCall {
         name: Arc<str>,
         arguments: Value,
+        meta: Option<Arc<Map<String, Value>>>,
         task: Option<TaskParams>,
     },
 }
@@ -75,7 +77,7 @@ impl Params {
     fn meta(&self) -> Option<&Map<String, Value>> {
         match self {
             Params::Object(map) => map.get("_meta").and_then(Value::as_object),
-            Params::ToolCall { .. } => None,
+            Params::ToolCall { meta, .. } => meta.as_deref(),
         }
     }
 }
@@ -218,6 +220,7 @@ impl Serialize for Body<'_> {
                 name,
                 arguments,
                 task,
+                ..
             } => {
                 map.serialize_entry("name", &**name)?;
                 map.serialize_entry("arguments", arguments)?;
@@ -310,6 +313,7 @@ mod tests {
         let params = Params::ToolCall {
             name: "t".into(),
             arguments: json!({"a": 1}),
+            meta: None,
             task: None,
         };
         let mut responses = Map::new();
@@ -351,6 +355,7 @@ mod header_tests {
         let params = Params::ToolCall {
             name: "q".into(),
             arguments: json!({"region": "eu 1 ", "x": 2}),
+            meta: None,
             task: None,
         };
         let headers = [ParamHeader {
@@ -422,6 +427,7 @@ mod header_tests {
             let params = Params::ToolCall {
                 name: "t".into(),
                 arguments: json!({}),
+                meta: None,
                 task,
             };
             let body = Body {

@@ -520,6 +520,15 @@ impl Runtime {
         }
     }
 
+    /// Kills every server's process at once: `SIGKILL` to each stdio server's process
+    /// group (harmless for one already gone), as dropping the runtime without
+    /// [`shutdown`](Self::shutdown) does. For a caller that cannot wait for a graceful
+    /// shutdown (a second Ctrl-C): a [`shutdown`](Self::shutdown) under way then ends as
+    /// soon as the processes are reaped. HTTP and in-process servers are not affected.
+    pub fn kill(&self) {
+        self.inner.kill_all();
+    }
+
     /// The address the metrics endpoint listens on, with
     /// [`RuntimeBuilder::metrics_listener`].
     #[cfg(feature = "prometheus")]
@@ -578,17 +587,24 @@ impl RuntimeWatch {
     }
 }
 
+impl Inner {
+    /// `SIGKILL` to every server process group still registered.
+    fn kill_all(&self) {
+        if let Ok(kills) = self.kills.lock() {
+            for kill in kills.values() {
+                kill.kill();
+            }
+        }
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.registry.stop();
         if self.stopped.load(Ordering::SeqCst) {
             return;
         }
-        if let Ok(kills) = self.kills.lock() {
-            for kill in kills.values() {
-                kill.kill();
-            }
-        }
+        self.kill_all();
         self.system.stop();
     }
 }

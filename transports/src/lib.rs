@@ -5,6 +5,10 @@
 //! server as a child process; `http` (feature `http`) speaks Streamable HTTP and the legacy
 //! HTTP+SSE transport; [`memory`] connects to a server running in the same process.
 //! Nothing here knows about actors, and little about MCP.
+//!
+//! The server side ([`server`], features `server` and `server-http`) is the other end: a
+//! client's messages in over stdin/stdout or Streamable HTTP on hyper, a server's answers
+//! out.
 #![warn(
     missing_docs,
     missing_debug_implementations,
@@ -17,6 +21,8 @@ mod framed;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod memory;
+#[cfg(feature = "server")]
+pub mod server;
 #[cfg(all(unix, feature = "stdio"))]
 pub mod stdio;
 

@@ -27,6 +27,9 @@ use tokio::sync::oneshot;
 
 use super::echo_server::{self, Answered};
 
+/// A future a server thread runs.
+pub(crate) type LocalFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
 /// The header that carries the session id.
 const SESSION: &str = "mcp-session-id";
 
@@ -43,6 +46,14 @@ pub(crate) struct HttpServer {
 impl HttpServer {
     /// Binds 127.0.0.1 on a free port and starts serving on a new thread.
     pub(crate) fn start() -> HttpServer {
+        HttpServer::start_with(|listener, stop| Box::pin(serve(listener, stop)))
+    }
+
+    /// Like [`start`](Self::start), with another server: `serve` runs on the thread's
+    /// current-thread runtime (in a `LocalSet`) until `stop` fires.
+    pub(crate) fn start_with(
+        serve: impl FnOnce(std::net::TcpListener, oneshot::Receiver<()>) -> LocalFuture + Send + 'static,
+    ) -> HttpServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("the bound address");
         listener
@@ -55,7 +66,7 @@ impl HttpServer {
             .spawn(move || {
                 let _ = clock_tx.send(this_thread_clock());
                 let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_io()
+                    .enable_all()
                     .build()
                     .expect("the server's runtime");
                 // `LocalSet`: the sessions live in an `Rc`, this runtime has one thread.

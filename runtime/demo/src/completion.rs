@@ -5,13 +5,24 @@
 //! on one answer (`hasMore: false`). An unknown reference or argument is -32602.
 
 use serde_json::{json, Value};
-use switchboard_codecs::jsonrpc::ErrorObject;
+use switchboard_server::HandlerError;
 
 use super::resources::NOTE_TEMPLATE;
-use super::server::{invalid_params, str_param};
+
+fn invalid_params(message: impl Into<String>) -> HandlerError {
+    HandlerError::invalid_params(message)
+}
+
+/// A string field of params, or an invalid-params error naming it.
+fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, HandlerError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid_params(format!("missing string param {key:?}")))
+}
 
 /// Answers `completion/complete`.
-pub(super) fn complete(params: &Value) -> Result<Value, ErrorObject> {
+pub(super) fn complete(params: &Value) -> Result<Value, HandlerError> {
     let reference = params
         .get("ref")
         .ok_or_else(|| invalid_params("missing param \"ref\""))?;
@@ -50,6 +61,6 @@ pub(super) fn complete(params: &Value) -> Result<Value, ErrorObject> {
     Ok(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
 }
 
-fn unknown_argument(name: &str) -> ErrorObject {
+fn unknown_argument(name: &str) -> HandlerError {
     invalid_params(format!("no completion for argument {name:?}"))
 }

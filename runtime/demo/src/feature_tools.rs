@@ -7,8 +7,9 @@
 
 use serde_json::{json, Value};
 
-use super::logging;
-use super::server::Session;
+use switchboard_server::logging::LEVELS;
+use switchboard_server::Context;
+
 use super::tools::{object, opt_str_arg, str_arg, text, tool, ToolResult};
 
 /// The definitions, listed after `greet`, `add` and `echo`.
@@ -36,7 +37,7 @@ pub(super) fn definitions() -> Vec<Value> {
             "Sends notifications/message if `level` is at or above the level set with logging/setLevel; answers \"logged\" or \"filtered\".",
             object(
                 json!({
-                    "level": {"type": "string", "enum": logging::LEVELS, "description": "The message's severity"},
+                    "level": {"type": "string", "enum": LEVELS, "description": "The message's severity"},
                     "message": string("The message, sent as `data`"),
                     "logger": string("The logger's name"),
                 }),
@@ -52,36 +53,37 @@ pub(super) fn definitions() -> Vec<Value> {
 }
 
 /// Runs one of these tools, or returns `None` if `name` is not one of them.
-pub(super) fn run(session: &Session, name: &str, args: &Value) -> Option<ToolResult> {
+pub(super) async fn run(ctx: &Context, name: &str, args: &Value) -> Option<ToolResult> {
     Some(match name {
-        "touch" => touch(session, args),
+        "touch" => touch(ctx, args),
         "resources_changed" => {
-            session.notify_bare("notifications/resources/list_changed");
+            ctx.resources_changed();
             Ok(text("sent notifications/resources/list_changed"))
         }
         "prompts_changed" => {
-            session.notify_bare("notifications/prompts/list_changed");
+            ctx.prompts_changed();
             Ok(text("sent notifications/prompts/list_changed"))
         }
-        "log" => log(session, args),
-        "log_level" => Ok(text(logging::LEVELS[session.log_level()])),
+        "log" => log(ctx, args).await,
+        "log_level" => Ok(text(ctx.log_level().unwrap_or("info"))),
         _ => return None,
     })
 }
 
-fn touch(session: &Session, args: &Value) -> ToolResult {
+fn touch(ctx: &Context, args: &Value) -> ToolResult {
     let uri = str_arg(args, "uri")?;
     // The notification is queued before the answer, so a client sees it first.
-    if session.is_subscribed(uri) {
-        session.notify("notifications/resources/updated", json!({ "uri": uri }));
-    }
+    ctx.resource_updated(uri);
     Ok(text("touched"))
 }
 
-fn log(session: &Session, args: &Value) -> ToolResult {
-    let level = logging::parse(str_arg(args, "level")?).map_err(|e| e.message)?;
+async fn log(ctx: &Context, args: &Value) -> ToolResult {
+    let level = str_arg(args, "level")?;
+    if !LEVELS.contains(&level) {
+        return Err(format!("unknown log level: {level:?}").into());
+    }
     let message = str_arg(args, "message")?;
     let logger = opt_str_arg(args, "logger")?;
-    let sent = logging::send(session, level, logger, message);
+    let sent = ctx.log(level, logger, json!(message)).await;
     Ok(text(if sent { "logged" } else { "filtered" }))
 }

@@ -1,11 +1,16 @@
 //! The bundled demo MCP server: a small, scriptable peer for tests, benches and trying things out.
 //!
-//! It speaks MCP (handshake era, 2024-11-05 … 2025-11-25) over newline-delimited JSON on any
-//! byte stream: [`serve`] runs it over an in-process stream (tests use
-//! [`tokio::io::duplex`]), [`run_stdio`] over stdin/stdout. The `switchboard` binary serves it
-//! as `switchboard demo-server`; bench binaries re-exec themselves with the
-//! `SWITCHBOARD_DEMO_SERVER` variable set and call [`main_from_env`] first thing in `main`,
-//! so a real child process needs no extra binary.
+//! It is served by `switchboard-server`, in both eras (the handshake era 2024-11-05 …
+//! 2025-11-25, and 2026-07-28 for every request whose `_meta` names it), over
+//! newline-delimited JSON on any byte stream: [`serve`] runs it over an in-process stream
+//! (tests use [`tokio::io::duplex`]), [`run_stdio`] over stdin/stdout, and with `--http ADDR`
+//! over Streamable HTTP at `/mcp` ([`serve_http`]). Over stdio it refuses the era probe
+//! (`server/discover`) unless `--modern`, so that clients that probe keep speaking the
+//! handshake era to it, as the runtime's tests expect; over HTTP it answers it. With
+//! `--conformance` it adds the fixture the official conformance suite's server scenarios
+//! call. The `switchboard` binary serves it as `switchboard demo-server`; bench binaries
+//! re-exec themselves with the `SWITCHBOARD_DEMO_SERVER` variable set and call
+//! [`main_from_env`] first thing in `main`, so a real child process needs no extra binary.
 //!
 //! # What it serves
 //!
@@ -52,22 +57,28 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod completion;
+mod conformance;
+mod demo;
 mod feature_tools;
-mod logging;
 mod prompts;
 mod resources;
-mod server;
 #[cfg(test)]
 mod tests;
 mod tools;
 
-pub use server::serve;
+use std::sync::Arc;
+
+use switchboard_server::Server;
 
 /// The environment variable [`main_from_env`] looks for; its value holds the server's arguments.
 pub const ENV_VAR: &str = "SWITCHBOARD_DEMO_SERVER";
 
 /// The protocol versions the demo server knows, newest first.
-pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub const SUPPORTED_VERSIONS: &[&str] = switchboard_server::HANDSHAKE_VERSIONS;
+
+/// Lines longer than this are skipped unread (and answered with an error), so that a
+/// runaway client cannot exhaust memory.
+const MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// How the demo server behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +103,13 @@ pub struct Options {
     /// as some servers do (rmcp 0.x exits on any first request that is not `initialize`),
     /// instead of answering -32601. For the server as a child process only.
     pub exit_on_unknown_method: bool,
+    /// Answer `server/discover` on stdio too, so that clients that probe speak 2026-07-28
+    /// (over HTTP it is always answered).
+    pub modern: bool,
+    /// Add the conformance suite's fixture: its tools, resources and prompts.
+    pub conformance: bool,
+    /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio.
+    pub http: Option<String>,
 }
 
 impl Default for Options {
@@ -104,6 +122,9 @@ impl Default for Options {
             server_features: true,
             not_found_code: resources::NOT_FOUND,
             exit_on_unknown_method: false,
+            modern: false,
+            conformance: false,
+            http: None,
         }
     }
 }
@@ -111,7 +132,8 @@ impl Default for Options {
 impl Options {
     /// Parses command-line arguments (without the program name): `--faults`,
     /// `--protocol-version V`, `--page-size N`, `--name N`, `--no-server-features`,
-    /// `--not-found-code C`, `--exit-on-unknown-method`. Values may also be attached with `=`, as in `--page-size=2`.
+    /// `--not-found-code C`, `--exit-on-unknown-method`, `--modern`, `--conformance`,
+    /// `--http ADDR`. Values may also be attached with `=`, as in `--page-size=2`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
         let mut options = Options::default();
         let mut args = args.into_iter();
@@ -142,6 +164,9 @@ impl Options {
                 "--exit-on-unknown-method" if attached.is_none() => {
                     options.exit_on_unknown_method = true
                 }
+                "--modern" if attached.is_none() => options.modern = true,
+                "--conformance" if attached.is_none() => options.conformance = true,
+                "--http" => options.http = Some(value("an address")?),
                 "--not-found-code" => {
                     let code = value("an error code")?;
                     options.not_found_code = code
@@ -155,21 +180,70 @@ impl Options {
     }
 }
 
-/// Serves MCP on stdin/stdout on a fresh current-thread runtime until stdin closes.
+/// The demo server as a [`Server`] with these options.
+pub fn server(options: Options) -> Server {
+    let server_options = switchboard_server::Options::default()
+        .with_page_size(options.page_size)
+        .with_discover(options.modern || options.http.is_some())
+        .with_forced_version(options.protocol_version.clone())
+        .with_max_line(MAX_LINE);
+    Server::from_arc(Arc::new(demo::Demo::new(options)), server_options)
+}
+
+/// Serves MCP over newline-delimited JSON until `reader` reaches EOF.
+///
+/// At EOF, requests that finish at once (everything but `sleep`, `hang` and `ping_client`)
+/// are still answered; slower ones are abandoned, and queued lines get a brief moment to be
+/// written. Returns an error if reading or writing fails.
+pub async fn serve<R, W>(reader: R, writer: W, options: Options) -> std::io::Result<()>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    server(options)
+        .serve(reader, writer)
+        .await
+        .map_err(std::io::Error::other)
+}
+
+/// Serves Streamable HTTP at `/mcp` on `addr` (loopback names only in `Host` and `Origin`,
+/// beside the address's own host) until accepting fails.
+pub async fn serve_http(addr: &str, options: Options) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    eprintln!("switchboard-demo: serving MCP at http://{local}/mcp");
+    let mut config = switchboard_server::http::Config::default();
+    let ip = local.ip();
+    if !ip.is_loopback() && !ip.is_unspecified() {
+        config = config.allow_hosts([ip.to_string()]);
+    }
+    server(options)
+        .serve_http(listener, config)
+        .await
+        .map_err(std::io::Error::other)
+}
+
+/// Serves MCP on stdin/stdout (or over HTTP with [`Options::http`]) on a fresh runtime until
+/// stdin closes (or forever, over HTTP).
 ///
 /// Exits with success on stdin EOF, and with failure if stdin or stdout fails.
 pub fn run_stdio(options: Options) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = match options.http {
+        // Handlers of many clients at once deserve every core.
+        Some(_) => tokio::runtime::Builder::new_multi_thread(),
+        None => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("switchboard-demo: cannot start a runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options));
+    let result = match options.http.clone() {
+        Some(addr) => runtime.block_on(serve_http(&addr, options)),
+        None => runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options)),
+    };
     // tokio reads stdin on a blocking thread; if we stop because stdout broke, that read may
     // never return, and a plain drop would wait for it forever.
     runtime.shutdown_timeout(Duration::from_millis(500));

@@ -4,15 +4,29 @@
 //! [`definitions`] is what `prompts/list` pages through; [`get`] answers `prompts/get`. A
 //! missing required argument and an unknown prompt are both -32602, as the spec suggests.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
-use switchboard_codecs::jsonrpc::ErrorObject;
+use switchboard_server::HandlerError;
 
-use super::server::{invalid_params, str_param};
+use super::conformance;
+
+fn invalid_params(message: impl Into<String>) -> HandlerError {
+    HandlerError::invalid_params(message)
+}
 
 /// The prompts, in a stable order (pagination cursors are indices into it).
-pub(super) fn definitions() -> &'static [Value] {
+pub(super) fn definitions(with_conformance: bool) -> Cow<'static, [Value]> {
+    let ours = own();
+    if with_conformance {
+        Cow::Owned(ours.iter().cloned().chain(conformance::prompts()).collect())
+    } else {
+        Cow::Borrowed(ours)
+    }
+}
+
+fn own() -> &'static [Value] {
     static ALL: OnceLock<Vec<Value>> = OnceLock::new();
     ALL.get_or_init(|| {
         vec![
@@ -41,14 +55,7 @@ pub(super) fn definitions() -> &'static [Value] {
 }
 
 /// Answers `prompts/get`.
-pub(super) fn get(params: &Value) -> Result<Value, ErrorObject> {
-    let name = str_param(params, "name")?;
-    let empty = json!({});
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(args @ Value::Object(_)) => args,
-        Some(_) => return Err(invalid_params("arguments must be an object")),
-    };
+pub(super) fn get(name: &str, args: &Value) -> Result<Value, HandlerError> {
     let (description, content) = match name {
         "simple" => ("A prompt without arguments.", text("A simple prompt.")),
         "greeting" => {
@@ -80,7 +87,7 @@ fn text(text: &str) -> Value {
 }
 
 /// A prompt argument, which MCP defines as a string.
-fn arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, ErrorObject> {
+fn arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, HandlerError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),

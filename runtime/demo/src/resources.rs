@@ -1,19 +1,22 @@
 //! The demo server's resources: three static ones, one template, and subscriptions.
 //!
 //! [`definitions`] and [`templates`] are what `resources/list` and `resources/templates/list`
-//! page through; [`read`] resolves a URI against both. Subscriptions are recorded in the
-//! [`Session`]; the `touch` tool reports a subscribed URI as updated.
+//! page through; [`read`] resolves a URI against both (and, with `--conformance`, the
+//! fixture's). Subscriptions are kept by the server per session; the `touch` tool reports a
+//! subscribed URI as updated.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
-use switchboard_codecs::jsonrpc::ErrorObject;
+use switchboard_server::{ErrorObject, HandlerError};
 
-use super::server::{str_param, Session};
+use super::conformance;
+use super::demo::Demo;
 pub(super) use switchboard_codecs::mcp::modern::headers::base64;
 
 /// The spec's "Resource not found" code, which `--not-found-code` can replace.
-pub(super) const NOT_FOUND: i64 = -32002;
+pub(super) const NOT_FOUND: i64 = switchboard_server::RESOURCE_NOT_FOUND;
 
 /// The text of `demo://text/readme`.
 const README: &str = "# Switchboard demo\n\nA resource in Markdown, for clients to read.\n";
@@ -25,7 +28,21 @@ pub(super) const NOTE_TEMPLATE: &str = "demo://note/{id}";
 const NOTE_PREFIX: &str = "demo://note/";
 
 /// The static resources, in a stable order (pagination cursors are indices into it).
-pub(super) fn definitions() -> &'static [Value] {
+pub(super) fn definitions(with_conformance: bool) -> Cow<'static, [Value]> {
+    let ours = own();
+    if with_conformance {
+        Cow::Owned(
+            ours.iter()
+                .cloned()
+                .chain(conformance::resources())
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(ours)
+    }
+}
+
+fn own() -> &'static [Value] {
     static ALL: OnceLock<Vec<Value>> = OnceLock::new();
     ALL.get_or_init(|| {
         vec![
@@ -58,7 +75,21 @@ pub(super) fn definitions() -> &'static [Value] {
 }
 
 /// The resource templates.
-pub(super) fn templates() -> &'static [Value] {
+pub(super) fn templates(with_conformance: bool) -> Cow<'static, [Value]> {
+    let ours = own_templates();
+    if with_conformance {
+        Cow::Owned(
+            ours.iter()
+                .cloned()
+                .chain(conformance::templates())
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(ours)
+    }
+}
+
+fn own_templates() -> &'static [Value] {
     static ALL: OnceLock<Vec<Value>> = OnceLock::new();
     ALL.get_or_init(|| {
         vec![json!({
@@ -92,31 +123,20 @@ fn contents(uri: &str) -> Option<Value> {
 }
 
 /// The error for a URI that is neither listed nor matches the template.
-fn not_found(session: &Session, uri: &str) -> ErrorObject {
-    let mut error = ErrorObject::new(session.options.not_found_code, "Resource not found");
+fn not_found(demo: &Demo, uri: &str) -> HandlerError {
+    let mut error = ErrorObject::new(demo.options.not_found_code, "Resource not found");
     error.data = serde_json::value::to_raw_value(&json!({ "uri": uri })).ok();
-    error
+    HandlerError::Rpc(error)
 }
 
-/// Answers `resources/read`.
-pub(super) fn read(session: &Session, params: &Value) -> Result<Value, ErrorObject> {
-    let uri = str_param(params, "uri")?;
-    let contents = contents(uri).ok_or_else(|| not_found(session, uri))?;
+/// Answers `resources/read` (and checks a URI one subscribes to).
+pub(super) fn read(demo: &Demo, uri: &str) -> Result<Value, HandlerError> {
+    let found = contents(uri).or_else(|| {
+        demo.options
+            .conformance
+            .then(|| conformance::read(uri))
+            .flatten()
+    });
+    let contents = found.ok_or_else(|| not_found(demo, uri))?;
     Ok(json!({ "contents": [contents] }))
-}
-
-/// Answers `resources/subscribe`. Only a URI that could be read can be subscribed to.
-pub(super) fn subscribe(session: &Session, params: &Value) -> Result<Value, ErrorObject> {
-    let uri = str_param(params, "uri")?;
-    if contents(uri).is_none() {
-        return Err(not_found(session, uri));
-    }
-    session.subscribe(uri);
-    Ok(json!({}))
-}
-
-/// Answers `resources/unsubscribe`; unsubscribing from a URI never subscribed to is no error.
-pub(super) fn unsubscribe(session: &Session, params: &Value) -> Result<Value, ErrorObject> {
-    session.unsubscribe(str_param(params, "uri")?);
-    Ok(json!({}))
 }

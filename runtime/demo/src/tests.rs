@@ -147,7 +147,8 @@ async fn tools_list_pages_follow_cursors() {
             break;
         }
     }
-    let expected: Vec<_> = tools::definitions(true)
+    let definitions = tools::definitions(true, false);
+    let expected: Vec<_> = definitions
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
@@ -239,6 +240,17 @@ async fn unknown_method_is_method_not_found_and_notifications_are_not_answered()
     client
         .send(json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage"}))
         .await;
+    // Lines that are no message are answered with an error of no id, so their sender hears.
+    let response = client.recv().await;
+    assert_eq!(
+        (&response["id"], &response["error"]["code"]),
+        (&Value::Null, &json!(-32700))
+    );
+    let response = client.recv().await;
+    assert_eq!(
+        (&response["id"], &response["error"]["code"]),
+        (&Value::Null, &json!(-32600))
+    );
     let response = client.recv().await;
     assert_eq!(response["id"], 1);
     assert_eq!(response["error"]["code"], -32601);
@@ -435,8 +447,14 @@ fn options_parse() {
             server_features: false,
             not_found_code: -32602,
             exit_on_unknown_method: true,
+            modern: false,
+            conformance: false,
+            http: None,
         }
     );
+    let options = Options::from_args(args("--modern --conformance --http 127.0.0.1:0")).unwrap();
+    assert!(options.modern && options.conformance);
+    assert_eq!(options.http.as_deref(), Some("127.0.0.1:0"));
     let options = Options::from_args(args("--not-found-code=-32602")).unwrap();
     assert_eq!(options.not_found_code, -32602);
     assert!(options.server_features);

@@ -7,14 +7,18 @@
 //! provokes one failure the runtime must survive (see the descriptions below).
 
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use switchboard_codecs::jsonrpc::{ErrorObject, Id, Outcome};
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
 
-use super::feature_tools;
-use super::server::{lock, log, Reply, Session};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use switchboard_server::{Context, HandlerError, Outcome, Reply};
+
+use super::demo::{lock, log, Demo};
+use super::{conformance, feature_tools};
 
 /// The most bytes `large`, `garbage` and `stderr_burst` will produce on request.
 const MAX_BYTES: u64 = 1 << 30;
@@ -29,8 +33,10 @@ const PING_TIMEOUT: Duration = Duration::from_secs(5);
 /// reaped: they must outlive us until whoever supervises our process group kills them.
 static GRANDCHILDREN: Mutex<Vec<Child>> = Mutex::new(Vec::new());
 
-/// The tools `tools/list` shows, in a stable order (pagination cursors are indices into it).
-pub(super) fn definitions(faults: bool) -> &'static [Value] {
+/// The tools `tools/list` shows, in a stable order (pagination cursors are indices into it):
+/// the ordinary ones, then the fault tools (with `--faults`), then the conformance fixture's
+/// (with `--conformance`).
+pub(super) fn definitions(faults: bool, with_conformance: bool) -> Cow<'static, [Value]> {
     static ALL: OnceLock<(usize, Vec<Value>)> = OnceLock::new();
     let (ordinary, all) = ALL.get_or_init(|| {
         let mut ordinary = ordinary_tools();
@@ -38,10 +44,11 @@ pub(super) fn definitions(faults: bool) -> &'static [Value] {
         let count = ordinary.len();
         (count, ordinary.into_iter().chain(fault_tools()).collect())
     });
-    if faults {
-        all
+    let listed = if faults { &all[..] } else { &all[..*ordinary] };
+    if with_conformance {
+        Cow::Owned(listed.iter().cloned().chain(conformance::tools()).collect())
     } else {
-        &all[..*ordinary]
+        Cow::Borrowed(listed)
     }
 }
 
@@ -218,64 +225,58 @@ pub(super) type ToolResult = Result<Reply, ToolError>;
 
 /// Runs a `tools/call` request.
 pub(super) async fn call(
-    session: &Arc<Session>,
-    id: &Id,
-    params: &Value,
-) -> Result<Reply, ErrorObject> {
-    let invalid = |message: String| ErrorObject::new(ErrorObject::INVALID_PARAMS, message);
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("tools/call needs a string \"name\"".to_owned()))?;
-    if !definitions(session.options.faults)
+    demo: &Demo,
+    name: &str,
+    args: &Value,
+    ctx: &Context,
+) -> Result<Reply, HandlerError> {
+    let options = &demo.options;
+    if !definitions(options.faults, options.conformance)
         .iter()
         .any(|t| t["name"] == name)
     {
-        return Err(invalid(format!("unknown tool: {name}")));
+        return Err(HandlerError::invalid_params(format!(
+            "unknown tool: {name}"
+        )));
     }
-    let empty = json!({});
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(args @ Value::Object(_)) => args,
-        Some(_) => return Ok(error_result("arguments must be an object")),
-    };
-    let progress_token = params.get("_meta").and_then(|m| m.get("progressToken"));
-    let result = run(session, id, name, args, progress_token).await;
+    if !args.is_object() {
+        return Ok(error_result("arguments must be an object"));
+    }
+    if options.conformance {
+        if let Some(result) = conformance::call(name, args, ctx).await {
+            return result;
+        }
+    }
+    let result = run(demo, ctx, name, args).await;
     Ok(result.unwrap_or_else(|ToolError(message)| error_result(message)))
 }
 
-async fn run(
-    session: &Session,
-    id: &Id,
-    name: &str,
-    args: &Value,
-    progress_token: Option<&Value>,
-) -> ToolResult {
+async fn run(demo: &Demo, ctx: &Context, name: &str, args: &Value) -> ToolResult {
     match name {
         "greet" => Ok(text(format!("Hello, {}!", str_arg(args, "name")?))),
         "add" => add(args),
         "echo" => Ok(text(str_arg(args, "text")?)),
-        "sleep" => sleep(session, args, progress_token).await,
+        "sleep" => sleep(ctx, args).await,
         "hang" => std::future::pending().await,
         "crash" => crash(args),
         "fail" => Err(opt_str_arg(args, "message")?
             .unwrap_or("the fail tool failed, as asked")
             .into()),
         "large" => Ok(text("x".repeat(bytes_arg(args, "bytes")?.unwrap_or(0)))),
-        "garbage" => garbage(session, args),
+        "garbage" => garbage(ctx, args).await,
         "stderr_burst" => stderr_burst(args).await,
         "spawn_grandchild" => spawn_grandchild(),
         "cancellations" => {
-            let cancelled = json!({"cancelled": session.cancellations()});
+            let cancelled = json!({"cancelled": demo.cancellations()});
             Ok(structured(cancelled.to_string(), cancelled))
         }
         "calls" => {
-            let calls = json!({"calls": session.calls()});
+            let calls = json!({"calls": demo.calls()});
             Ok(structured(calls.to_string(), calls))
         }
-        "ping_client" => ping_client(session, args).await,
+        "ping_client" => ping_client(ctx, args).await,
         "stats" => {
-            let counts = json!({ "methods": session.method_counts() });
+            let counts = json!({ "methods": demo.method_counts() });
             Ok(structured(counts.to_string(), counts))
         }
         "list_changed" => {
@@ -284,48 +285,50 @@ async fn run(
                 .and_then(Value::as_u64)
                 .unwrap_or(1)
                 .min(1000);
+            let note = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
             for _ in 0..count {
-                session.send_json(&json!({
-                    "jsonrpc": "2.0",
-                    "method": "notifications/tools/list_changed"
-                }));
+                ctx.send_raw(Bytes::from_static(note)).await;
             }
             Ok(text(format!("sent {count} notifications")))
         }
         "freeze" => {
             // Answer first, then go silent: the client sees a live but stuck server.
-            session.send_json(&json!({
+            let answer = json!({
                 "jsonrpc": "2.0",
-                "id": id,
+                "id": ctx.request_id(),
                 "result": {"content": [{"type": "text", "text": "frozen"}]}
-            }));
-            session
-                .frozen
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+            ctx.send_raw(Bytes::from(answer.to_string())).await;
+            demo.frozen.store(true, Ordering::Relaxed);
             std::future::pending::<()>().await;
             Ok(text("unreachable"))
         }
         "unknown_id" => {
-            session.send_json(&json!({"jsonrpc": "2.0", "id": 999_999_999, "result": {}}));
-            session.send_json(&json!({"jsonrpc": "2.0", "id": "nobody-asked", "result": {}}));
+            for id in [json!(999_999_999), json!("nobody-asked")] {
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": {}});
+                ctx.send_raw(Bytes::from(answer.to_string())).await;
+            }
             Ok(text("ok"))
         }
         "batch_answer" => {
             let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "batched"}});
-            let answer = json!({"jsonrpc": "2.0", "id": id, "result": text_result("ok")});
-            Ok(Reply::Raw(json!([note, answer]).to_string().into_bytes()))
+            let answer =
+                json!({"jsonrpc": "2.0", "id": ctx.request_id(), "result": text_result("ok")});
+            Ok(Reply::Raw(json!([note, answer]).to_string().into()))
         }
         "malformed_answer" => Ok(Reply::Raw(
-            json!({"jsonrpc": "2.0", "id": id}).to_string().into_bytes(),
+            json!({"jsonrpc": "2.0", "id": ctx.request_id()})
+                .to_string()
+                .into(),
         )),
         "drop_answer" => {
-            let id = serde_json::to_string(id).unwrap_or_default();
+            let id = serde_json::to_string(ctx.request_id()).unwrap_or_default();
             Ok(Reply::Raw(
-                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#).into_bytes(),
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#).into(),
             ))
         }
         // definitions() lists these names and feature_tools' ones.
-        other => match feature_tools::run(session, other, args) {
+        other => match feature_tools::run(ctx, other, args).await {
             Some(result) => result,
             None => Err(format!("tool {other} is listed but not implemented").into()),
         },
@@ -410,19 +413,18 @@ fn add(args: &Value) -> ToolResult {
     Ok(structured(sum.to_string(), json!({"sum": sum})))
 }
 
-async fn sleep(session: &Session, args: &Value, progress_token: Option<&Value>) -> ToolResult {
+async fn sleep(ctx: &Context, args: &Value) -> ToolResult {
     let ms = opt_u64_arg(args, "ms")?.ok_or("missing argument \"ms\"")?;
     let steps = opt_u64_arg(args, "steps")?.unwrap_or(0);
-    match progress_token {
-        Some(token) if steps > 0 => {
+    match ctx.progress_token() {
+        Some(_) if steps > 0 => {
             let step =
                 Duration::from_millis(ms) / u32::try_from(steps).map_err(|_| "too many steps")?;
             for i in 1..=steps {
                 tokio::time::sleep(step).await;
-                session.notify(
-                    "notifications/progress",
-                    json!({"progressToken": token, "progress": i, "total": steps, "message": format!("step {i}")}),
-                );
+                let message = format!("step {i}");
+                ctx.progress(i as f64, Some(steps as f64), Some(&message))
+                    .await;
             }
         }
         _ => tokio::time::sleep(Duration::from_millis(ms)).await,
@@ -443,7 +445,7 @@ fn crash(args: &Value) -> ToolResult {
     std::process::exit(code)
 }
 
-fn garbage(session: &Session, args: &Value) -> ToolResult {
+async fn garbage(ctx: &Context, args: &Value) -> ToolResult {
     let line = match opt_str_arg(args, "kind")?.unwrap_or("text") {
         "text" => b"this is not json".to_vec(),
         "non_utf8" => vec![0xff, 0xfe],
@@ -454,7 +456,7 @@ fn garbage(session: &Session, args: &Value) -> ToolResult {
         "non_jsonrpc" => br#"{"hello":"world"}"#.to_vec(),
         other => return Err(format!("unknown kind {other:?}").into()),
     };
-    session.send_line(line);
+    ctx.send_raw(Bytes::from(line)).await;
     Ok(text("ok"))
 }
 
@@ -500,10 +502,10 @@ fn spawn_grandchild() -> ToolResult {
     Ok(structured(pid.to_string(), json!({"pid": pid})))
 }
 
-async fn ping_client(session: &Session, args: &Value) -> ToolResult {
+async fn ping_client(ctx: &Context, args: &Value) -> ToolResult {
     // `method` lets tests send requests the client does not serve (it must answer -32601).
     let method = args.get("method").and_then(Value::as_str).unwrap_or("ping");
-    match session.request_client(method, PING_TIMEOUT).await {
+    match ctx.request_client(method, None, PING_TIMEOUT).await {
         Ok(Outcome::Result(raw)) => match serde_json::from_str::<Value>(raw.get()) {
             Ok(Value::Object(map)) if map.is_empty() => Ok(text("pong")),
             // Any other method's answer is shown as it came (`roots/list`, say).

@@ -12,6 +12,7 @@ mod era;
 mod fail_fast;
 mod handshake;
 mod io_runtime;
+mod late_tools;
 mod legacy_fallback;
 mod list_ttl;
 mod listen;

@@ -1,5 +1,6 @@
-//! `switchboard check`: start every server of a config file and report on each, as a table
-//! or one JSON document; exit 3 if an enabled server is not ready.
+//! `switchboard check`: start every server of a config file (or the one server on the
+//! command line) and report on each, as a table or one JSON document; exit 3 if an enabled
+//! server is not ready.
 //!
 //! ```text
 //! SERVER  TRANSPORT  STATE       ERA     PROTOCOL    TASKS       TOOLS  HANDSHAKE  ERROR
@@ -13,26 +14,28 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::config::{self, Report};
-use super::{print, CheckArgs, Failure, Interrupt};
+use super::{finish, CheckArgs, Failure, Interrupt};
 
 pub(crate) async fn run(args: CheckArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
-    let file = args.config.load(false)?;
+    let file = config::servers(&args.config, &args.server)?;
     let runtime = config::start_all(&file, interrupt).await?;
     let reports = config::reports(&runtime, &file, true);
-    runtime.shutdown().await;
     let rows: Vec<Row<'_>> = reports.iter().map(Row::from).collect();
     let output = if args.json {
-        let document = serde_json::to_string_pretty(&Document { servers: &rows })
-            .map_err(|e| Failure::Run(format!("cannot write the report as JSON: {e}")))?;
-        document + "\n"
+        serde_json::to_string_pretty(&Document { servers: &rows })
+            .map(|document| document + "\n")
+            .map_err(|e| Failure::Run(format!("cannot write the report as JSON: {e}")))
     } else {
-        table(&rows)
+        Ok(table(&rows))
     };
-    print::emit(&output);
-    match config::not_ready(&reports) {
-        Some(failure) => Err(failure),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    let (output, outcome) = match output {
+        Ok(output) => match config::not_ready(&reports) {
+            Some(failure) => (output, Err(failure)),
+            None => (output, Ok(ExitCode::SUCCESS)),
+        },
+        Err(failure) => (String::new(), Err(failure)),
+    };
+    finish(&runtime, &output, outcome, interrupt).await
 }
 
 /// The `check --json` document.

@@ -160,7 +160,7 @@ async fn resources_are_listed_and_paged() {
     let templates = client.ok("resources/templates/list", json!({})).await;
     assert_eq!(
         templates["resourceTemplates"],
-        json!([resources::templates()[0]])
+        json!([resources::templates(false)[0]])
     );
     assert_eq!(templates["resourceTemplates"][0]["name"], "note");
     assert_eq!(names(&templates, "resourceTemplates"), ["demo://note/{id}"]);

@@ -367,6 +367,7 @@ impl ServerActor {
     pub(super) fn after_handshake(&mut self, has_tools: bool, ctx: &mut Context<Self>) {
         if has_tools {
             self.phase = Phase::ListingTools;
+            self.relist.handshake();
             self.list_tools(ctx);
         } else {
             self.learnt.tools = Arc::from(Vec::new());

@@ -1,0 +1,203 @@
+//! The demo server as a [`Handler`]: its lists, its calls, and the bookkeeping its fault
+//! tools report (cancellations, calls and methods received, the frozen state).
+//!
+//! One `Demo` serves one connection on stdio (every [`serve`](crate::serve) makes its own,
+//! so the counts are per connection) and every session of an HTTP server.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::{json, Value};
+use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Seen};
+
+use super::{completion, conformance, prompts, resources, tools, Options};
+
+/// How many of the latest `tools/call` requests the `calls` fault tool remembers.
+const MAX_RECORDED_CALLS: usize = 1000;
+
+/// How many `notifications/cancelled` the `cancellations` fault tool remembers.
+const MAX_RECORDED_CANCELS: usize = 1000;
+
+/// Locks a mutex, ignoring poisoning: every critical section here leaves its data consistent.
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Logs to stderr, the demo server's only log channel (stdout is reserved for MCP).
+pub(super) fn log(args: std::fmt::Arguments<'_>) {
+    eprintln!("switchboard-demo: {args}");
+}
+
+pub(super) struct Demo {
+    pub(super) options: Options,
+    cancellations: Mutex<VecDeque<Value>>,
+    calls: Mutex<VecDeque<Value>>,
+    methods: Mutex<HashMap<String, u64>>,
+    pub(super) frozen: AtomicBool,
+}
+
+impl Demo {
+    pub(super) fn new(options: Options) -> Self {
+        Demo {
+            options,
+            cancellations: Mutex::default(),
+            calls: Mutex::default(),
+            methods: Mutex::default(),
+            frozen: AtomicBool::new(false),
+        }
+    }
+
+    pub(super) fn cancellations(&self) -> Vec<Value> {
+        lock(&self.cancellations).iter().cloned().collect()
+    }
+
+    /// The latest `tools/call` requests received, oldest first: `{"id", "name"}` each.
+    pub(super) fn calls(&self) -> Vec<Value> {
+        lock(&self.calls).iter().cloned().collect()
+    }
+
+    /// Requests and notifications received so far, by method.
+    pub(super) fn method_counts(&self) -> HashMap<String, u64> {
+        lock(&self.methods).clone()
+    }
+
+    fn count(&self, method: &str) {
+        *lock(&self.methods).entry(method.to_owned()).or_default() += 1;
+    }
+}
+
+fn params(raw: Option<&serde_json::value::RawValue>) -> Value {
+    raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn push_bounded(queue: &Mutex<VecDeque<Value>>, value: Value, max: usize) {
+    let mut queue = lock(queue);
+    if queue.len() == max {
+        queue.pop_front();
+    }
+    queue.push_back(value);
+}
+
+impl Handler for Demo {
+    fn info(&self) -> Info {
+        let mut info = Info::new(self.options.name.clone(), env!("CARGO_PKG_VERSION"))
+            .with_instructions("Switchboard's bundled demo server.");
+        if self.options.server_features {
+            info = info.with_resources().with_prompts().with_completions();
+            info.resources_list_changed = true;
+            info.prompts_list_changed = true;
+        }
+        // The conformance fixture announces tool changes on listen streams.
+        info.tools_list_changed = self.options.conformance;
+        info
+    }
+
+    fn tools(&self) -> Cow<'_, [Value]> {
+        tools::definitions(self.options.faults, self.options.conformance)
+    }
+
+    fn call_tool(
+        self: Arc<Self>,
+        name: String,
+        arguments: Value,
+        ctx: Context,
+    ) -> BoxFuture<Result<Reply, HandlerError>> {
+        Box::pin(async move { tools::call(&self, &name, &arguments, &ctx).await })
+    }
+
+    fn resources(&self) -> Cow<'_, [Value]> {
+        resources::definitions(self.options.conformance)
+    }
+
+    fn resource_templates(&self) -> Cow<'_, [Value]> {
+        resources::templates(self.options.conformance)
+    }
+
+    fn read_resource(
+        self: Arc<Self>,
+        uri: String,
+        _: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        Box::pin(async move { resources::read(&self, &uri) })
+    }
+
+    fn check_subscription(&self, uri: &str) -> Result<(), HandlerError> {
+        resources::read(self, uri).map(drop)
+    }
+
+    fn prompts(&self) -> Cow<'_, [Value]> {
+        prompts::definitions(self.options.conformance)
+    }
+
+    fn get_prompt(
+        self: Arc<Self>,
+        name: String,
+        arguments: Value,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        Box::pin(async move {
+            if self.options.conformance {
+                if let Some(result) = conformance::get_prompt(&name, &arguments, &ctx).await {
+                    return result;
+                }
+            }
+            prompts::get(&name, &arguments)
+        })
+    }
+
+    fn complete(
+        self: Arc<Self>,
+        params: Value,
+        _: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        Box::pin(async move {
+            match completion::complete(&params) {
+                // The fixture answers any reference, with no suggestions for ones it lacks.
+                Err(_) if self.options.conformance => {
+                    Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}}))
+                }
+                answered => answered,
+            }
+        })
+    }
+
+    fn observe(&self, message: Seen<'_>) -> bool {
+        if self.frozen.load(Ordering::Relaxed) {
+            return false;
+        }
+        match message {
+            Seen::Request(request) => {
+                self.count(&request.method);
+                if self.options.faults && request.method == "tools/call" {
+                    let params = params(request.params.as_deref());
+                    push_bounded(
+                        &self.calls,
+                        json!({"id": request.id, "name": params["name"]}),
+                        MAX_RECORDED_CALLS,
+                    );
+                }
+            }
+            Seen::Notification(notification) => {
+                self.count(&notification.method);
+                if notification.method == "notifications/cancelled" {
+                    let params = params(notification.params.as_deref());
+                    push_bounded(&self.cancellations, params, MAX_RECORDED_CANCELS);
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    fn unknown_method(&self, method: &str) {
+        if self.options.exit_on_unknown_method {
+            log(format_args!(
+                "exiting: {method} is not a method this server knows"
+            ));
+            std::process::exit(1);
+        }
+    }
+}

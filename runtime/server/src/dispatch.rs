@@ -1,0 +1,627 @@
+//! Serving one message: which era it belongs to, what the protocol answers itself
+//! (`initialize`, `ping`, `logging/setLevel`, subscriptions, `server/discover`,
+//! `subscriptions/listen`), and what goes to the handler.
+//!
+//! Every request runs on its own task, registered in its session so that
+//! `notifications/cancelled` (or, on HTTP, the client closing the response stream) stops
+//! it. The era is read from the request itself: one whose `_meta` names a protocol version
+//! is a 2026-07-28 request, served without a session's state and answered with
+//! `resultType`, the caching hints and the server's identity; anything else belongs to the
+//! session `initialize` opened.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use switchboard_codecs::jsonrpc::{ErrorObject, Id, Notification, Request};
+use switchboard_codecs::mcp::modern::{self, meta};
+use switchboard_transports::server::{Inbound, Responder};
+
+use crate::context::{Context, Era, Inputs, Origin};
+use crate::handler::{HandlerError, Reply, Seen, RESOURCE_NOT_FOUND};
+use crate::logging;
+use crate::session::Session;
+use crate::shared::{Core, Listen};
+use crate::HANDSHAKE_VERSIONS;
+
+#[derive(Serialize)]
+struct ResultFrame<'a> {
+    jsonrpc: &'static str,
+    id: &'a Id,
+    result: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ErrorFrame<'a> {
+    jsonrpc: &'static str,
+    id: &'a Id,
+    error: &'a ErrorObject,
+}
+
+fn result_frame(id: &Id, result: &Value) -> Bytes {
+    let frame = ResultFrame {
+        jsonrpc: "2.0",
+        id,
+        result,
+    };
+    Bytes::from(serde_json::to_vec(&frame).unwrap_or_default())
+}
+
+fn error_frame(id: &Id, error: &ErrorObject) -> Bytes {
+    let frame = ErrorFrame {
+        jsonrpc: "2.0",
+        id,
+        error,
+    };
+    Bytes::from(serde_json::to_vec(&frame).unwrap_or_default())
+}
+
+fn rpc(code: i64, message: impl Into<String>) -> HandlerError {
+    HandlerError::Rpc(ErrorObject::new(code, message))
+}
+
+fn method_not_found(method: &str) -> HandlerError {
+    rpc(
+        ErrorObject::METHOD_NOT_FOUND,
+        format!("method not found: {method}"),
+    )
+}
+
+fn with_data(mut error: ErrorObject, data: Value) -> ErrorObject {
+    error.data = serde_json::value::to_raw_value(&data).ok();
+    error
+}
+
+/// Hands one message to the protocol.
+pub(crate) fn receive(core: &Arc<Core>, session: &Arc<Session>, inbound: Inbound) {
+    match inbound {
+        Inbound::Request { request, responder } => {
+            if !core.handler.observe(Seen::Request(&request)) {
+                return;
+            }
+            let id = request.id.clone();
+            let task = serve(core.clone(), session.clone(), request, responder);
+            session.spawn(id, task);
+        }
+        Inbound::Notification(notification)
+            if core.handler.observe(Seen::Notification(&notification)) =>
+        {
+            on_notification(session, &notification);
+        }
+        Inbound::Response(response) => {
+            if !core.handler.observe(Seen::Response(&response)) {
+                return;
+            }
+            let settled = response
+                .id
+                .as_ref()
+                .is_some_and(|id| session.answered(id, response.outcome));
+            if !settled {
+                tracing::debug!(id = ?response.id, "a response to no request in flight");
+            }
+        }
+        // A kind of message this server does not know yet: nothing to answer.
+        _ => {}
+    }
+}
+
+fn on_notification(session: &Session, notification: &Notification) {
+    // `notifications/initialized` and the rest need nothing from the server.
+    if notification.method != "notifications/cancelled" {
+        return;
+    }
+    let params: Value = notification
+        .params
+        .as_deref()
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or(Value::Null);
+    let id = match params.get("requestId") {
+        Some(Value::Number(n)) => n.as_i64().map(Id::Number),
+        Some(Value::String(s)) => Some(Id::String(s.as_str().into())),
+        _ => None,
+    };
+    // Finished already, most likely: the cancel crossed the answer.
+    if !id.is_some_and(|id| session.cancel(&id)) {
+        tracing::debug!(%params, "a cancel for no request in flight");
+    }
+}
+
+/// Serves one request on its task: the answer, unless the client goes away first (then
+/// the handler is dropped, which is its cancellation).
+async fn serve(core: Arc<Core>, session: Arc<Session>, request: Request, responder: Responder) {
+    let watch = responder.clone();
+    let id = request.id.clone();
+    let answered = tokio::select! {
+        answered = answer(&core, &session, request, responder.clone()) => answered,
+        _ = watch.closed() => return,
+    };
+    let (frame, code) = match answered {
+        Ok(Reply::Result(result)) => (result_frame(&id, &result), None),
+        Ok(Reply::Raw(bytes)) => (bytes, None),
+        Err(error) => {
+            let code = error.code;
+            (error_frame(&id, &error), Some(code))
+        }
+    };
+    responder.answer(frame, code).await;
+}
+
+/// The request's params as a value (`null` when absent).
+fn params_of(request: &Request) -> Result<Value, ErrorObject> {
+    match request.params.as_deref() {
+        None => Ok(Value::Null),
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+            ErrorObject::new(ErrorObject::INVALID_PARAMS, format!("invalid params: {e}"))
+        }),
+    }
+}
+
+async fn answer(
+    core: &Arc<Core>,
+    session: &Arc<Session>,
+    request: Request,
+    responder: Responder,
+) -> Result<Reply, ErrorObject> {
+    let params = params_of(&request)?;
+    let stateless = session.stateless
+        || params
+            .get("_meta")
+            .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+            .is_some();
+    let answered = if stateless {
+        stateless_answer(core, session, &request, params, responder).await
+    } else {
+        handshake_answer(core, session, &request, params, responder).await
+    };
+    answered.map_err(|error| into_error(error, stateless))
+}
+
+fn into_error(error: HandlerError, stateless: bool) -> ErrorObject {
+    match error {
+        HandlerError::Rpc(mut error) if stateless && error.code == RESOURCE_NOT_FOUND => {
+            // 2026-07-28 says -32602 for a resource that does not exist.
+            error.code = ErrorObject::INVALID_PARAMS;
+            error
+        }
+        HandlerError::Rpc(error) => error,
+        HandlerError::MissingCapability { capability } => with_data(
+            ErrorObject::new(
+                modern::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("this request needs the client capability {capability:?}"),
+            ),
+            json!({"requiredCapabilities": { capability: {} }}),
+        ),
+        HandlerError::InputRequired => ErrorObject::new(
+            ErrorObject::INTERNAL_ERROR,
+            "the handler asked for input outside an input-required round",
+        ),
+    }
+}
+
+fn progress_token(params: &Value) -> Option<Value> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| !t.is_null())
+        .cloned()
+}
+
+async fn handshake_answer(
+    core: &Arc<Core>,
+    session: &Arc<Session>,
+    request: &Request,
+    params: Value,
+    responder: Responder,
+) -> Result<Reply, HandlerError> {
+    let method = request.method.as_str();
+    match method {
+        "initialize" => return Ok(Reply::Result(initialize(core, session, &params))),
+        "ping" => return Ok(Reply::Result(json!({}))),
+        "logging/setLevel" => {
+            let level = params.get("level").and_then(Value::as_str).unwrap_or("");
+            let level = logging::parse(level).ok_or_else(|| {
+                HandlerError::invalid_params(format!("unknown log level: {level:?}"))
+            })?;
+            session.set_log_level(level);
+            return Ok(Reply::Result(json!({})));
+        }
+        "resources/subscribe" | "resources/unsubscribe" if core.info.resources => {
+            let uri = str_param(&params, "uri")?;
+            if method == "resources/subscribe" {
+                core.handler.check_subscription(uri)?;
+                session.subscribe(uri);
+            } else {
+                session.unsubscribe(uri);
+            }
+            return Ok(Reply::Result(json!({})));
+        }
+        modern::SERVER_DISCOVER if core.options.discover => {
+            return Ok(Reply::Result(decorate(core, method, discover(core))))
+        }
+        _ => {}
+    }
+    let (version, capabilities) = session.negotiated();
+    let origin = Origin {
+        id: request.id.clone(),
+        era: Era::Handshake,
+        version,
+        progress_token: progress_token(&params),
+        capabilities,
+        meta_log_level: None,
+        inputs: Inputs::default(),
+    };
+    let ctx = Context::new(core.clone(), session.clone(), responder, origin);
+    feature(core, method, params, ctx).await
+}
+
+fn initialize(core: &Core, session: &Session, params: &Value) -> Value {
+    let requested = params.get("protocolVersion").and_then(Value::as_str);
+    let version = match (&core.options.force_version, requested) {
+        (Some(forced), _) => forced.clone(),
+        (None, Some(v)) if HANDSHAKE_VERSIONS.contains(&v) => v.to_owned(),
+        (None, _) => HANDSHAKE_VERSIONS[0].to_owned(),
+    };
+    let capabilities = params
+        .get("capabilities")
+        .filter(|c| c.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    session.initialize(version.clone(), capabilities);
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": core.info.capabilities(),
+        "serverInfo": core.info.implementation(),
+    });
+    if let Some(instructions) = &core.info.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+fn discover(core: &Core) -> Value {
+    let mut result = json!({
+        "supportedVersions": modern::SUPPORTED_VERSIONS,
+        "capabilities": core.info.capabilities(),
+    });
+    if let Some(instructions) = &core.info.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+/// Methods the 2026-07-28 revision removed.
+const REMOVED: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Results a 2026-07-28 client may cache, which carry `ttlMs` and `cacheScope`.
+const CACHEABLE: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// Adds what a 2026-07-28 result carries: `resultType`, caching hints, `serverInfo`.
+fn decorate(core: &Core, method: &str, mut result: Value) -> Value {
+    let Some(object) = result.as_object_mut() else {
+        return result;
+    };
+    object
+        .entry("resultType")
+        .or_insert_with(|| json!("complete"));
+    if CACHEABLE.contains(&method) {
+        object
+            .entry("ttlMs")
+            .or_insert_with(|| json!(core.options.ttl_ms));
+        let scope = if method == "resources/read" {
+            "private"
+        } else {
+            "public"
+        };
+        object.entry("cacheScope").or_insert_with(|| json!(scope));
+    }
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.entry(meta::SERVER_INFO)
+            .or_insert_with(|| core.info.implementation());
+    }
+    result
+}
+
+async fn stateless_answer(
+    core: &Arc<Core>,
+    session: &Arc<Session>,
+    request: &Request,
+    mut params: Value,
+    responder: Responder,
+) -> Result<Reply, HandlerError> {
+    let method = request.method.as_str();
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let version = meta
+        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            HandlerError::invalid_params(format!("missing _meta[{:?}]", meta::PROTOCOL_VERSION))
+        })?
+        .to_owned();
+    if !modern::SUPPORTED_VERSIONS.contains(&version.as_str()) {
+        return Err(HandlerError::Rpc(with_data(
+            ErrorObject::new(
+                modern::UNSUPPORTED_PROTOCOL_VERSION,
+                format!("unsupported protocol version {version:?}"),
+            ),
+            json!({"supported": modern::SUPPORTED_VERSIONS, "requested": version}),
+        )));
+    }
+    let capabilities = meta
+        .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
+        .filter(|c| c.is_object())
+        .cloned()
+        .ok_or_else(|| {
+            HandlerError::invalid_params(format!("missing _meta[{:?}]", meta::CLIENT_CAPABILITIES))
+        })?;
+    let meta_log_level = meta
+        .and_then(|m| m.get(meta::LOG_LEVEL))
+        .and_then(Value::as_str)
+        .and_then(logging::parse);
+    match method {
+        modern::SERVER_DISCOVER if core.options.discover => {
+            return Ok(Reply::Result(decorate(core, method, discover(core))))
+        }
+        modern::SERVER_DISCOVER => {
+            // The era probe of a client that also speaks the handshake era: refused as a
+            // handshake-era server would, which is no error worth logging.
+            core.handler.unknown_method(method);
+            return Err(method_not_found(method));
+        }
+        modern::listen::SUBSCRIPTIONS_LISTEN => {
+            return listen(core, request, &params, responder).await;
+        }
+        method if REMOVED.contains(&method) => {
+            return Err(rpc(
+                ErrorObject::METHOD_NOT_FOUND,
+                format!("{method} was removed in {version}"),
+            ))
+        }
+        _ => {}
+    }
+    let mut inputs = Inputs::default();
+    let interactive = matches!(method, "tools/call" | "prompts/get" | "resources/read");
+    let subject = params
+        .get(if method == "resources/read" {
+            "uri"
+        } else {
+            "name"
+        })
+        .cloned()
+        .unwrap_or(Value::Null);
+    if interactive {
+        if let Some(state) = params.get("requestState") {
+            let opened = state.as_str().and_then(|s| core.sealer.open(s));
+            let Some(opened) = opened.filter(|o| o["method"] == method && o["subject"] == subject)
+            else {
+                return Err(HandlerError::invalid_params(
+                    "requestState integrity check failed: it is not a state this server sealed for this request",
+                ));
+            };
+            if let Some(answers) = opened.get("answers").and_then(Value::as_object) {
+                inputs.answers = answers.clone();
+            }
+            inputs.state = opened.get("state").filter(|s| !s.is_null()).cloned();
+        }
+        if let Some(responses) = params.get("inputResponses") {
+            let Some(responses) = responses.as_object() else {
+                return Err(HandlerError::invalid_params(
+                    "inputResponses must be an object",
+                ));
+            };
+            for (key, answer) in responses {
+                if !answer.is_object() {
+                    return Err(HandlerError::invalid_params(format!(
+                        "inputResponses[{key:?}] must be a result object"
+                    )));
+                }
+                inputs.answers.insert(key.clone(), answer.clone());
+            }
+        }
+        if let Some(object) = params.as_object_mut() {
+            object.remove("inputResponses");
+            object.remove("requestState");
+        }
+    }
+    let origin = Origin {
+        id: request.id.clone(),
+        era: Era::Stateless,
+        version,
+        progress_token: progress_token(&params),
+        capabilities,
+        meta_log_level,
+        inputs,
+    };
+    let ctx = Context::new(core.clone(), session.clone(), responder, origin);
+    match feature(core, method, params, ctx.clone()).await {
+        Ok(Reply::Result(result)) => Ok(Reply::Result(decorate(core, method, result))),
+        Ok(raw) => Ok(raw),
+        Err(HandlerError::InputRequired) if interactive => {
+            let inputs = ctx.take_inputs();
+            let state = json!({
+                "method": method,
+                "subject": subject,
+                "answers": inputs.answers,
+                "state": inputs.state,
+            });
+            let result = json!({
+                "resultType": "input_required",
+                "inputRequests": inputs.missing,
+                "requestState": core.sealer.seal(&state),
+            });
+            Ok(Reply::Result(decorate(core, method, result)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `subscriptions/listen`: acknowledges the subset of the filter the server serves, then
+/// carries matching notifications until the client cancels it (or closes the stream).
+async fn listen(
+    core: &Arc<Core>,
+    request: &Request,
+    params: &Value,
+    responder: Responder,
+) -> Result<Reply, HandlerError> {
+    let wanted = params.get("notifications").cloned().unwrap_or(Value::Null);
+    let flag = |key: &str| wanted.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let info = &core.info;
+    let tools = flag("toolsListChanged") && info.tools_list_changed;
+    let prompts = flag("promptsListChanged") && info.prompts_list_changed && info.prompts;
+    let resources = flag("resourcesListChanged") && info.resources_list_changed && info.resources;
+    let uris: Vec<String> = if info.resources {
+        wanted
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|uris| {
+                uris.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let mut granted = Map::new();
+    for (key, on) in [
+        ("toolsListChanged", tools),
+        ("promptsListChanged", prompts),
+        ("resourcesListChanged", resources),
+    ] {
+        if on {
+            granted.insert(key.to_owned(), json!(true));
+        }
+    }
+    if !uris.is_empty() {
+        granted.insert("resourceSubscriptions".to_owned(), json!(uris));
+    }
+    let subscription_id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+    let ack = json!({
+        "jsonrpc": "2.0",
+        "method": modern::listen::ACKNOWLEDGED,
+        "params": {
+            "notifications": granted,
+            "_meta": { meta::SUBSCRIPTION_ID: subscription_id },
+        },
+    });
+    let _guard = core.listen(Listen {
+        responder: responder.clone(),
+        subscription_id,
+        tools,
+        prompts,
+        resources,
+        uris,
+    });
+    if responder
+        .send(Bytes::from(serde_json::to_vec(&ack).unwrap_or_default()))
+        .await
+        .is_err()
+    {
+        return Ok(Reply::Result(json!({})));
+    }
+    // Ends by cancellation: the task is aborted, or the stream's close drops it.
+    std::future::pending::<()>().await;
+    Ok(Reply::Result(json!({})))
+}
+
+fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, HandlerError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| HandlerError::invalid_params(format!("missing string param {key:?}")))
+}
+
+/// `arguments` as an object (`{}` when absent).
+fn arguments(params: &Value) -> Result<Value, HandlerError> {
+    match params.get("arguments") {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(args @ Value::Object(_)) => Ok(args.clone()),
+        Some(_) => Err(HandlerError::invalid_params("arguments must be an object")),
+    }
+}
+
+/// The methods of the application's features, the same in both eras.
+async fn feature(
+    core: &Arc<Core>,
+    method: &str,
+    params: Value,
+    ctx: Context,
+) -> Result<Reply, HandlerError> {
+    let info = &core.info;
+    let handler = core.handler.clone();
+    let page_size = core.options.page_size;
+    let list = |all: &[Value], key: &str| page(all, key, &params, page_size).map(Reply::Result);
+    match method {
+        "tools/list" => list(&handler.tools(), "tools"),
+        "tools/call" => {
+            let name = str_param(&params, "name")?.to_owned();
+            // The handler decides what bad arguments mean (an isError result, as MCP wants).
+            let args = match params.get("arguments") {
+                None | Some(Value::Null) => json!({}),
+                Some(args) => args.clone(),
+            };
+            handler.call_tool(name, args, ctx).await
+        }
+        "resources/list" if info.resources => list(&handler.resources(), "resources"),
+        "resources/templates/list" if info.resources => {
+            list(&handler.resource_templates(), "resourceTemplates")
+        }
+        "resources/read" if info.resources => {
+            let uri = str_param(&params, "uri")?.to_owned();
+            handler.read_resource(uri, ctx).await.map(Reply::Result)
+        }
+        "prompts/list" if info.prompts => list(&handler.prompts(), "prompts"),
+        "prompts/get" if info.prompts => {
+            let name = str_param(&params, "name")?.to_owned();
+            let args = arguments(&params)?;
+            handler.get_prompt(name, args, ctx).await.map(Reply::Result)
+        }
+        "completion/complete" if info.completions => {
+            handler.complete(params, ctx).await.map(Reply::Result)
+        }
+        method => {
+            handler.unknown_method(method);
+            Err(method_not_found(method))
+        }
+    }
+}
+
+/// One page of a list, `{key: [...], "nextCursor"?: ...}`. The cursor is the index of the
+/// page's first item, as a string: opaque to clients.
+fn page(all: &[Value], key: &str, params: &Value, page_size: usize) -> Result<Value, HandlerError> {
+    let invalid = || HandlerError::invalid_params("invalid cursor");
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(cursor)) => match cursor.parse::<usize>() {
+            Ok(start) if start > 0 && start < all.len() => start,
+            _ => return Err(invalid()),
+        },
+        Some(_) => return Err(invalid()),
+    };
+    let end = match page_size {
+        0 => all.len(),
+        size => start.saturating_add(size).min(all.len()),
+    };
+    let mut result = json!({ key: &all[start..end] });
+    if end < all.len() {
+        result["nextCursor"] = json!(end.to_string());
+    }
+    Ok(result)
+}

@@ -1,0 +1,336 @@
+//! What an application provides: a [`Handler`] with its tools, resources and templates,
+//! prompts and completion, and the [`Info`] that says who it is and what it offers.
+//!
+//! Lists are plain JSON values (the shapes of `tools/list` and friends); the server pages
+//! them and adds what each era needs (`ttlMs`, `resultType`, …). Calls are async and run
+//! concurrently, each on its own task, with a [`Context`](crate::Context) for progress, log
+//! messages and input from the client. A handler never sees which era or transport a
+//! request came by unless it asks.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use switchboard_codecs::jsonrpc::{ErrorObject, Notification, Request, Response};
+
+use crate::context::Context;
+
+/// A boxed, sendable future: what handler methods return.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The spec's "resource not found" code of the handshake era (-32002); in 2026-07-28 the
+/// server answers -32602 for it.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// Who the server is and which features it serves.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Info {
+    /// `serverInfo.name`.
+    pub name: String,
+    /// `serverInfo.version`.
+    pub version: String,
+    /// `serverInfo.title`.
+    pub title: Option<String>,
+    /// How to use the server, for a model's context.
+    pub instructions: Option<String>,
+    /// Resources and templates (`resources/*`, subscriptions).
+    pub resources: bool,
+    /// Prompts (`prompts/*`).
+    pub prompts: bool,
+    /// Completion (`completion/complete`).
+    pub completions: bool,
+    /// Whether `listChanged` is declared for tools.
+    pub tools_list_changed: bool,
+    /// Whether `listChanged` is declared for resources.
+    pub resources_list_changed: bool,
+    /// Whether `listChanged` is declared for prompts.
+    pub prompts_list_changed: bool,
+}
+
+impl Info {
+    /// A server with tools and logging only.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Info {
+            name: name.into(),
+            version: version.into(),
+            title: None,
+            instructions: None,
+            resources: false,
+            prompts: false,
+            completions: false,
+            tools_list_changed: false,
+            resources_list_changed: false,
+            prompts_list_changed: false,
+        }
+    }
+
+    /// Serves resources too.
+    pub fn with_resources(mut self) -> Self {
+        self.resources = true;
+        self
+    }
+
+    /// Serves prompts too.
+    pub fn with_prompts(mut self) -> Self {
+        self.prompts = true;
+        self
+    }
+
+    /// Serves completion too.
+    pub fn with_completions(mut self) -> Self {
+        self.completions = true;
+        self
+    }
+
+    /// Declares `listChanged` (the handler calls [`Context::tools_changed`] and friends).
+    pub fn with_list_changed(mut self) -> Self {
+        self.tools_list_changed = true;
+        self.resources_list_changed = true;
+        self.prompts_list_changed = true;
+        self
+    }
+
+    /// Sets the instructions.
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The capabilities this declares, the same in both eras.
+    pub(crate) fn capabilities(&self) -> Value {
+        let mut capabilities = json!({
+            "tools": {"listChanged": self.tools_list_changed},
+            "logging": {},
+        });
+        if self.resources {
+            capabilities["resources"] =
+                json!({"subscribe": true, "listChanged": self.resources_list_changed});
+        }
+        if self.prompts {
+            capabilities["prompts"] = json!({"listChanged": self.prompts_list_changed});
+        }
+        if self.completions {
+            capabilities["completions"] = json!({});
+        }
+        capabilities
+    }
+
+    pub(crate) fn implementation(&self) -> Value {
+        let mut info = json!({"name": self.name, "version": self.version});
+        if let Some(title) = &self.title {
+            info["title"] = json!(title);
+        }
+        info
+    }
+}
+
+/// What a handler answers: a result, or (for test fixtures that misbehave on purpose) the
+/// exact bytes to send in place of the answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// The result object.
+    Result(Value),
+    /// Bytes written as they are instead of a response: nothing checks them.
+    Raw(Bytes),
+}
+
+impl Reply {
+    /// A tool result with one text block.
+    pub fn text(text: impl Into<String>) -> Reply {
+        Reply::Result(json!({"content": [{"type": "text", "text": text.into()}]}))
+    }
+
+    /// A tool result with one text block and `isError: true`: the tool failed, and the
+    /// model should see why.
+    pub fn tool_error(text: impl Into<String>) -> Reply {
+        Reply::Result(json!({"content": [{"type": "text", "text": text.into()}], "isError": true}))
+    }
+
+    /// A tool result with structured content, and its JSON as text for older clients.
+    pub fn structured(content: Value) -> Reply {
+        Reply::Result(json!({
+            "content": [{"type": "text", "text": content.to_string()}],
+            "structuredContent": content,
+        }))
+    }
+}
+
+/// Why a handler did not answer with a result.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum HandlerError {
+    /// A JSON-RPC error for the client (unknown tool, invalid params, …).
+    Rpc(ErrorObject),
+    /// The handler needs input from the client first ([`Context::input`]): in 2026-07-28
+    /// this becomes an input-required result, and the client's retry runs the handler again.
+    InputRequired,
+    /// The handler needs a capability the client did not declare (-32021).
+    MissingCapability {
+        /// The capability, e.g. `sampling`.
+        capability: String,
+    },
+}
+
+impl From<ErrorObject> for HandlerError {
+    fn from(error: ErrorObject) -> Self {
+        HandlerError::Rpc(error)
+    }
+}
+
+impl HandlerError {
+    /// -32602, invalid params.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        HandlerError::Rpc(ErrorObject::new(ErrorObject::INVALID_PARAMS, message))
+    }
+
+    /// A resource that does not exist ([`RESOURCE_NOT_FOUND`], with the URI in `data`).
+    pub fn resource_not_found(uri: &str) -> Self {
+        let mut error = ErrorObject::new(RESOURCE_NOT_FOUND, "Resource not found");
+        error.data = serde_json::value::to_raw_value(&json!({ "uri": uri })).ok();
+        HandlerError::Rpc(error)
+    }
+}
+
+/// A message the server received, shown to [`Handler::observe`] before it is served.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Seen<'a> {
+    /// A request.
+    Request(&'a Request),
+    /// A notification.
+    Notification(&'a Notification),
+    /// A response to a request the server sent.
+    Response(&'a Response),
+}
+
+/// An application's side of an MCP server.
+///
+/// Every method but [`info`](Self::info) has a default: no tools, no resources, no prompts.
+/// Handlers take `Arc<Self>` so that their futures own what they need and run on their own
+/// tasks; a slow one never holds back another.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use std::sync::Arc;
+/// use serde_json::{json, Value};
+/// use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply};
+///
+/// struct Echo;
+///
+/// impl Handler for Echo {
+///     fn info(&self) -> Info {
+///         Info::new("echo", "1.0.0")
+///     }
+///     fn tools(&self) -> Cow<'_, [Value]> {
+///         Cow::Owned(vec![json!({"name": "echo", "inputSchema": {"type": "object"}})])
+///     }
+///     fn call_tool(self: Arc<Self>, name: String, args: Value, _: Context)
+///         -> BoxFuture<Result<Reply, HandlerError>> {
+///         Box::pin(async move {
+///             match name.as_str() {
+///                 "echo" => Ok(Reply::text(args["text"].as_str().unwrap_or(""))),
+///                 _ => Err(HandlerError::invalid_params(format!("unknown tool: {name}"))),
+///             }
+///         })
+///     }
+/// }
+/// ```
+pub trait Handler: Send + Sync + 'static {
+    /// Who the server is and what it serves.
+    fn info(&self) -> Info;
+
+    /// The tools, in a stable order (cursors index into it).
+    fn tools(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&[])
+    }
+
+    /// Runs a tool. A tool that fails answers [`Reply::tool_error`]; an unknown tool is
+    /// [`HandlerError::invalid_params`].
+    fn call_tool(
+        self: Arc<Self>,
+        name: String,
+        arguments: Value,
+        ctx: Context,
+    ) -> BoxFuture<Result<Reply, HandlerError>> {
+        let _ = (arguments, ctx);
+        Box::pin(async move {
+            Err(HandlerError::invalid_params(format!(
+                "unknown tool: {name}"
+            )))
+        })
+    }
+
+    /// The resources, in a stable order.
+    fn resources(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&[])
+    }
+
+    /// The resource templates, in a stable order.
+    fn resource_templates(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&[])
+    }
+
+    /// Reads a resource: the `resources/read` result (`{"contents": [...]}`).
+    fn read_resource(
+        self: Arc<Self>,
+        uri: String,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        let _ = ctx;
+        Box::pin(async move { Err(HandlerError::resource_not_found(&uri)) })
+    }
+
+    /// Whether `uri` may be subscribed to (by default, any URI).
+    fn check_subscription(&self, uri: &str) -> Result<(), HandlerError> {
+        let _ = uri;
+        Ok(())
+    }
+
+    /// The prompts, in a stable order.
+    fn prompts(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&[])
+    }
+
+    /// Gets a prompt: the `prompts/get` result.
+    fn get_prompt(
+        self: Arc<Self>,
+        name: String,
+        arguments: Value,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        let _ = (arguments, ctx);
+        Box::pin(async move {
+            Err(HandlerError::invalid_params(format!(
+                "unknown prompt: {name}"
+            )))
+        })
+    }
+
+    /// Completes an argument: the `completion/complete` result, from its whole params.
+    fn complete(
+        self: Arc<Self>,
+        params: Value,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        let _ = (params, ctx);
+        Box::pin(
+            async move { Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}})) },
+        )
+    }
+
+    /// Sees every message before it is served; `false` drops it unserved (a fixture that
+    /// plays a hung server).
+    fn observe(&self, message: Seen<'_>) -> bool {
+        let _ = message;
+        true
+    }
+
+    /// Called before a request for a method the server does not serve is answered -32601.
+    fn unknown_method(&self, method: &str) {
+        let _ = method;
+    }
+}

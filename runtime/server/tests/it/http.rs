@@ -1,0 +1,464 @@
+//! Streamable HTTP: both eras over real sockets, and bad input answered with clear errors
+//! while the server's counts return to zero.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchboard_server::http::{Config, Handle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::{meta, server, Probe, WAIT};
+
+struct Running {
+    url: String,
+    addr: std::net::SocketAddr,
+    handle: Handle,
+    probe: std::sync::Arc<Probe>,
+    http: reqwest::Client,
+}
+
+async fn start(config: Config) -> Running {
+    let (server, probe) = server();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = server.http(listener, config);
+    let addr = http.local_addr().unwrap();
+    let handle = http.handle();
+    tokio::spawn(http.run());
+    Running {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        handle,
+        probe,
+        http: reqwest::Client::new(),
+    }
+}
+
+const ACCEPT: &str = "application/json, text/event-stream";
+
+impl Running {
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .body(body.to_string())
+    }
+
+    /// A stateless request with the headers 2026-07-28 asks for.
+    fn modern(&self, id: i64, method: &str, params: Value) -> reqwest::RequestBuilder {
+        let name = params
+            .get("name")
+            .or_else(|| params.get("uri"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.modern_named(id, method, params, name)
+    }
+
+    /// [`modern`](Self::modern) with this `Mcp-Name`.
+    fn modern_named(
+        &self,
+        id: i64,
+        method: &str,
+        mut params: Value,
+        name: Option<String>,
+    ) -> reqwest::RequestBuilder {
+        params["_meta"] = meta(json!({"sampling": {}}));
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut request = self
+            .post(&body)
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        request
+    }
+
+    async fn initialize(&self) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let response = self.post(&body).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let result: Value = response.json().await.unwrap();
+        assert_eq!(result["result"]["protocolVersion"], "2025-11-25");
+        session
+    }
+
+    /// Drops the client's pooled connections and waits until every count is back to zero.
+    async fn settled(self) {
+        let Running { handle, http, .. } = self;
+        drop(http);
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let stats = handle.stats();
+            if stats.in_flight == 0 && stats.connections == 0 && stats.sessions == 0 {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "counts stuck at {stats:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The `data:` payloads of an event stream body.
+fn events(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|data| !data.is_empty())
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_handshake_session_lives_from_initialize_to_delete() {
+    let server = start(Config::default()).await;
+    let session = server.initialize().await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    let response = server
+        .post(&call)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "hi");
+
+    // The GET stream hears a list change another request announced.
+    let mut stream = server
+        .http
+        .get(&server.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let changed =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "changed"}});
+    let response = server
+        .post(&changed)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let chunk = tokio::time::timeout(WAIT, stream.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let seen = events(std::str::from_utf8(&chunk).unwrap());
+    assert_eq!(seen[0]["method"], "notifications/tools/list_changed");
+    drop(stream);
+
+    let bad_version = server
+        .post(&call)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "1999-01-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_version.status(), 400);
+    let deleted = server
+        .http
+        .delete(&server.url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    let gone = server
+        .post(&call)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404, "an ended session is not found");
+    server.settled().await;
+}
+
+#[tokio::test]
+async fn progress_makes_an_event_stream_and_closing_it_cancels_the_request() {
+    let server = start(Config::default()).await;
+    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "_meta": {"progressToken": 7}}});
+    let session = server.initialize().await;
+    let mut response = server
+        .post(&slow)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let chunk = tokio::time::timeout(WAIT, response.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let seen = events(std::str::from_utf8(&chunk).unwrap());
+    assert_eq!(seen[0]["params"]["progressToken"], 7);
+    assert_eq!(server.handle.stats().in_flight, 1);
+    drop(response);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while server.probe.dropped.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the handler was cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server
+        .http
+        .delete(&server.url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    server.settled().await;
+}
+
+#[tokio::test]
+async fn stateless_requests_need_no_session_and_their_headers_must_agree() {
+    let server = start(Config::default()).await;
+    let response = server
+        .modern(1, "tools/list", json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().get("mcp-session-id").is_none());
+    let tools: Value = response.json().await.unwrap();
+    assert!(tools["result"]["ttlMs"].is_u64(), "{tools}");
+    let call = server
+        .modern(
+            2,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let call: Value = call.json().await.unwrap();
+    assert_eq!(call["result"]["content"][0]["text"], "x");
+
+    let mismatched = server
+        .modern_named(
+            3,
+            "tools/call",
+            json!({"name": "echo"}),
+            Some("other".to_owned()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mismatched.status(), 400);
+    let error: Value = mismatched.json().await.unwrap();
+    assert_eq!(
+        (error["id"].clone(), error["error"]["code"].clone()),
+        (json!(3), json!(-32020))
+    );
+    let unknown = server
+        .modern(4, "nope/nope", json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let removed = server.modern(5, "ping", json!({})).send().await.unwrap();
+    assert_eq!(removed.status(), 404);
+    assert_eq!(
+        server
+            .http
+            .get(&server.url)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        405
+    );
+    server.settled().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_error_each() {
+    let server = start(Config::default().with_max_body(1024)).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+    let status = |r: &reqwest::Response| r.status().as_u16();
+
+    let malformed = server
+        .http
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .body("{oops")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&malformed), 400);
+    assert_eq!(
+        malformed.json::<Value>().await.unwrap()["error"]["code"],
+        -32700
+    );
+
+    let batch = server
+        .http
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .body(json!([ping]).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&batch), 400);
+    assert_eq!(
+        batch.json::<Value>().await.unwrap()["error"]["code"],
+        -32600
+    );
+
+    let big =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "y".repeat(4096)}});
+    assert_eq!(status(&server.post(&big).send().await.unwrap()), 413);
+
+    let text = server
+        .http
+        .post(&server.url)
+        .header("content-type", "text/plain")
+        .header("accept", ACCEPT)
+        .body(ping.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&text), 415);
+    let json_only = server
+        .http
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(ping.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&json_only), 406);
+
+    let unknown = server
+        .post(&ping)
+        .header("mcp-session-id", "not-a-session")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&unknown), 404);
+    let no_session = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    assert_eq!(status(&server.post(&no_session).send().await.unwrap()), 400);
+
+    let origin = server
+        .post(&ping)
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&origin), 403);
+    let host = server
+        .post(&ping)
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&host), 403);
+    assert_eq!(
+        status(&server.http.put(&server.url).send().await.unwrap()),
+        405
+    );
+    let elsewhere = server
+        .http
+        .post(format!("http://{}/other", server.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&elsewhere), 404);
+    server.settled().await;
+}
+
+#[tokio::test]
+async fn a_client_that_never_reads_its_stream_holds_a_bounded_amount() {
+    let server = start(Config::default().with_stream_queue(8)).await;
+    // A raw socket, so that nothing reads what the server writes.
+    let mut socket = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "flood", "_meta": meta(json!({}))}}).to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: {ACCEPT}\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: flood\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    // The handler stops when the socket and the queue are full; it never finishes on its own.
+    let mut last = usize::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let sent = server.probe.sent.load(Ordering::SeqCst);
+        if sent == last {
+            break;
+        }
+        last = sent;
+    }
+    // 16 KiB each: what the kernel's socket buffers take, and 8 queued, far from unbounded.
+    assert!(
+        last < 2_000,
+        "the server kept {last} messages for a client that does not read"
+    );
+    assert_eq!(server.handle.stats().in_flight, 1);
+    drop(socket);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while server.probe.dropped.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the flood was cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server.settled().await;
+}
+
+#[tokio::test]
+async fn a_thousand_connections_opened_and_dropped_leave_nothing_behind() {
+    let server = start(Config::default()).await;
+    for i in 0..1000 {
+        let mut socket = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        match i % 3 {
+            // Half a request, then gone.
+            0 => socket
+                .write_all(
+                    b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100\r\n\r\n{\"js",
+                )
+                .await
+                .unwrap(),
+            // A whole request whose answer nobody reads.
+            1 => {
+                let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta(json!({}))}}).to_string();
+                let request = format!("POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: {ACCEPT}\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: echo\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+                socket.write_all(request.as_bytes()).await.unwrap();
+            }
+            // Nothing at all.
+            _ => {}
+        }
+        drop(socket);
+    }
+    // The server still answers, and holds nothing for the thousand.
+    let mut socket = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    socket
+        .write_all(b"GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
+    drop(socket);
+    server.settled().await;
+}

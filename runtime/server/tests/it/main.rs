@@ -1,0 +1,7 @@
+//! The server side over real transports, in both eras: a client written here speaks raw
+//! JSON-RPC to a `Server` over an in-process stream and over HTTP.
+
+mod http;
+mod readme;
+mod stdio;
+mod support;

@@ -1,0 +1,422 @@
+//! One HTTP request to the MCP endpoint, from its headers to its response: the checks, the
+//! session it belongs to, the message handed to the service, and the answer as JSON or as
+//! an event stream.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request as HttpRequest, Response, StatusCode};
+use serde_json::Value;
+use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message};
+use tokio::sync::mpsc;
+
+use super::super::stdio::error_frame;
+use super::super::{Inbound, Notifier, Outgoing, Responder, Service};
+use super::body::ResponseBody;
+use super::guard::{self, Refusal, SESSION_ID};
+use super::sessions::{Entry, Sessions};
+use super::{Config, Counters};
+
+/// What every connection's tasks share.
+pub(crate) struct Shared<S: Service> {
+    pub(crate) service: Arc<S>,
+    pub(crate) config: Config,
+    pub(crate) sessions: Sessions<S>,
+    pub(crate) counters: Counters,
+}
+
+/// A count held while something is open, released by drop.
+pub(crate) struct Count(Arc<AtomicUsize>);
+
+impl Count {
+    pub(crate) fn new(counter: &Arc<AtomicUsize>) -> Count {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Count(counter.clone())
+    }
+}
+
+impl Drop for Count {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Closes a stateless request's session when the request's stream is done with it.
+struct CloseOnDrop<S: Service> {
+    service: Arc<S>,
+    session: Arc<S::Session>,
+}
+
+impl<S: Service> Drop for CloseOnDrop<S> {
+    fn drop(&mut self) {
+        self.service.close(&self.session);
+    }
+}
+
+/// What a request holds until its answer is delivered or abandoned.
+pub(crate) type Guards = Vec<Box<dyn std::any::Any + Send + Sync>>;
+
+type HttpResponse = Response<ResponseBody>;
+
+fn response(status: u16, body: ResponseBody) -> HttpResponse {
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    response
+}
+
+fn json(status: u16, frame: Bytes) -> HttpResponse {
+    let mut response = response(status, ResponseBody::full(frame));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn refused(refusal: Refusal, id: Option<&Id>) -> HttpResponse {
+    json(
+        refusal.status,
+        error_frame(id, refusal.code, &refusal.message),
+    )
+}
+
+fn error(status: u16, code: i64, message: &str, id: Option<&Id>) -> HttpResponse {
+    json(status, error_frame(id, code, message))
+}
+
+fn event_stream(body: ResponseBody) -> HttpResponse {
+    let mut response = response(200, body);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// The status of a stateless answer with this error code (the spec's mapping).
+fn stateless_status(code: Option<i64>) -> u16 {
+    match code {
+        None => 200,
+        Some(ErrorObject::METHOD_NOT_FOUND) => 404,
+        Some(
+            ErrorObject::INVALID_PARAMS
+            | ErrorObject::INVALID_REQUEST
+            | ErrorObject::PARSE_ERROR
+            | -32020
+            | -32021
+            | -32022,
+        ) => 400,
+        Some(_) => 200,
+    }
+}
+
+/// What a request's `Mcp-Session-Id` names.
+enum Lookup<S: Service> {
+    /// No header.
+    Unnamed,
+    /// An open session.
+    Found(String, Arc<Entry<S>>),
+    /// No session of ours (ended, or never opened): 404, so that the client starts anew.
+    Unknown,
+}
+
+fn session_not_found() -> HttpResponse {
+    error(404, -32001, "session not found", None)
+}
+
+/// Where a POST's message goes.
+enum Route<S: Service> {
+    Session(String, Arc<Entry<S>>),
+    /// A new session: `initialize` without a session id.
+    Opening,
+    Stateless,
+}
+
+impl<S: Service> Shared<S> {
+    pub(crate) fn new(service: Arc<S>, config: Config) -> Self {
+        Shared {
+            service,
+            sessions: Sessions::new(config.max_sessions),
+            config,
+            counters: Counters::default(),
+        }
+    }
+
+    pub(crate) async fn handle(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
+        if request.uri().path() != self.config.path {
+            return error(404, -32000, "not found", None);
+        }
+        if let Err(refusal) = guard::origin_and_host(request.headers(), &self.config) {
+            return refused(refusal, None);
+        }
+        match *request.method() {
+            Method::POST => self.post(request).await,
+            Method::GET => self.get(request),
+            Method::DELETE => self.delete(request),
+            _ => {
+                let mut response = error(405, -32000, "method not allowed", None);
+                response
+                    .headers_mut()
+                    .insert("allow", HeaderValue::from_static("GET, POST, DELETE"));
+                response
+            }
+        }
+    }
+
+    /// The session a request names with `Mcp-Session-Id`.
+    fn session_of(&self, request: &HttpRequest<Incoming>) -> Lookup<S> {
+        let Some(id) = request.headers().get(SESSION_ID) else {
+            return Lookup::Unnamed;
+        };
+        let id = id.to_str().unwrap_or("");
+        match self.sessions.get(id) {
+            Some(entry) => Lookup::Found(id.to_owned(), entry),
+            None => Lookup::Unknown,
+        }
+    }
+
+    async fn post(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
+        if let Err(refusal) = guard::post(request.headers()) {
+            return refused(refusal, None);
+        }
+        let too_large = || {
+            error(
+                413,
+                ErrorObject::INVALID_REQUEST,
+                "request body too large",
+                None,
+            )
+        };
+        let declared = request
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.config.max_body as u64) {
+            return too_large();
+        }
+        let session = match self.session_of(&request) {
+            Lookup::Found(id, entry) => Some((id, entry)),
+            Lookup::Unnamed => None,
+            Lookup::Unknown => return session_not_found(),
+        };
+        let (parts, body) = request.into_parts();
+        let bytes = match http_body_util::Limited::new(body, self.config.max_body)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(e) => return error(400, -32000, &format!("cannot read the body: {e}"), None),
+        };
+        if bytes.trim_ascii_start().first() == Some(&b'[') {
+            return error(
+                400,
+                ErrorObject::INVALID_REQUEST,
+                "batches are not supported: send one message per POST",
+                None,
+            );
+        }
+        let message = match Message::from_slice(&bytes) {
+            Ok(message) => message,
+            Err(e) => {
+                let code = match e {
+                    switchboard_codecs::jsonrpc::ParseError::NotJson(_) => ErrorObject::PARSE_ERROR,
+                    _ => ErrorObject::INVALID_REQUEST,
+                };
+                return error(400, code, &e.to_string(), None);
+            }
+        };
+        let headers = &parts.headers;
+        let request = match message {
+            Message::Request(request) => request,
+            other => {
+                // A notification or a client's answer: accepted, nothing to say back.
+                let inbound = match other {
+                    Message::Notification(n) => Inbound::Notification(n),
+                    Message::Response(r) => Inbound::Response(r),
+                    Message::Request(_) => unreachable!("matched above"),
+                };
+                if let Some((_, entry)) = session {
+                    self.service.receive(&entry.session, inbound);
+                }
+                return response(202, ResponseBody::empty());
+            }
+        };
+        let params: Value = request
+            .params
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or(Value::Null);
+        let route = match session {
+            Some((id, entry)) => {
+                if let Some(version) = headers.get(guard::PROTOCOL_VERSION) {
+                    let version = version.to_str().unwrap_or("");
+                    if !guard::LEGACY_VERSIONS.contains(&version) {
+                        return error(
+                            400,
+                            -32000,
+                            &format!("unsupported MCP-Protocol-Version {version:?}"),
+                            Some(&request.id),
+                        );
+                    }
+                }
+                Route::Session(id, entry)
+            }
+            None if request.method == "initialize" && guard::meta_version(&params).is_none() => {
+                Route::Opening
+            }
+            None if guard::is_stateless(headers, &params) => {
+                if let Err(refusal) = guard::modern_headers(headers, &request, &params) {
+                    return refused(refusal, Some(&request.id));
+                }
+                Route::Stateless
+            }
+            None => {
+                return error(
+                    400,
+                    -32000,
+                    "missing Mcp-Session-Id: send initialize first, or a 2026-07-28 request",
+                    Some(&request.id),
+                )
+            }
+        };
+        if self.counters.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight {
+            return error(
+                503,
+                -32000,
+                "too many requests in flight",
+                Some(&request.id),
+            );
+        }
+        let id = request.id.clone();
+        let (session_id, entry, opening, stateless) = match route {
+            Route::Session(session_id, entry) => {
+                if entry.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight_per_session
+                {
+                    return error(
+                        429,
+                        -32000,
+                        "too many requests in flight in this session",
+                        Some(&id),
+                    );
+                }
+                (Some(session_id), entry, false, false)
+            }
+            Route::Opening => {
+                let notifier = Notifier::default();
+                let session = self.service.open(notifier.clone(), false);
+                let entry = Entry {
+                    session,
+                    notifier,
+                    in_flight: Arc::default(),
+                };
+                match self.sessions.insert(entry) {
+                    Some((session_id, entry)) => (Some(session_id), entry, true, false),
+                    None => return error(503, -32000, "too many sessions", Some(&id)),
+                }
+            }
+            Route::Stateless => {
+                let notifier = Notifier::default();
+                let session = self.service.open(notifier.clone(), true);
+                let entry = Arc::new(Entry {
+                    session,
+                    notifier,
+                    in_flight: Arc::default(),
+                });
+                (None, entry, false, true)
+            }
+        };
+        let mut guards: Guards = vec![
+            Box::new(Count::new(&self.counters.in_flight)),
+            Box::new(Count::new(&entry.in_flight)),
+        ];
+        if stateless {
+            guards.push(Box::new(CloseOnDrop {
+                service: self.service.clone(),
+                session: entry.session.clone(),
+            }));
+        }
+        let (responder, mut rx) = Responder::channel(self.config.stream_queue);
+        self.service
+            .receive(&entry.session, Inbound::Request { request, responder });
+        // Dropped with this future if the client goes away first: that cancels the request.
+        let first = rx.recv().await;
+        let mut response = match first {
+            Some(Outgoing::Answer { frame, error }) => {
+                drop(guards);
+                if opening && error.is_some() {
+                    // A refused initialize opens nothing.
+                    if let Some(session_id) = session_id.as_deref() {
+                        self.end(session_id);
+                    }
+                    return json(200, frame);
+                }
+                let status = if stateless {
+                    stateless_status(error)
+                } else {
+                    200
+                };
+                json(status, frame)
+            }
+            Some(first) => event_stream(ResponseBody::request_stream(first, rx, guards)),
+            None => {
+                drop(guards);
+                error(
+                    500,
+                    ErrorObject::INTERNAL_ERROR,
+                    "the request was dropped unanswered",
+                    Some(&id),
+                )
+            }
+        };
+        if let Some(session_id) = session_id {
+            if let Ok(value) = HeaderValue::from_str(&session_id) {
+                response.headers_mut().insert(SESSION_ID, value);
+            }
+        }
+        response
+    }
+
+    fn get(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
+        let session = match self.session_of(&request) {
+            Lookup::Found(_, entry) => entry,
+            Lookup::Unnamed => {
+                // A stateless server has no stream of its own to offer.
+                let mut response = error(405, -32000, "GET needs an Mcp-Session-Id", None);
+                response
+                    .headers_mut()
+                    .insert("allow", HeaderValue::from_static("POST"));
+                return response;
+            }
+            Lookup::Unknown => return session_not_found(),
+        };
+        if let Err(refusal) = guard::get(request.headers()) {
+            return refused(refusal, None);
+        }
+        let (tx, rx) = mpsc::channel(self.config.stream_queue.max(1));
+        session.notifier.attach(tx);
+        event_stream(ResponseBody::session_stream(rx))
+    }
+
+    fn delete(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
+        match self.session_of(&request) {
+            Lookup::Found(id, _) => {
+                self.end(&id);
+                response(200, ResponseBody::empty())
+            }
+            Lookup::Unnamed => error(400, -32000, "DELETE needs an Mcp-Session-Id", None),
+            Lookup::Unknown => session_not_found(),
+        }
+    }
+
+    fn end(&self, id: &str) {
+        if let Some(entry) = self.sessions.remove(id) {
+            entry.notifier.detach();
+            self.service.close(&entry.session);
+        }
+    }
+}

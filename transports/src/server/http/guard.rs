@@ -1,0 +1,237 @@
+//! The checks a request passes before any MCP is read: `Host` and `Origin` (DNS rebinding),
+//! `Content-Type` and `Accept`, and for a 2026-07-28 request the headers that must agree
+//! with its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`).
+
+use hyper::header::{HeaderMap, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use serde_json::Value;
+use switchboard_codecs::jsonrpc::Request;
+use switchboard_codecs::mcp::modern::{self, headers::encode};
+
+use super::Config;
+
+/// `MCP-Protocol-Version`.
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// `Mcp-Session-Id`.
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
+const MCP_METHOD: &str = "mcp-method";
+const MCP_NAME: &str = "mcp-name";
+
+/// The handshake-era versions a session's `MCP-Protocol-Version` may name.
+pub(crate) const LEGACY_VERSIONS: &[&str] =
+    &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// Why a request is refused, with the status it gets.
+pub(crate) struct Refusal {
+    pub(crate) status: u16,
+    pub(crate) code: i64,
+    pub(crate) message: String,
+}
+
+impl Refusal {
+    fn new(status: u16, code: i64, message: impl Into<String>) -> Self {
+        Refusal {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The host part of `host[:port]` (IPv6 in brackets), lower-cased.
+fn host_name(authority: &str) -> String {
+    let authority = authority.trim().to_ascii_lowercase();
+    if let Some(rest) = authority.strip_prefix('[') {
+        if let Some(end) = rest.find(']') {
+            return format!("[{}]", &rest[..end]);
+        }
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            host.to_owned()
+        }
+        _ => authority,
+    }
+}
+
+fn allowed(list: &Option<Vec<String>>, host: &str) -> bool {
+    match list {
+        None => true,
+        Some(list) => list.iter().any(|h| h.eq_ignore_ascii_case(host)),
+    }
+}
+
+/// `Host` must name an allowed host, and `Origin`, when present, too: 403 otherwise.
+pub(crate) fn origin_and_host(headers: &HeaderMap, config: &Config) -> Result<(), Refusal> {
+    let forbidden = |what: &str| Refusal::new(403, -32000, format!("forbidden {what}"));
+    if config.allowed_hosts.is_some() {
+        let host = headers
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .ok_or_else(|| forbidden("host: none given"))?;
+        if !allowed(&config.allowed_hosts, &host_name(host)) {
+            return Err(forbidden(&format!("host {host:?}")));
+        }
+    }
+    if let Some(origin) = headers.get(ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let authority = origin
+            .split_once("://")
+            .map(|(_, rest)| rest.split('/').next().unwrap_or(""));
+        match authority {
+            Some(authority) if allowed(&config.allowed_origins, &host_name(authority)) => {}
+            _ if config.allowed_origins.is_none() => {}
+            _ => return Err(forbidden(&format!("origin {origin:?}"))),
+        }
+    }
+    Ok(())
+}
+
+fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    headers.get_all(ACCEPT).iter().any(|value| {
+        value.to_str().unwrap_or("").split(',').any(|part| {
+            let part = part.split(';').next().unwrap_or("").trim();
+            part.eq_ignore_ascii_case(mime) || part == "*/*"
+        })
+    })
+}
+
+/// A POST must be JSON (415) and accept both JSON and an event stream (406).
+pub(crate) fn post(headers: &HeaderMap) -> Result<(), Refusal> {
+    let json = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Err(Refusal::new(
+            415,
+            -32000,
+            "Content-Type must be application/json",
+        ));
+    }
+    if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
+        return Err(Refusal::new(
+            406,
+            -32000,
+            "Accept must list application/json and text/event-stream",
+        ));
+    }
+    Ok(())
+}
+
+/// A GET must accept an event stream (406).
+pub(crate) fn get(headers: &HeaderMap) -> Result<(), Refusal> {
+    if accepts(headers, "text/event-stream") {
+        Ok(())
+    } else {
+        Err(Refusal::new(
+            406,
+            -32000,
+            "Accept must list text/event-stream",
+        ))
+    }
+}
+
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The version a stateless request's `_meta` names, if it names one.
+pub(crate) fn meta_version(params: &Value) -> Option<&str> {
+    params
+        .get("_meta")?
+        .get(modern::meta::PROTOCOL_VERSION)?
+        .as_str()
+}
+
+/// Whether a request without a session is a 2026-07-28 one: its `_meta` names a protocol
+/// version (whichever: a wrong one is the protocol's -32022 to give), or its
+/// `MCP-Protocol-Version` one that is not of the handshake era.
+pub(crate) fn is_stateless(headers: &HeaderMap, params: &Value) -> bool {
+    let in_meta = params
+        .get("_meta")
+        .is_some_and(|m| m.get(modern::meta::PROTOCOL_VERSION).is_some());
+    in_meta || header(headers, PROTOCOL_VERSION).is_some_and(|v| !LEGACY_VERSIONS.contains(&v))
+}
+
+/// A stateless request's headers agree with its body: -32020 (HTTP 400) otherwise.
+pub(crate) fn modern_headers(
+    headers: &HeaderMap,
+    request: &Request,
+    params: &Value,
+) -> Result<(), Refusal> {
+    let mismatch = |message: String| Refusal::new(400, modern::HEADER_MISMATCH, message);
+    let version = header(headers, PROTOCOL_VERSION)
+        .ok_or_else(|| mismatch("missing MCP-Protocol-Version header".to_owned()))?;
+    if let Some(meta) = params
+        .get("_meta")
+        .and_then(|m| m.get(modern::meta::PROTOCOL_VERSION))
+    {
+        if meta.as_str() != Some(version) {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version {version:?} does not match _meta's {meta:?}"
+            )));
+        }
+    }
+    match header(headers, MCP_METHOD) {
+        Some(method) if method == request.method => {}
+        Some(method) => {
+            return Err(mismatch(format!(
+                "Mcp-Method {method:?} does not match the body's {:?}",
+                request.method
+            )))
+        }
+        None => return Err(mismatch("missing Mcp-Method header".to_owned())),
+    }
+    let key = match request.method.as_str() {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    let Some(name) = params.get(key).and_then(Value::as_str) else {
+        // The body itself is invalid; the protocol layer says so.
+        return Ok(());
+    };
+    match header(headers, MCP_NAME) {
+        Some(given) if given == name || given == encode(name) => Ok(()),
+        Some(given) => Err(mismatch(format!(
+            "Mcp-Name {given:?} does not match the body's {name:?}"
+        ))),
+        None => Err(mismatch("missing Mcp-Name header".to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_lose_their_port() {
+        assert_eq!(host_name("LocalHost:3000"), "localhost");
+        assert_eq!(host_name("[::1]:80"), "[::1]");
+        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
+        assert_eq!(host_name("evil.com:1"), "evil.com");
+    }
+
+    #[test]
+    fn a_foreign_host_or_origin_is_forbidden() {
+        let config = Config::default();
+        let mut headers = HeaderMap::new();
+        headers.insert(HOST, "127.0.0.1:8080".parse().unwrap());
+        assert!(origin_and_host(&headers, &config).is_ok());
+        headers.insert(ORIGIN, "http://localhost:5173".parse().unwrap());
+        assert!(origin_and_host(&headers, &config).is_ok());
+        headers.insert(ORIGIN, "http://evil.example".parse().unwrap());
+        assert_eq!(
+            origin_and_host(&headers, &config).err().map(|r| r.status),
+            Some(403)
+        );
+        headers.remove(ORIGIN);
+        headers.insert(HOST, "evil.example".parse().unwrap());
+        assert_eq!(
+            origin_and_host(&headers, &config).err().map(|r| r.status),
+            Some(403)
+        );
+        assert!(origin_and_host(&headers, &Config::default().allow_any_host()).is_ok());
+    }
+}

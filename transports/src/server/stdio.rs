@@ -1,0 +1,171 @@
+//! Serving over a byte stream, one JSON-RPC message per line: stdin/stdout for a server
+//! that a client started as its child, or any in-process stream (tests use
+//! [`tokio::io::duplex`]).
+//!
+//! The reader (the caller of [`serve`]) frames lines with the codecs' [`LinesCodec`] and
+//! hands each message to the [`Service`]; a line that is no message is answered with a
+//! JSON-RPC error (-32700 or -32600, with its id when it was readable) and the stream goes
+//! on. One writer task owns the output and takes whole messages from one bounded queue, so
+//! lines from concurrent handlers never interleave and a client that stops reading stops
+//! the handlers writing to it, not the server's memory. Logs go to stderr, never stdout.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message};
+use switchboard_codecs::lines::{Frame, LinesCodec, SkipKind, Skipped};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
+
+use super::{Inbound, Notifier, Outgoing, Responder, Service};
+
+/// How a stdio server frames and queues.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The longest line read; longer ones are skipped unread and answered with -32600.
+    pub max_line: usize,
+    /// How many messages may wait for the writer before handlers wait too.
+    pub queue: usize,
+    /// How long, after the input closed, queued messages get to be written.
+    pub drain: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_line: switchboard_codecs::lines::DEFAULT_MAX_LENGTH,
+            queue: 1024,
+            drain: Duration::from_millis(500),
+        }
+    }
+}
+
+/// How many queued lines the writer writes before it flushes.
+const MAX_BATCH: usize = 64;
+
+/// How many turns request tasks get, after the input closed, before the session closes.
+const EOF_YIELDS: usize = 4;
+
+/// Serves `service` over newline-delimited JSON until `reader` reaches EOF or the output
+/// fails.
+///
+/// At EOF, requests that finish at once are still answered; then the session closes (which
+/// stops what still runs) and queued messages get [`Config::drain`] to be written. Returns
+/// an error if reading or writing fails.
+pub async fn serve<S, R, W>(service: Arc<S>, reader: R, writer: W, config: Config) -> io::Result<()>
+where
+    S: Service,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, queue) = mpsc::channel(config.queue.max(1));
+    let mut writer_task = tokio::spawn(write_lines(writer, queue));
+    let session = service.open(Notifier::new(tx.clone()), false);
+    let mut frames = FramedRead::new(reader, LinesCodec::with_max_length(config.max_line));
+    let read_result = loop {
+        tokio::select! {
+            frame = frames.next() => match frame {
+                Some(Ok(Frame::Message(message))) => {
+                    let inbound = match message {
+                        Message::Request(request) => Inbound::Request {
+                            request,
+                            responder: Responder::from_sender(tx.clone()),
+                        },
+                        Message::Notification(n) => Inbound::Notification(n),
+                        Message::Response(r) => Inbound::Response(r),
+                    };
+                    service.receive(&session, inbound);
+                }
+                Some(Ok(Frame::Skipped(skipped))) => refuse(&tx, &skipped).await,
+                Some(Err(e)) => break Err(e),
+                None => break Ok(()),
+            },
+            // The writer only stops on its own when the output is gone: nobody can hear us.
+            written = &mut writer_task => {
+                service.close(&session);
+                return flatten(written);
+            }
+        }
+    };
+    // A client that pipes its requests and closes at once should still get the quick
+    // answers: let the request tasks already spawned take a turn before the session closes.
+    for _ in 0..EOF_YIELDS {
+        tokio::task::yield_now().await;
+    }
+    service.close(&session);
+    drop(session);
+    // The writer ends once every sender is gone: ours here, the stopped handlers' as they
+    // drop.
+    drop(tx);
+    match tokio::time::timeout(config.drain, &mut writer_task).await {
+        Ok(written) => read_result.and(flatten(written)),
+        Err(_) => {
+            writer_task.abort();
+            read_result
+        }
+    }
+}
+
+/// Serves `service` on this process's stdin and stdout.
+pub async fn serve_stdio<S: Service>(service: Arc<S>, config: Config) -> io::Result<()> {
+    serve(service, tokio::io::stdin(), tokio::io::stdout(), config).await
+}
+
+fn flatten(joined: Result<io::Result<()>, tokio::task::JoinError>) -> io::Result<()> {
+    joined.unwrap_or_else(|e| Err(io::Error::other(e)))
+}
+
+/// Answers a line that is no message, so that its sender hears why.
+async fn refuse(tx: &mpsc::Sender<Outgoing>, skipped: &Skipped) {
+    tracing::warn!(len = skipped.len, excerpt = %skipped.excerpt, "{}", skipped.reason());
+    let code = match skipped.kind {
+        SkipKind::NotJson | SkipKind::NotUtf8 => ErrorObject::PARSE_ERROR,
+        _ => ErrorObject::INVALID_REQUEST,
+    };
+    let frame = error_frame(skipped.id.as_ref(), code, &skipped.reason());
+    let _ = tx
+        .send(Outgoing::Answer {
+            frame,
+            error: Some(code),
+        })
+        .await;
+}
+
+/// A JSON-RPC error response (`"id": null` when the id could not be read).
+pub(crate) fn error_frame(id: Option<&Id>, code: i64, message: &str) -> Bytes {
+    let error = ErrorObject::new(code, message);
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+}
+
+/// Writes queued messages, a line each, flushing after each batch, until every sender is
+/// gone.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut queue: mpsc::Receiver<Outgoing>,
+) -> io::Result<()> {
+    let mut writer = BufWriter::with_capacity(64 * 1024, writer);
+    while let Some(first) = queue.recv().await {
+        write_line(&mut writer, first).await?;
+        for _ in 1..MAX_BATCH {
+            let Ok(next) = queue.try_recv() else { break };
+            write_line(&mut writer, next).await?;
+        }
+        writer.flush().await?;
+    }
+    // Tells an in-process peer that we are done; on stdout it is only a flush.
+    writer.shutdown().await
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, outgoing: Outgoing) -> io::Result<()> {
+    let frame = match outgoing {
+        Outgoing::Message(frame) | Outgoing::Answer { frame, .. } => frame,
+    };
+    writer.write_all(&frame).await?;
+    writer.write_all(b"\n").await
+}
