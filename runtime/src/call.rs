@@ -64,9 +64,9 @@ pub(crate) struct CallSpec {
     pub(crate) arguments: serde_json::Value,
     pub(crate) options: ToolPolicy,
     pub(crate) progress: Option<ProgressFn>,
+    pub(crate) meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
     /// The time to live to ask for when the call runs as a task (2025-11-25).
     pub(crate) task_ttl: Option<Duration>,
-    pub(crate) meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// Where a call goes.
@@ -113,8 +113,8 @@ impl Call {
                 arguments,
                 options: ToolPolicy::default(),
                 progress: None,
-                task_ttl: None,
                 meta: None,
+                task_ttl: None,
             }),
             running: None,
         }
@@ -151,6 +151,12 @@ impl Call {
         self.configure(|s| s.progress = Some(Arc::new(callback)))
     }
 
+    /// `_meta` entries for the request, written beside the progress token and (for a
+    /// stateless server) the era's own entries: give none of theirs.
+    pub fn meta(self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.configure(|s| s.meta = Some(Arc::new(meta)))
+    }
+
     /// When the call runs as a task (2025-11-25), the time to live to ask the server for
     /// (default: the call's timeout, as long as the caller waits). The server may keep the
     /// task for less; the runtime stops waiting when it says it did.
@@ -175,12 +181,6 @@ impl Call {
             Started::Task(task) => Ok(TaskOrResult::Task(task)),
             Started::Done(sent) => crate::tool_result::typed(sent).map(TaskOrResult::Result),
         }
-    }
-
-    /// `_meta` entries for the request, written beside the progress token and (for a
-    /// stateless server) the era's own entries: give none of theirs.
-    pub fn meta(self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
-        self.configure(|s| s.meta = Some(Arc::new(meta)))
     }
 
     /// Sends the call and returns the result as raw JSON, untouched.
@@ -225,8 +225,8 @@ impl CallSpec {
             arguments,
             options,
             progress,
-            task_ttl,
             meta,
+            task_ttl,
         } = self;
         let started = std::time::Instant::now();
         let (handle, tool) = match route {
@@ -272,8 +272,8 @@ impl CallSpec {
             Params::ToolCall {
                 name: tool.clone(),
                 arguments,
-                task,
                 meta,
+                task,
             },
             started,
             policy,

@@ -145,11 +145,12 @@ async fn answer(
                 server: Some(&server),
             };
             check_schema(&target, schema.as_ref(), &asked.arguments)?;
-            let mut call = runtime.call_tool(&name, asked.arguments);
             let listed = catalogue
                 .resolve(&name)
                 .map_or(name.as_str(), |e| e.tool.name.as_str());
-            if super::tasks::wanted(runtime, Some(&server), listed) {
+            let as_task = super::tasks::wanted(runtime, Some(&server), listed);
+            let mut call = runtime.call_tool(&name, asked.arguments);
+            if as_task {
                 if let Some(meta) = &args.meta {
                     call = call.meta(meta.clone());
                 }

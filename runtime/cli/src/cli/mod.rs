@@ -112,9 +112,6 @@ enum Command {
     /// Start every server of a config file (or one after `--`) and report on each.
     #[command(after_help = AFTER_HELP_CHECK)]
     Check(CheckArgs),
-    /// List the tasks earlier commands left running on the servers, with their status now.
-    #[command(after_help = tasks::AFTER_HELP)]
-    Tasks(tasks::Args),
     /// Complete an argument of a prompt or a variable of a resource template.
     #[command(after_help = protocol::AFTER_HELP_COMPLETE)]
     Complete(protocol::CompleteArgs),
@@ -127,6 +124,9 @@ enum Command {
     /// Ping the servers and print how long each took to answer.
     #[command(after_help = protocol::AFTER_HELP_PING)]
     Ping(protocol::PingArgs),
+    /// List the tasks earlier commands left running on the servers, with their status now.
+    #[command(after_help = tasks::AFTER_HELP)]
+    Tasks(tasks::Args),
     /// OAuth for a config file's HTTP servers with an "oauth" object: login NAME, status,
     /// logout NAME.
     Auth(auth::AuthArgs),
@@ -174,10 +174,10 @@ order, disabled ones last, each with:
   era              legacy (the handshake era, 2024-11-05 to 2025-11-25) or modern (the
                    stateless era, 2026-07-28), once known; else null
   protocolVersion  the protocol version in use, once known; else null
-  tasks            the shape of tasks it speaks: 2025-11-25 (experimental tasks) or
-                   extension (io.modelcontextprotocol/tasks); else null
   tools            how many tools it listed, when ready; else null
   handshakeMs      how long its handshake took, in milliseconds, once done; else null
+  tasks            the shape of tasks it speaks: 2025-11-25 (the experimental tasks) or
+                   extension (io.modelcontextprotocol/tasks, 2026-07-28); else null
   error            why it is not ready; null when it is (or is disabled)
 
 Examples:
@@ -214,12 +214,12 @@ struct CallArgs {
     /// `-- CMD` and a config file: {"content":[...],"structuredContent","isError"}.
     #[arg(long)]
     json: bool,
-    /// When the tool runs as a task: print its id and leave it running (see `tasks`).
-    #[arg(long)]
-    detach: bool,
     /// `_meta` entries for the request: a JSON object (beside the progress token).
     #[arg(long, value_name = "JSON", value_parser = meta)]
     meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// When the tool runs as a task: print its id and leave it running (see `tasks`).
+    #[arg(long)]
+    detach: bool,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]
@@ -238,7 +238,7 @@ fn meta(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String
 #[derive(Debug, Args)]
 struct CheckArgs {
     /// Print one JSON document:
-    /// {"servers":[{"name","transport","state","era","protocolVersion","tasks","tools","handshakeMs","error"}]}
+    /// {"servers":[{"name","transport","state","era","protocolVersion","tools","handshakeMs","error"}]}
     /// (see below).
     #[arg(long)]
     json: bool,
@@ -364,11 +364,11 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Prompts(args) => prompts::run_list(args, &mut interrupt).await,
         Command::Prompt(args) => prompts::run_get(args, &mut interrupt).await,
         Command::Check(args) => check::run(args, &mut interrupt).await,
-        Command::Tasks(args) => tasks::run(args, &mut interrupt).await,
         Command::Complete(args) => protocol::run_complete(args, &mut interrupt).await,
         Command::Logs(args) => protocol::run_logs(args, &mut interrupt).await,
         Command::Subscribe(args) => protocol::run_subscribe(args, &mut interrupt).await,
         Command::Ping(args) => protocol::run_ping(args, &mut interrupt).await,
+        Command::Tasks(args) => tasks::run(args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
         Command::Auth(args) => auth::run(args, &mut interrupt).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,
