@@ -20,6 +20,7 @@ mod interop_everything;
 mod interop_filesystem;
 mod interop_python;
 mod interop_rmcp;
+mod interop_server;
 mod oauth;
 mod oauth_fixture;
 mod peers;
