@@ -4,7 +4,8 @@
 //! elicitation answered by the client.
 //!
 //! `#[ignore = "needs …"]`: the clients are the Python SDK (`mcp` 2.3.0 in `.ci/venv`, both
-//! eras), the TypeScript SDK (`@modelcontextprotocol/sdk` in `.ci/peers`); the server is the
+//! eras), the TypeScript SDK (`@modelcontextprotocol/sdk` in `.ci/peers`), rmcp 3.11's client
+//! (a dependency, handshake era); the server is the
 //! `switchboard` binary of this build (`cargo build -p switchboard-cli` first, which
 //! `cargo test --workspace` does).
 
@@ -249,4 +250,87 @@ async fn switchboards_runtime_is_served_over_stdio_and_http_in_both_eras() {
         let config = ServerConfig::http(url.as_str(), HttpKind::StreamableHttp).protocol(protocol);
         runtime_is_served(config.into(), era).await;
     }
+}
+
+/// rmcp's client, answering sampling and elicitation.
+#[derive(Debug, Clone)]
+struct RmcpClient;
+
+// Sampling is deprecated in 2026-07-28, and still served in both eras: the test answers it.
+#[allow(deprecated)]
+impl rmcp::ClientHandler for RmcpClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.sampling = Some(Default::default());
+        capabilities.elicitation = Some(Default::default());
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("rmcp-interop", "1.0.0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        Ok(rmcp::model::CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text("sampled by rmcp"),
+            "rmcp-model".to_owned(),
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"response": "answered by rmcp"})),
+        )
+    }
+}
+
+async fn rmcp_is_served<T, E, A>(transport: T)
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::ServiceExt;
+    let client = RmcpClient.serve(transport).await.expect("rmcp's handshake");
+    let text = |result: rmcp::model::CallToolResult| {
+        result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<String>()
+    };
+    let call = |name: &str, args: Value| {
+        let args = args.as_object().cloned().unwrap_or_default();
+        rmcp::model::CallToolRequestParams::new(name.to_owned()).with_arguments(args)
+    };
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    let seen = json!({
+        "tools": names,
+        "echo": text(client.call_tool(call("echo", json!({"text": "hi"}))).await.unwrap()),
+        "sampling": text(client.call_tool(call("test_sampling", json!({"prompt": "p"}))).await.unwrap()),
+        "elicitation": text(client.call_tool(call("test_elicitation", json!({"message": "m"}))).await.unwrap()),
+    });
+    assert_served(&seen, "sampled by rmcp", "answered by rmcp");
+    let _ = client.cancel().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the switchboard binary (cargo build -p switchboard-cli)"]
+async fn rmcps_client_is_served_over_stdio_and_http() {
+    let args = stdio_demo_args(false);
+    let mut command = tokio::process::Command::new(&args[0]);
+    command.args(&args[1..]);
+    let child = rmcp::transport::TokioChildProcess::new(command).expect("spawn the demo server");
+    rmcp_is_served(child).await;
+    let (_server, url) = http_demo();
+    let http = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+    rmcp_is_served(http).await;
 }
