@@ -30,6 +30,7 @@ use crate::jsonrpc::Id;
 mod content;
 mod features;
 pub mod modern;
+pub mod tasks;
 
 pub use content::{
     Annotations, AudioContent, BlobResourceContents, Content, EmbeddedResource, ImageContent,
@@ -315,13 +316,17 @@ impl Default for Tool {
 }
 
 impl Tool {
-    /// Whether the tool can only be run as a task (`execution.taskSupport: "required"`),
-    /// which this client does not do.
+    /// Whether the tool can only be run as a task (`execution.taskSupport: "required"`).
     pub fn requires_task(&self) -> bool {
+        self.task_support() == TaskSupport::Required
+    }
+
+    /// How the tool may be run (absent: [`TaskSupport::Forbidden`]).
+    pub fn task_support(&self) -> TaskSupport {
         self.execution
             .as_ref()
             .and_then(|e| e.task_support)
-            .is_some_and(|t| t == TaskSupport::Required)
+            .unwrap_or(TaskSupport::Forbidden)
     }
 }
 

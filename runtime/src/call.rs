@@ -27,9 +27,13 @@ use crate::catalogue::tool_allowed;
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::exchange::{exchange, Params, Request};
+use crate::framer::TaskParams;
 use crate::handle::ServerHandle;
 use crate::model::CallToolResult;
 use crate::routing::Registry;
+use crate::task::{TaskHandle, TaskOrResult, TaskShape};
+use crate::tool_result::Sent;
+use switchboard_codecs::mcp::tasks::{CreateTaskResult, Task};
 
 /// A `tools/call` request being built; `.await` it to send it.
 ///
@@ -60,6 +64,9 @@ pub(crate) struct CallSpec {
     pub(crate) arguments: serde_json::Value,
     pub(crate) options: ToolPolicy,
     pub(crate) progress: Option<ProgressFn>,
+    pub(crate) meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
+    /// The time to live to ask for when the call runs as a task (2025-11-25).
+    pub(crate) task_ttl: Option<Duration>,
 }
 
 /// Where a call goes.
@@ -106,6 +113,8 @@ impl Call {
                 arguments,
                 options: ToolPolicy::default(),
                 progress: None,
+                meta: None,
+                task_ttl: None,
             }),
             running: None,
         }
@@ -142,6 +151,38 @@ impl Call {
         self.configure(|s| s.progress = Some(Arc::new(callback)))
     }
 
+    /// `_meta` entries for the request, written beside the progress token and (for a
+    /// stateless server) the era's own entries: give none of theirs.
+    pub fn meta(self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.configure(|s| s.meta = Some(Arc::new(meta)))
+    }
+
+    /// When the call runs as a task (2025-11-25), the time to live to ask the server for
+    /// (default: the call's timeout, as long as the caller waits). The server may keep the
+    /// task for less; the runtime stops waiting when it says it did.
+    pub fn task_ttl(self, ttl: Duration) -> Self {
+        self.configure(|s| s.task_ttl = Some(ttl))
+    }
+
+    /// Sends the call asking to run it as a task, and returns the task's handle, or the
+    /// result when the server answered at once.
+    ///
+    /// A handshake-era server is asked with `params.task` (2025-11-25), which needs its
+    /// `tasks.requests.tools.call` capability and a tool whose `execution.taskSupport` is
+    /// `optional` or `required` (else [`Error::TaskNotAllowed`]). A stateless server
+    /// decides for itself whether a call becomes a task (the tasks extension).
+    ///
+    /// # Panics
+    ///
+    /// When the call was already polled (as a future), which sent it.
+    pub async fn as_task(mut self) -> Result<TaskOrResult> {
+        let spec = self.spec.take().expect("a Call is sent once");
+        match spec.start(true).await? {
+            Started::Task(task) => Ok(TaskOrResult::Task(task)),
+            Started::Done(sent) => crate::tool_result::typed(sent).map(TaskOrResult::Result),
+        }
+    }
+
     /// Sends the call and returns the result as raw JSON, untouched.
     ///
     /// # Panics
@@ -154,18 +195,38 @@ impl Call {
     }
 }
 
-/// A call's raw answer, with the server and tool it went to.
-type Sent = (Box<RawValue>, ServerHandle, Arc<str>);
+/// What a sent call gave: its answer, or the task the server runs it as.
+enum Started {
+    Done(Sent),
+    Task(TaskHandle),
+}
 
 impl CallSpec {
-    /// Routes and sends the call; the answer, with the server and tool it went to.
+    /// Routes and sends the call; the answer, with the server and tool it went to. A task
+    /// the server runs the call as is watched to its end, and its result is the answer.
     async fn send(self) -> Result<Sent> {
+        match self.start(false).await? {
+            Started::Done(sent) => Ok(sent),
+            Started::Task(task) => {
+                let (server, tool) = (task.server().clone(), Arc::from(task.tool()));
+                // Boxed: tasks are rare, and would otherwise enlarge every call's future.
+                let raw = Box::pin(task.raw()).await?;
+                Ok((raw, server, tool))
+            }
+        }
+    }
+
+    /// Routes and sends the call, as a task when the tool requires one or `as_task` asks
+    /// for one; the answer, or the task.
+    async fn start(self, as_task: bool) -> Result<Started> {
         let CallSpec {
             route,
             tool,
             arguments,
             options,
             progress,
+            meta,
+            task_ttl,
         } = self;
         let started = std::time::Instant::now();
         let (handle, tool) = match route {
@@ -205,17 +266,14 @@ impl CallSpec {
                 cause: None,
             });
         }
-        if core.tool_rules.load().requires_task(&tool) {
-            return Err(Error::TaskRequired {
-                server: core.name.clone(),
-                tool,
-            });
-        }
+        let task = task_params(core, &tool, as_task, task_ttl, &policy)?;
         let mut request = Request::new(
             TOOLS_CALL.clone(),
             Params::ToolCall {
                 name: tool.clone(),
                 arguments,
+                meta,
+                task,
             },
             started,
             policy,
@@ -233,36 +291,99 @@ impl CallSpec {
         // Boxed on its own: two boxes that fit the allocator's per-thread cache cost less
         // than one too big for it (see `BENCHMARKS.md`).
         let raw = tracing::Instrument::instrument(Box::pin(exchange(core, request)), span).await?;
-        Ok((raw, handle, tool))
+        match created_task(core, task.is_some(), &raw)? {
+            Some((shape, created)) => Ok(Started::Task(crate::task::start(
+                handle, shape, tool, &created, started, policy,
+            ))),
+            None => Ok(Started::Done((raw, handle, tool))),
+        }
+    }
+}
+
+/// The `params.task` of a call of `tool` to a handshake-era server: when the tool requires
+/// a task, or the caller asks for one (`as_task`) where the tool and the server allow it.
+/// `None` for a stateless server, which decides itself (the tasks extension).
+fn task_params(
+    core: &crate::core::ServerCore,
+    tool: &Arc<str>,
+    as_task: bool,
+    ttl: Option<Duration>,
+    policy: &crate::deadline::DeadlinePolicy,
+) -> Result<Option<TaskParams>> {
+    let rules = core.tool_rules.load();
+    let required = rules.requires_task(tool);
+    if !(required || as_task) || core.dialect.load().is_some() {
+        return Ok(None);
+    }
+    let shape = {
+        let status = core.status.borrow();
+        status
+            .capabilities
+            .as_deref()
+            .and_then(|caps| crate::task_state::shape_of(crate::Era::Legacy, caps))
+    };
+    if shape.is_none() {
+        return Err(match required {
+            true => Error::TaskRequired {
+                server: core.name.clone(),
+                tool: tool.clone(),
+            },
+            false => Error::TaskNotAllowed {
+                server: core.name.clone(),
+                tool: tool.clone(),
+                reason: "the server declares no tasks.requests.tools.call capability",
+            },
+        });
+    }
+    if !rules.allows_task(tool) {
+        return Err(Error::TaskNotAllowed {
+            server: core.name.clone(),
+            tool: tool.clone(),
+            reason: "its execution.taskSupport is absent or \"forbidden\"",
+        });
+    }
+    // Kept as long as the caller waits, unless the caller asked otherwise.
+    let ttl = ttl.unwrap_or(if policy.reset_on_progress {
+        policy.max_total
+    } else {
+        policy.timeout
+    });
+    Ok(Some(TaskParams {
+        ttl_ms: Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+    }))
+}
+
+/// The task a call's answer `raw` creates, if it is one: a `CreateTaskResult` for a call
+/// that asked for a task (`asked`; a server that ignored the ask answered plainly), or a
+/// stateless server's result of type `task`.
+fn created_task(
+    core: &crate::core::ServerCore,
+    asked: bool,
+    raw: &RawValue,
+) -> Result<Option<(TaskShape, Task)>> {
+    use switchboard_codecs::mcp::modern::ResultType;
+    if asked {
+        return Ok(serde_json::from_str::<CreateTaskResult>(raw.get())
+            .ok()
+            .map(|created| (TaskShape::Experimental, created.task)));
+    }
+    if core.dialect.load().is_none() || ResultType::of(raw.get()) != Ok(ResultType::Task) {
+        return Ok(None);
+    }
+    match serde_json::from_str::<Task>(raw.get()) {
+        Ok(task) => Ok(Some((TaskShape::Extension, task))),
+        Err(e) => Err(Error::Protocol {
+            server: core.name.clone(),
+            method: "tools/call".into(),
+            tool: None,
+            detail: format!("the result of type `task` is not a task: {e}"),
+        }),
     }
 }
 
 /// The method of every tool call, allocated once (it is in every call's waiter and errors).
 static TOOLS_CALL: std::sync::LazyLock<Arc<str>> =
     std::sync::LazyLock::new(|| Arc::from("tools/call"));
-
-/// The typed result of a sent call, checked against the tool's output schema.
-fn typed((raw, handle, tool): Sent) -> Result<CallToolResult> {
-    let core = &handle.core;
-    match serde_json::from_str::<CallToolResult>(raw.get()) {
-        Ok(mut result) => {
-            if let (Some(structured), false) = (&result.structured_content, result.is_error()) {
-                result.output_schema_mismatch =
-                    core.tool_rules.load().output_mismatch(&tool, structured);
-                if result.output_schema_mismatch.is_some() {
-                    core.metrics.output_mismatches.increment(1);
-                }
-            }
-            Ok(result)
-        }
-        Err(e) => Err(Error::Protocol {
-            server: core.name.clone(),
-            method: "tools/call".into(),
-            tool: Some(tool),
-            detail: format!("the result is not a CallToolResult: {e}"),
-        }),
-    }
-}
 
 impl Future for Call {
     type Output = Result<CallToolResult>;
@@ -277,7 +398,10 @@ impl Future for Call {
             let spec = spec.take().expect("a Call is polled after it completed");
             Box::pin(spec.send())
         });
-        running.as_mut().poll(cx).map(|sent| sent.and_then(typed))
+        running
+            .as_mut()
+            .poll(cx)
+            .map(|sent| sent.and_then(crate::tool_result::typed))
     }
 }
 

@@ -58,6 +58,8 @@ pub(crate) struct Defaults {
     pub(crate) handlers: Option<ClientHandlers>,
     /// How long a handler may take (default [`HANDLER_TIMEOUT`]).
     pub(crate) handler_timeout: Duration,
+    /// Where the tasks the runtime starts are kept (default in memory).
+    pub(crate) task_store: std::sync::Arc<dyn crate::task_store::TaskStore>,
 }
 
 impl Default for Defaults {
@@ -71,6 +73,7 @@ impl Default for Defaults {
             naming: Naming::default(),
             handlers: None,
             handler_timeout: HANDLER_TIMEOUT,
+            task_store: std::sync::Arc::new(crate::task_store::MemoryTaskStore::new()),
         }
     }
 }

@@ -108,6 +108,12 @@ pub(crate) struct ServerCore {
     pub(crate) dialect: ArcSwapOption<Modern>,
     /// How fresh a stateless server's lists are.
     pub(crate) freshness: ListFreshness,
+    /// The tasks the server's handles watch now.
+    pub(crate) tasks: crate::task_state::Watched,
+    /// Where the runtime keeps the tasks it starts (the runtime's store).
+    pub(crate) task_store: Arc<dyn crate::task_store::TaskStore>,
+    /// The tasks the server asked this client to run (2025-11-25).
+    pub(crate) received: Arc<crate::client::tasks::Received>,
     /// The actor's own requests in flight, which liveness does not count as callers' work.
     pub(crate) own_in_flight: AtomicUsize,
     /// The runtime's: where connections do their I/O, the servers' kill handles, the era
@@ -147,12 +153,21 @@ impl ServerCore {
             tool_rules: ArcSwap::from_pointee(ToolRules::default()),
             dialect: ArcSwapOption::empty(),
             freshness,
+            tasks: crate::task_state::Watched::default(),
+            received: Arc::default(),
+            task_store: Arc::new(crate::task_store::MemoryTaskStore::new()),
             own_in_flight: AtomicUsize::new(0),
             io,
             kills,
             eras,
             events,
         }
+    }
+
+    /// The same, keeping its tasks in `store` (the runtime's).
+    pub(crate) fn with_task_store(mut self, store: Arc<dyn crate::task_store::TaskStore>) -> Self {
+        self.task_store = store;
+        self
     }
 
     /// A new request id.

@@ -350,14 +350,55 @@ pub enum Error {
         /// What the server said.
         message: String,
     },
-    /// The tool can only be run as a task (`execution.taskSupport: "required"`), which this
-    /// client does not do; nothing was sent.
-    #[error("tool `{tool}` of server `{server}` can only be run as a task, which Switchboard does not do yet")]
+    /// The tool can only be run as a task (`execution.taskSupport: "required"`), but the
+    /// server does not declare task-augmented `tools/call` (`tasks.requests.tools.call`);
+    /// nothing was sent.
+    #[error("tool `{tool}` of server `{server}` can only be run as a task, but the server declares no tasks.requests.tools.call capability")]
     TaskRequired {
         /// The server.
         server: Arc<str>,
         /// The tool.
         tool: Arc<str>,
+    },
+    /// A call asked to run as a task where the tool or the server does not allow it (a
+    /// tool's `execution.taskSupport` absent or `"forbidden"`, or no task capability);
+    /// nothing was sent.
+    #[error("tool `{tool}` of server `{server}` cannot run as a task: {reason}")]
+    TaskNotAllowed {
+        /// The server.
+        server: Arc<str>,
+        /// The tool.
+        tool: Arc<str>,
+        /// Why not.
+        reason: &'static str,
+    },
+    /// The server no longer knows the task: it answered that the id is unknown, or the
+    /// task outlived the time to live the server gave it. The task may have run.
+    #[error(
+        "task `{task}`{} on server `{server}` is lost: {reason}",
+        tool_note(tool)
+    )]
+    TaskLost {
+        /// The server.
+        server: Arc<str>,
+        /// The tool the task runs, when known.
+        tool: Option<Arc<str>>,
+        /// The task's id.
+        task: Arc<str>,
+        /// What happened.
+        reason: Arc<str>,
+    },
+    /// The task was cancelled before it finished (by this client or by the server).
+    #[error("task `{task}`{} on server `{server}` was cancelled{}", tool_note(tool), message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
+    TaskCancelled {
+        /// The server.
+        server: Arc<str>,
+        /// The tool the task runs, when known.
+        tool: Option<Arc<str>>,
+        /// The task's id.
+        task: Arc<str>,
+        /// The server's status message, if any.
+        message: Option<String>,
     },
     /// Several servers list that URI (or a template matching it).
     #[error("resource `{uri}` is offered by several servers ({}); read it from one of them", servers.join(", "))]
@@ -525,6 +566,9 @@ pub enum ErrorKind {
     Setup,
     /// The runtime was shut down.
     Shutdown,
+    /// A task ended without its result: the server lost it ([`Error::TaskLost`]) or it was
+    /// cancelled ([`Error::TaskCancelled`]).
+    TaskEnded,
 }
 
 impl Error {
@@ -554,7 +598,10 @@ impl Error {
             | Error::Unauthorized { server, .. }
             | Error::InvalidArguments { server, .. }
             | Error::NotSupported { server, .. }
-            | Error::TaskRequired { server, .. } => Some(server),
+            | Error::TaskRequired { server, .. }
+            | Error::TaskNotAllowed { server, .. }
+            | Error::TaskLost { server, .. }
+            | Error::TaskCancelled { server, .. } => Some(server),
             Error::ResourceNotFound { server, .. } => server.as_deref(),
             Error::AmbiguousResource { .. }
             | Error::UnknownPrompt { .. }
@@ -600,7 +647,9 @@ impl Error {
             Error::ToolDenied { .. }
             | Error::NotSupported { .. }
             | Error::TaskRequired { .. }
+            | Error::TaskNotAllowed { .. }
             | Error::InvalidArguments { .. } => ErrorKind::Refused,
+            Error::TaskLost { .. } | Error::TaskCancelled { .. } => ErrorKind::TaskEnded,
             Error::DuplicateServer { .. }
             | Error::ActorThread { .. }
             | Error::MetricsListener { .. } => ErrorKind::Setup,
@@ -644,7 +693,10 @@ impl Error {
     pub fn may_have_run(&self) -> bool {
         matches!(
             self.kind(),
-            ErrorKind::Timeout | ErrorKind::Disconnected | ErrorKind::StreamBroken
+            ErrorKind::Timeout
+                | ErrorKind::Disconnected
+                | ErrorKind::StreamBroken
+                | ErrorKind::TaskEnded
         )
     }
 }
@@ -751,6 +803,12 @@ fn target(server: &str, method: &str, tool: &Option<Arc<str>>) -> impl fmt::Disp
         None => format!("request `{method}` to server `{server}`"),
     };
     what
+}
+
+fn tool_note(tool: &Option<Arc<str>>) -> String {
+    tool.as_ref()
+        .map(|t| format!(" (tool `{t}`)"))
+        .unwrap_or_default()
 }
 
 fn dropped_note(dropped: u64) -> String {

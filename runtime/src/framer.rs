@@ -20,9 +20,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use switchboard_codecs::frame;
 use switchboard_codecs::jsonrpc::{Id, Message, Outcome, Response};
-use switchboard_codecs::mcp::methods;
 use switchboard_codecs::mcp::modern::headers::{encode, ParamHeader};
 use switchboard_codecs::mcp::LoggingLevel;
+use switchboard_codecs::mcp::{methods, tasks};
 use switchboard_transports::connection::Stateless;
 use switchboard_transports::Outbound;
 
@@ -33,8 +33,22 @@ use crate::era::{Modern, ModernMeta};
 pub(crate) enum Params {
     /// An object (`{}` when empty); a `_meta` inside it is merged with the request's own.
     Object(Map<String, Value>),
-    /// `tools/call`'s `name` and `arguments` (an object).
-    ToolCall { name: Arc<str>, arguments: Value },
+    /// `tools/call`'s `name` and `arguments` (an object), the `_meta` entries the caller
+    /// gave (merged with the request's own, as for [`Params::Object`]), and `task` when the
+    /// call asks to run as a task (2025-11-25).
+    ToolCall {
+        name: Arc<str>,
+        arguments: Value,
+        meta: Option<Arc<Map<String, Value>>>,
+        task: Option<TaskParams>,
+    },
+}
+
+/// A 2025-11-25 task-augmented request's `params.task`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TaskParams {
+    /// The time to live asked for, in ms.
+    pub(crate) ttl_ms: Option<u64>,
 }
 
 impl Params {
@@ -63,7 +77,7 @@ impl Params {
     fn meta(&self) -> Option<&Map<String, Value>> {
         match self {
             Params::Object(map) => map.get("_meta").and_then(Value::as_object),
-            Params::ToolCall { .. } => None,
+            Params::ToolCall { meta, .. } => meta.as_deref(),
         }
     }
 }
@@ -145,6 +159,8 @@ fn stateless(round: &Round<'_>, modern: &Modern) -> Stateless {
     let named = match &**round.method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => round.params.text("name"),
         methods::RESOURCES_READ => round.params.text("uri"),
+        // The tasks extension routes a task's requests by its id.
+        tasks::TASKS_GET | tasks::TASKS_UPDATE | tasks::TASKS_CANCEL => round.params.text("taskId"),
         _ => None,
     };
     if let Some(name) = named {
@@ -200,9 +216,21 @@ impl Serialize for Body<'_> {
                     }
                 }
             }
-            Params::ToolCall { name, arguments } => {
+            Params::ToolCall {
+                name,
+                arguments,
+                task,
+                ..
+            } => {
                 map.serialize_entry("name", &**name)?;
                 map.serialize_entry("arguments", arguments)?;
+                if let Some(task) = task {
+                    let mut fields = Map::new();
+                    if let Some(ttl) = task.ttl_ms {
+                        fields.insert("ttl".into(), ttl.into());
+                    }
+                    map.serialize_entry("task", &fields)?;
+                }
             }
         }
         if let Some(retry) = self.retry {
@@ -285,6 +313,8 @@ mod tests {
         let params = Params::ToolCall {
             name: "t".into(),
             arguments: json!({"a": 1}),
+            meta: None,
+            task: None,
         };
         let mut responses = Map::new();
         responses.insert("k".into(), json!({"action": "accept"}));
@@ -325,6 +355,8 @@ mod header_tests {
         let params = Params::ToolCall {
             name: "q".into(),
             arguments: json!({"region": "eu 1 ", "x": 2}),
+            meta: None,
+            task: None,
         };
         let headers = [ParamHeader {
             path: vec!["region".into()],
@@ -364,5 +396,58 @@ mod header_tests {
             outbound.payload, over_stdio.payload,
             "the same body either way"
         );
+    }
+
+    #[test]
+    fn a_tasks_request_names_its_task_in_mcp_name() {
+        let modern = Modern::new("2026-07-28", json!({}));
+        let method: Arc<str> = "tasks/get".into();
+        let params = Params::from_value(json!({"taskId": "t-9"}));
+        let outbound = request(Round {
+            id: 4,
+            method: &method,
+            params: &params,
+            retry: None,
+            progress_token: false,
+            dialect: Some(&modern),
+            level: None,
+            sends_headers: true,
+            param_headers: &[],
+        });
+        let switchboard_transports::Facts::Request(facts) = &outbound.facts else {
+            panic!("a request")
+        };
+        let stateless = facts.stateless.as_deref().expect("stateless facts");
+        assert_eq!(stateless.name.as_deref(), Some("t-9"));
+    }
+
+    #[test]
+    fn a_call_as_a_task_carries_params_task() {
+        let asked = |task| {
+            let params = Params::ToolCall {
+                name: "t".into(),
+                arguments: json!({}),
+                meta: None,
+                task,
+            };
+            let body = Body {
+                params: &params,
+                retry: None,
+                meta: Meta {
+                    progress_token: None,
+                    modern: None,
+                    caller: None,
+                },
+            };
+            let value: Value =
+                serde_json::from_slice(&frame::request(1, "tools/call", &body)).unwrap();
+            value["params"].get("task").cloned()
+        };
+        assert_eq!(asked(None), None);
+        assert_eq!(
+            asked(Some(TaskParams { ttl_ms: Some(5000) })),
+            Some(json!({"ttl": 5000}))
+        );
+        assert_eq!(asked(Some(TaskParams { ttl_ms: None })), Some(json!({})));
     }
 }

@@ -1,4 +1,5 @@
-//! How fresh a stateless (2026-07-28) server's cached lists are, after their `ttlMs`.
+//! How fresh a server's cached lists are: a stateless (2026-07-28) server's after their
+//! `ttlMs`, and any server's tools after it announced a change (`list_changed`).
 //!
 //! Each list (tools; resources and templates together; prompts) is fresh for the `ttlMs` of
 //! its last listing (the shortest of its pages), and at least a floor ([`MIN_FRESH`] unless
@@ -9,6 +10,14 @@
 //! list only looked at is re-listed in the background and served stale meanwhile, as the
 //! caching rules allow. Nothing polls. Every rule that depends on time takes the instant as
 //! an argument, so it is tested without clocks.
+//!
+//! A server of either era that announced a change of its tools has them re-listed (after a
+//! short debounce): meanwhile a call by a name no list has yet waits, within its deadline,
+//! until the re-listing is over, since the name may be one the change brings ([`announce`]
+//! and [`settled`]); a call by a name the list has goes on by it.
+//!
+//! [`announce`]: Freshness::announce
+//! [`settled`]: Freshness::settled
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,6 +47,9 @@ pub(crate) struct Freshness {
     until: ArcSwapOption<Instant>,
     /// Whether a re-list was asked for and has not ended yet: callers wait for it.
     pending: AtomicBool,
+    /// Whether the server announced a change and the re-listing it causes is not over:
+    /// callers of a name no list has wait for it.
+    announced: AtomicBool,
     /// Wakes the actor to list again.
     wake: tokio::sync::Notify,
     /// Counts the re-lists that ended (listed, failed or abandoned), for the callers waiting.
@@ -58,6 +70,7 @@ impl Freshness {
         Freshness {
             until: ArcSwapOption::empty(),
             pending: AtomicBool::new(false),
+            announced: AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),
             rounds: watch::channel(0).0,
             floor,
@@ -90,6 +103,7 @@ impl Freshness {
     /// re-list go on.
     pub(crate) fn forget(&self) {
         self.until.store(None);
+        self.settled();
         self.end_round();
     }
 
@@ -98,6 +112,30 @@ impl Freshness {
         if self.pending.swap(false, Ordering::SeqCst) {
             self.rounds.send_modify(|round| *round += 1);
         }
+    }
+
+    /// The server announced a change of the list (`list_changed`), as read from the
+    /// connection, before the actor acts on it: a re-listing will follow.
+    pub(crate) fn announce(&self) {
+        self.announced.store(true, Ordering::SeqCst);
+    }
+
+    /// The re-listing an announcement caused is over (listed, failed, or there was nothing
+    /// to list on), and no other is due: callers waiting for it go on, with the list as it
+    /// is now in the status.
+    pub(crate) fn settled(&self) {
+        if self.announced.swap(false, Ordering::SeqCst) {
+            self.rounds.send_modify(|round| *round += 1);
+        }
+    }
+
+    /// Whether a caller routing by a name the list does not have at `now` must wait: a
+    /// re-list is needed (as [`needs_relist`](Self::needs_relist) says), or the server
+    /// announced a change whose re-listing is not over.
+    pub(crate) fn may_bring_names(&self, now: Instant) -> bool {
+        // Both checked: a stale list still asks the actor for its re-list.
+        let relist = self.needs_relist(now);
+        relist || self.announced.load(Ordering::SeqCst)
     }
 
     /// Whether a caller routing by the list at `now` must wait for a re-list: the list is
@@ -132,17 +170,39 @@ impl Freshness {
     /// Waits for the re-list that [`needs_relist`](Self::needs_relist) found under way, or
     /// until `deadline`; `false` when the deadline passed first.
     pub(crate) async fn relisted(&self, deadline: Option<Instant>) -> bool {
+        self.wait_until(deadline, || self.pending.load(Ordering::SeqCst))
+            .await
+    }
+
+    /// Waits for what [`may_bring_names`](Self::may_bring_names) found under way (a re-list,
+    /// an announced re-listing) to be over, or until `deadline`; `false` when the deadline
+    /// passed first.
+    pub(crate) async fn names_settled(&self, deadline: Option<Instant>) -> bool {
+        self.wait_until(deadline, || {
+            self.pending.load(Ordering::SeqCst) || self.announced.load(Ordering::SeqCst)
+        })
+        .await
+    }
+
+    /// Waits until `busy` is false, checked again at the end of every round.
+    async fn wait_until(&self, deadline: Option<Instant>, busy: impl Fn() -> bool) -> bool {
         let mut rounds = self.rounds.subscribe();
-        // Subscribed before this check: a round that ends after it wakes the wait below.
-        if !self.pending.load(Ordering::SeqCst) {
-            return true;
-        }
+        let wait = async {
+            // Subscribed before the first check, and `changed` marks each round seen before
+            // the next: a round that ends after a check wakes the wait. The sender lives as
+            // long as `self`: `changed` only returns on a new round.
+            while busy() {
+                if rounds.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
         match deadline {
-            Some(at) => tokio::time::timeout_at(at.into(), rounds.changed())
-                .await
-                .is_ok(),
-            // The sender lives as long as `self`: `changed` only returns on a new round.
-            None => rounds.changed().await.is_ok(),
+            Some(at) => tokio::time::timeout_at(at.into(), wait).await.is_ok(),
+            None => {
+                wait.await;
+                true
+            }
         }
     }
 

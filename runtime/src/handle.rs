@@ -55,6 +55,20 @@ impl ServerHandle {
         self.core.status.borrow().tools.clone()
     }
 
+    /// Waits until no re-listing of the server's tools is due: one the server announced
+    /// (`notifications/tools/list_changed`, read but not listed yet) or one a caller found
+    /// a stale list needs; returns at once when none is. What [`tools`](Self::tools) shows
+    /// then is the server's latest listing, as far as the server has told: for a report of
+    /// its tools right after it started (a server may add tools once it is initialized, and
+    /// announce them).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
+    pub async fn tools_settled(&self) {
+        self.core.freshness.tools.names_settled(None).await;
+    }
+
     /// Requests in flight now: submitted and not yet answered, timed out or cancelled.
     pub fn in_flight(&self) -> usize {
         self.core.admission.taken()

@@ -311,9 +311,16 @@ impl ServerHandle {
         self.core.logging.subscribe()
     }
 
-    /// Sends `ping` and waits for the answer.
+    /// Sends `ping` and waits for the answer. A stateless (2026-07-28) server, whose era
+    /// has no `ping`, is sent `server/discover` instead, as liveness does: servers must
+    /// answer it, and it does no work.
     pub async fn ping(&self) -> Result<()> {
-        let _: Value = self.typed(methods::PING, json!({})).await?;
+        let method = if self.speaks_modern().await {
+            switchboard_codecs::mcp::modern::SERVER_DISCOVER
+        } else {
+            methods::PING
+        };
+        let _: Value = self.typed(method, json!({})).await?;
         Ok(())
     }
 

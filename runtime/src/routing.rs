@@ -12,7 +12,9 @@
 //! A stateless (2026-07-28) server's list past its `ttlMs` that decides a route (the
 //! owner's, or for a name nobody offers, any such list) is fetched again first, within the
 //! call's deadline, once for every call of the burst; only looking at a list serves it
-//! stale and has it fetched again in the background.
+//! stale and has it fetched again in the background. A tool name nobody offers also waits,
+//! within the call's deadline, for the re-listing of any server (either era) that
+//! announced its tools changed: the name may be one the change brings.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -245,10 +247,16 @@ impl Registry {
         };
         let tool = routed.as_ref().ok().map(|(_, tool)| tool.as_ref());
         let deadline = |server: &ServerHandle| Some(server.core.deadline(tool, options, started));
-        if !self
-            .refresh_route(owner, |lists| &lists.tools, started, deadline)
-            .await
-        {
+        let refreshed = match owner {
+            Some(_) => {
+                self.refresh_route(owner, |lists| &lists.tools, started, deadline)
+                    .await
+            }
+            // A name no list has may be one that a change a server announced brings: its
+            // re-listing (either era) is waited for too.
+            None => self.settle_names(started, deadline).await,
+        };
+        if !refreshed {
             return routed;
         }
         // The new listing is in the status; the catalogue is rebuilt from it.
@@ -286,6 +294,32 @@ impl Registry {
         let waits = stale
             .iter()
             .map(|server| which(&server.core.freshness).relisted(deadline(server)));
+        futures_util::future::join_all(waits).await;
+        true
+    }
+
+    /// For a tool name no server's list has (or several have): waits for every server whose
+    /// tools are due to be listed again (past their `ttlMs`, or after a change the server
+    /// announced), each until `deadline` gives it. `false` when none was; `true` when one
+    /// was, and the route must be found again.
+    async fn settle_names(
+        &self,
+        started: Instant,
+        deadline: impl Fn(&ServerHandle) -> Option<Instant>,
+    ) -> bool {
+        let due: Vec<ServerHandle> = self
+            .servers
+            .load()
+            .values()
+            .filter(|s| s.core.freshness.tools.may_bring_names(started))
+            .cloned()
+            .collect();
+        if due.is_empty() {
+            return false;
+        }
+        let waits = due
+            .iter()
+            .map(|server| server.core.freshness.tools.names_settled(deadline(server)));
         futures_util::future::join_all(waits).await;
         true
     }

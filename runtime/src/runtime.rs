@@ -130,6 +130,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Where the tasks the runtime starts are kept, so that their ids survive a restart of
+    /// the runtime (default: in memory; see [`crate::task::TaskStore`]).
+    pub fn task_store(mut self, store: Arc<dyn crate::task_store::TaskStore>) -> Self {
+        self.defaults.task_store = store;
+        self
+    }
+
     /// How long a server's request may wait for a handler before it is answered with a
     /// JSON-RPC error, for servers that set none (default
     /// [`HANDLER_TIMEOUT`](crate::client::HANDLER_TIMEOUT), 300 s).
@@ -276,6 +283,7 @@ impl RuntimeBuilder {
                 http: None,
             },
         };
+        let task_store = self.defaults.task_store.clone();
         let supervisor = {
             let registry = registry.clone();
             let kills = kills.clone();
@@ -296,6 +304,7 @@ impl RuntimeBuilder {
                 kills,
                 done: Mutex::new(Some(done_rx)),
                 stopped: AtomicBool::new(false),
+                task_store,
                 #[cfg(feature = "prometheus")]
                 exporter,
             }),
@@ -335,6 +344,8 @@ pub(crate) struct Inner {
     kills: Kills,
     done: Mutex<Option<oneshot::Receiver<()>>>,
     stopped: AtomicBool,
+    /// Where the runtime's tasks are kept.
+    pub(crate) task_store: Arc<dyn crate::task_store::TaskStore>,
     /// Dropped with the runtime, which stops the listener.
     #[cfg(feature = "prometheus")]
     exporter: Option<crate::metrics::Exporter>,
@@ -509,6 +520,15 @@ impl Runtime {
         }
     }
 
+    /// Kills every server's process at once: `SIGKILL` to each stdio server's process
+    /// group (harmless for one already gone), as dropping the runtime without
+    /// [`shutdown`](Self::shutdown) does. For a caller that cannot wait for a graceful
+    /// shutdown (a second Ctrl-C): a [`shutdown`](Self::shutdown) under way then ends as
+    /// soon as the processes are reaped. HTTP and in-process servers are not affected.
+    pub fn kill(&self) {
+        self.inner.kill_all();
+    }
+
     /// The address the metrics endpoint listens on, with
     /// [`RuntimeBuilder::metrics_listener`].
     #[cfg(feature = "prometheus")]
@@ -567,17 +587,24 @@ impl RuntimeWatch {
     }
 }
 
+impl Inner {
+    /// `SIGKILL` to every server process group still registered.
+    fn kill_all(&self) {
+        if let Ok(kills) = self.kills.lock() {
+            for kill in kills.values() {
+                kill.kill();
+            }
+        }
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.registry.stop();
         if self.stopped.load(Ordering::SeqCst) {
             return;
         }
-        if let Ok(kills) = self.kills.lock() {
-            for kill in kills.values() {
-                kill.kill();
-            }
-        }
+        self.kill_all();
         self.system.stop();
     }
 }

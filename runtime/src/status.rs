@@ -78,6 +78,13 @@ impl ServerStatus {
     pub fn is_ready(&self) -> bool {
         matches!(self.state, ServerState::Ready)
     }
+
+    /// Which shape of tasks the server speaks, if any (see [`crate::task`]): a
+    /// handshake-era server that declares `tasks.requests.tools.call`, or a stateless one
+    /// that declares the extension `io.modelcontextprotocol/tasks`.
+    pub fn task_shape(&self) -> Option<crate::task_state::TaskShape> {
+        crate::task_state::shape_of(self.era?, self.capabilities.as_deref()?)
+    }
 }
 
 /// A server's lifecycle state.

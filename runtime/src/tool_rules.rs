@@ -16,12 +16,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_codecs::mcp::modern::headers::ParamHeader;
-use switchboard_codecs::mcp::Tool;
+use switchboard_codecs::mcp::{TaskSupport, Tool};
 
 /// The checks for one listing of one server's tools.
 #[derive(Default)]
 pub(crate) struct ToolRules {
     task_required: HashSet<String>,
+    /// Tools that may run either way (`taskSupport: "optional"`).
+    task_optional: HashSet<String>,
     outputs: HashMap<String, Arc<jsonschema::Validator>>,
     /// The `Mcp-Param-{Name}` headers of each tool that has some.
     param_headers: HashMap<String, Vec<ParamHeader>>,
@@ -45,8 +47,14 @@ impl ToolRules {
     pub(crate) fn compile(server: &str, tools: &[Tool]) -> ToolRules {
         let mut rules = ToolRules::default();
         for tool in tools {
-            if tool.requires_task() {
-                rules.task_required.insert(tool.name.clone());
+            match tool.task_support() {
+                TaskSupport::Required => {
+                    rules.task_required.insert(tool.name.clone());
+                }
+                TaskSupport::Optional => {
+                    rules.task_optional.insert(tool.name.clone());
+                }
+                _ => {}
             }
             let Some(schema) = &tool.output_schema else {
                 continue;
@@ -80,6 +88,11 @@ impl ToolRules {
     /// Whether the tool can only be run as a task.
     pub(crate) fn requires_task(&self, tool: &str) -> bool {
         !self.task_required.is_empty() && self.task_required.contains(tool)
+    }
+
+    /// Whether the tool may run as a task (`taskSupport` `optional` or `required`).
+    pub(crate) fn allows_task(&self, tool: &str) -> bool {
+        self.requires_task(tool) || self.task_optional.contains(tool)
     }
 
     /// Why `structured` does not match the tool's output schema, if it does not.
@@ -116,6 +129,8 @@ mod tests {
         assert!(rules.requires_task("a"));
         assert!(!rules.requires_task("b"));
         assert!(!rules.requires_task("c"));
+        assert!(rules.allows_task("a") && rules.allows_task("b"));
+        assert!(!rules.allows_task("c") && !rules.allows_task("d"));
     }
 
     #[test]

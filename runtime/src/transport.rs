@@ -127,6 +127,11 @@ pub struct Http {
 }
 
 impl Http {
+    /// The server's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// The server's URL and which HTTP transport it speaks.
     pub fn new(url: impl Into<String>, kind: HttpKind) -> Self {
         Http {

@@ -794,11 +794,14 @@ async fn malformed_params_are_answered_invalid_params_and_the_server_stays_up() 
     peer.outbox
         .send(json!({"jsonrpc": "2.0", "id": 5, "method": "sampling/createMessage"}))
         .unwrap();
-    peer.request(6, "tasks/list", json!({}));
+    peer.request(6, "nothing/here", json!({}));
+    // With these handlers the client declares tasks: it lists its own (none yet).
+    peer.request(60, "tasks/list", json!({}));
     for id in 1..=5 {
         assert_eq!(error_code(&peer.answer(id).await), -32602, "request {id}");
     }
     assert_eq!(error_code(&peer.answer(6).await), -32601);
+    assert_eq!(peer.answer(60).await["result"], json!({"tasks": []}));
     assert!(
         seen.try_recv().is_err(),
         "the handler saw a malformed request"

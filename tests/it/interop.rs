@@ -272,3 +272,29 @@ async fn server_everything_elicitation_over_streamable_http() {
     assert!(text.contains("- Favorite Integer: 42"), "{text}");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
+async fn server_everything_tools_added_after_initialized_are_routed_to_over_legacy_sse() {
+    // server-everything registers `trigger-elicitation-request` once it is initialized and
+    // has seen our elicitation capability, then announces it. Over HTTP+SSE each message is
+    // its own POST: the runtime's `tools/list` must not overtake `notifications/initialized`,
+    // and a call by the new name made at once must wait for the announced re-listing. Each
+    // round is a new session, as each `switchboard call` is.
+    let peer = HttpPeer::everything("sse");
+    for round in 0..5 {
+        let rt = one_server_runtime(
+            ServerConfig::http(peer.url("/sse"), HttpKind::Sse)
+                .client_handlers(ClientHandlers::new().elicitation(AcceptWithName)),
+        )
+        .await;
+        let called = rt.call_tool("trigger-elicitation-request", json!({})).await;
+        let result = called.unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let text = result.text();
+        assert!(
+            text.contains("- Name: Switchboard"),
+            "round {round}: {text}"
+        );
+        rt.shutdown().await;
+    }
+}

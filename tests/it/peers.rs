@@ -45,6 +45,11 @@ pub(crate) fn python_server_script() -> PathBuf {
     root().join("tests/peers/python_server.py")
 }
 
+/// `tests/peers/python_tasks_server.py`: the tasks extension on the Python SDK.
+pub(crate) fn python_tasks_script() -> PathBuf {
+    root().join("tests/peers/python_tasks_server.py")
+}
+
 /// One of the rmcp fixture servers of `tests/peers/` (`rmcp0-server`, `rmcp3-server`).
 pub(crate) fn rmcp_server(name: &str) -> PathBuf {
     installed(

@@ -189,7 +189,7 @@ async fn auto_probes_with_discover_then_falls_back_to_initialize_on_the_same_con
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({})
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"]["name"],

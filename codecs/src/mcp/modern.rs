@@ -125,6 +125,9 @@ pub enum ResultType {
     Complete,
     /// The server needs input first: the result is an [`InputRequired`].
     InputRequired,
+    /// The server runs the request as a task (the tasks extension,
+    /// [`tasks::EXTENSION`](super::tasks::EXTENSION)): the result is the task.
+    Task,
 }
 
 /// A `resultType` this version does not know (the spec makes it invalid).
@@ -148,6 +151,7 @@ impl ResultType {
         match peek.result_type.map(|raw| raw.get()) {
             None | Some("\"complete\"") => Ok(ResultType::Complete),
             Some("\"input_required\"") => Ok(ResultType::InputRequired),
+            Some("\"task\"") => Ok(ResultType::Task),
             Some(other) => Err(UnknownResultType(other.to_owned())),
         }
     }
@@ -190,6 +194,10 @@ mod tests {
         assert_eq!(
             ResultType::of(r#"{"resultType":"input_required","requestState":"s"}"#),
             Ok(ResultType::InputRequired)
+        );
+        assert_eq!(
+            ResultType::of(r#"{"resultType":"task","taskId":"t"}"#),
+            Ok(ResultType::Task)
         );
         assert_eq!(
             ResultType::of(r#"{"resultType":"later"}"#),

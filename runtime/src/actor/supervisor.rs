@@ -93,16 +93,19 @@ impl Supervisor {
             return Err(Error::DuplicateServer { name });
         }
         let config = config.resolve(&self.defaults);
-        let core = Arc::new(ServerCore::new(
-            name.clone(),
-            config,
-            self.defaults.timeout,
-            Arc::new(self.metrics.server(&name)),
-            self.io.clone(),
-            self.kills.clone(),
-            self.eras.clone(),
-            self.events.clone(),
-        ));
+        let core = Arc::new(
+            ServerCore::new(
+                name.clone(),
+                config,
+                self.defaults.timeout,
+                Arc::new(self.metrics.server(&name)),
+                self.io.clone(),
+                self.kills.clone(),
+                self.eras.clone(),
+                self.events.clone(),
+            )
+            .with_task_store(self.defaults.task_store.clone()),
+        );
         let addr = Self::spawn_actor(core.clone(), 0, 0);
         let handle = ServerHandle { core };
         self.servers.insert(

@@ -356,6 +356,9 @@ pub(crate) struct Table {
     heard: AtomicU64,
     /// Unreadable frames no waiter claimed, for the count in a timeout error.
     dropped: AtomicU64,
+    /// The first of them, as a log line shows it: what a server that writes its own text
+    /// on stdout wrote, for the error of a handshake that never completed.
+    first_dropped: std::sync::OnceLock<String>,
     /// The connection's transport.
     kind: Kind,
     silences: mpsc::UnboundedSender<Silence>,
@@ -378,6 +381,7 @@ impl Table {
             closed: AtomicBool::new(false),
             heard: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            first_dropped: std::sync::OnceLock::new(),
             kind,
             silences,
             deadlines: Arc::new(Deadlines {
@@ -533,8 +537,15 @@ impl Table {
     }
 
     /// Counts one unreadable frame nobody claimed.
-    pub(crate) fn drop_frame(&self) {
-        self.dropped.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn drop_frame(&self, described: impl FnOnce() -> String) {
+        if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+            let _ = self.first_dropped.set(described());
+        }
+    }
+
+    /// The first unreadable frame no waiter claimed, described (its excerpt and why).
+    pub(crate) fn first_dropped(&self) -> Option<&str> {
+        self.first_dropped.get().map(String::as_str)
     }
 
     /// Tells the server actor that a request timed out in silence.

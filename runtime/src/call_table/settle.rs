@@ -25,13 +25,20 @@ use crate::error::Error;
 /// The close is passed on, not handled: the actor marks the server down first, then closes
 /// the table (a caller told "disconnected" then finds the server down, not ready). If the
 /// actor is gone, the router closes the table itself once the stream ends.
+///
+/// `announced` runs for each announcement that the server's tools changed, before the
+/// actor hears of it (see [`announces_tools`]).
 pub(crate) async fn route(
     table: Arc<Table>,
     mut events: mpsc::Receiver<Event>,
     actor: mpsc::Sender<Event>,
+    announced: impl Fn(),
 ) {
     let mut forwarding = true;
     while let Some(event) = events.recv().await {
+        if announces_tools(&event) {
+            announced();
+        }
         let Some(event) = settle(&table, event) else {
             continue;
         };
@@ -58,6 +65,16 @@ pub(crate) fn settle_inline(table: &Table, event: Event) -> Option<Event> {
         }
         _ => Some(event),
     }
+}
+
+/// Whether `event` is the server's announcement that its tools changed
+/// (`notifications/tools/list_changed`). It is noted where it is first read (by the reader
+/// of a stdio or in-process connection, else by the router), so that a caller an answer
+/// read after it wakes knows that a re-listing is on its way: a call by a name the list
+/// does not have yet waits for it. Noted twice (by the reader and again by the router) is
+/// the same as once: both come before the actor acts on it.
+pub(crate) fn announces_tools(event: &Event) -> bool {
+    matches!(event, Event::Message(Message::Notification(n)) if n.method == methods::TOOLS_LIST_CHANGED)
 }
 
 /// Settles what belongs to the table; hands back what the actor must see.
@@ -106,7 +123,7 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
                 _ => false,
             };
             if !claimed {
-                table.drop_frame();
+                table.drop_frame(|| format!("`{}` ({})", skipped.excerpt, skipped.reason()));
             }
             None
         }

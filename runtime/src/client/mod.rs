@@ -48,6 +48,7 @@ pub(crate) mod elicitation;
 pub(crate) mod roots;
 pub(crate) mod sampling;
 pub(crate) mod serve;
+pub mod tasks;
 
 use std::fmt;
 use std::future::Future;

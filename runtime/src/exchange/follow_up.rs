@@ -99,6 +99,10 @@ pub(crate) async fn next(
     let needs_input = may_need_input(&request.method);
     let detail = match ResultType::of(raw.get()) {
         Ok(ResultType::Complete) => return Next::Done(Ok(raw)),
+        // The tasks extension: the call's task, which the call drives (see `crate::task`).
+        Ok(ResultType::Task) if &*request.method == methods::TOOLS_CALL => {
+            return Next::Done(Ok(raw))
+        }
         Ok(ResultType::InputRequired) if needs_input => {
             return match Box::pin(input_round(core, request, &raw, count)).await {
                 Ok(()) => Next::Again,
@@ -183,11 +187,13 @@ async fn input_round(
     let hard_end = hard_end(request);
     let responses = fulfil(
         core,
-        request,
+        &request.method,
+        &request.tool,
         input.input_requests.unwrap_or_default(),
         hard_end,
     )
-    .await?;
+    .await
+    .map_err(|e| e.unwrap_or_else(|| out_of_time(core, request)))?;
     count.input_rounds += 1;
     core.metrics.input_rounds.increment(1);
     let deadline = remaining(request).ok_or_else(|| out_of_time(core, request))?;
@@ -199,22 +205,28 @@ async fn input_round(
     Ok(())
 }
 
-/// Answers every embedded request with the application's handlers, one at a time.
-async fn fulfil(
+/// Answers every embedded request of a request of `method` (and `tool`) with the
+/// application's handlers, one at a time, by `hard_end` (the input requests of an
+/// input-required result, or of a task of the tasks extension); `Err(None)` when the time
+/// ran out.
+pub(crate) async fn fulfil(
     core: &ServerCore,
-    request: &Request,
+    method: &Arc<str>,
+    tool: &Option<Arc<str>>,
     requests: Map<String, serde_json::Value>,
     hard_end: Instant,
-) -> Result<Map<String, serde_json::Value>> {
+) -> std::result::Result<Map<String, serde_json::Value>, Option<Error>> {
     let handlers = core.config.handlers.clone().unwrap_or_default();
     let mut responses = Map::new();
     for (key, embedded) in requests {
-        let unsupported = |method: Option<String>, detail: String| Error::InputUnsupported {
-            server: core.name.clone(),
-            method: request.method.clone(),
-            tool: request.tool.clone(),
-            request: method,
-            detail,
+        let unsupported = |embedded: Option<String>, detail: String| {
+            Some(Error::InputUnsupported {
+                server: core.name.clone(),
+                method: method.clone(),
+                tool: tool.clone(),
+                request: embedded,
+                detail,
+            })
         };
         let embedded: InputRequest = serde_json::from_value(embedded)
             .map_err(|e| unsupported(None, format!("input request `{key}` is malformed: {e}")))?;
@@ -258,7 +270,7 @@ async fn fulfil(
                     format!("the client's {kind} handler panicked or was cancelled"),
                 ))
             }
-            Err(_) => return Err(out_of_time(core, request)),
+            Err(_) => return Err(None),
         };
         responses.insert(key, result);
     }

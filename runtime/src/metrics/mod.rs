@@ -22,6 +22,10 @@
 //! | `switchboard_messages_total` | counter | `server`, `direction` | JSON-RPC messages, `direction` = `in` or `out` |
 //! | `switchboard_bytes_sent_total` | counter | `server` | bytes of the messages written to the server, as handed to its transport (framing excluded) |
 //! | `switchboard_input_rounds_total` | counter | `server` | input-required rounds answered and retried (2026-07-28 servers) |
+//! | `switchboard_tasks_started_total` | counter | `server` | tool calls the server runs as tasks, watched by the runtime (either shape) |
+//! | `switchboard_tasks_finished_total` | counter | `server`, `outcome` | tasks the runtime stopped watching, by [`TaskOutcome`](crate::task::TaskOutcome): `completed`, `failed`, `cancelled`, `lost`, `timeout`, `detached` or `error` |
+//! | `switchboard_tasks_in_flight` | gauge | `server` | tasks the runtime is watching now |
+//! | `switchboard_task_polls_total` | counter | `server` | `tasks/get` polls sent |
 //!
 //! `outcome` is one of `ok`, `tool_error` (a result with `isError: true`), `rpc_error` (a
 //! JSON-RPC error answer, or an answer that breaks the protocol), `timeout`, `cancelled` (the
@@ -100,6 +104,10 @@ const MESSAGES: &str = "switchboard_messages_total";
 const BYTES_SENT: &str = "switchboard_bytes_sent_total";
 const INPUT_ROUNDS: &str = "switchboard_input_rounds_total";
 const OUTPUT_MISMATCHES: &str = "switchboard_output_schema_mismatches_total";
+const TASKS_STARTED: &str = "switchboard_tasks_started_total";
+const TASKS_FINISHED: &str = "switchboard_tasks_finished_total";
+const TASKS_IN_FLIGHT: &str = "switchboard_tasks_in_flight";
+const TASK_POLLS: &str = "switchboard_task_polls_total";
 
 /// Most distinct tools, and methods, one server gets series for.
 const MAX_TOOL_SERIES: usize = 256;
@@ -216,6 +224,9 @@ impl Sink {
             counter(UNKNOWN_ANSWERS, "Answers to no pending request.");
             counter(SKIPPED, "Unreadable frames skipped, by kind.");
             counter(MESSAGES, "JSON-RPC messages, by direction.");
+            counter(TASKS_STARTED, "Tasks started and watched.");
+            counter(TASKS_FINISHED, "Tasks no longer watched, by outcome.");
+            counter(TASK_POLLS, "tasks/get polls sent.");
             r.describe_counter(
                 BYTES_SENT.into(),
                 Some(Unit::Bytes),
@@ -226,6 +237,7 @@ impl Sink {
             };
             gauge(IN_FLIGHT, "Requests in flight.");
             gauge(UP, "1 while the server is ready, else 0.");
+            gauge(TASKS_IN_FLIGHT, "Tasks being watched.");
             gauge(SERVER_TOOLS, "Tools the server listed.");
             gauge(CATALOGUE_TOOLS, "Tools in the catalogue.");
             r.describe_histogram(
@@ -286,6 +298,11 @@ impl RuntimeMetrics {
             messages_out: sink.counter(MESSAGES, with("direction", "out")),
             bytes_out: sink.counter(BYTES_SENT, server()),
             input_rounds: sink.counter(INPUT_ROUNDS, server()),
+            tasks_started: sink.counter(TASKS_STARTED, server()),
+            tasks_finished: crate::task_state::TaskOutcome::ALL
+                .map(|outcome| sink.counter(TASKS_FINISHED, with("outcome", outcome.as_str()))),
+            tasks_in_flight: sink.gauge(TASKS_IN_FLIGHT, server()),
+            task_polls: sink.counter(TASK_POLLS, server()),
             skipped: Mutex::new(Vec::new()),
             by_tool: SeriesMap::default(),
             by_method: SeriesMap::default(),
@@ -314,6 +331,11 @@ pub(crate) struct ServerMetrics {
     pub(crate) bytes_out: Counter,
     /// Input-required rounds answered (2026-07-28 retries).
     pub(crate) input_rounds: Counter,
+    /// Tasks watched: started, finished by outcome, watched now, and their polls.
+    pub(crate) tasks_started: Counter,
+    tasks_finished: [Counter; crate::task_state::TaskOutcome::ALL.len()],
+    pub(crate) tasks_in_flight: Gauge,
+    pub(crate) task_polls: Counter,
     /// By skip kind; frames are rarely skipped, so a lock is fine.
     skipped: Mutex<Vec<(&'static str, Counter)>>,
     by_tool: SeriesMap,
@@ -336,6 +358,11 @@ impl ServerMetrics {
         if total > seen {
             self.restarts.increment(u64::from(total - seen));
         }
+    }
+
+    /// Counts a task the runtime stopped watching.
+    pub(crate) fn task_finished(&self, outcome: crate::task_state::TaskOutcome) {
+        self.tasks_finished[outcome as usize].increment(1);
     }
 
     pub(crate) fn cancelled(&self, reason: CancelReason) {

@@ -212,7 +212,8 @@ async fn auto_finds_a_modern_server_and_every_request_carries_the_stateless_meta
         );
         assert_eq!(
             meta["io.modelcontextprotocol/clientCapabilities"],
-            json!({"elicitation": {"form": {}}})
+            json!({"elicitation": {"form": {}},
+                   "extensions": {"io.modelcontextprotocol/tasks": {}}})
         );
         assert_eq!(
             meta["io.modelcontextprotocol/clientInfo"]["name"],

@@ -151,6 +151,11 @@ pub(crate) async fn run(
     } = opened;
     let endpoint = Arc::new(endpoint);
     let mut posts = JoinSet::new();
+    // The POST that later messages wait for: `notifications/initialized`, which must reach
+    // the server before any request of the session does. Each message is its own POST, and
+    // POSTs race: a `tools/list` that overtakes it finds a server that adds tools once it is
+    // initialized (server-everything does) without them.
+    let mut gate: Option<tokio::task::Id> = None;
     if let Some(first) = first {
         posts.spawn(post(shared.clone(), endpoint.clone(), first));
     }
@@ -170,13 +175,25 @@ pub(crate) async fn run(
                 }
                 None => break over(CloseCause::Aborted("the connection's control was dropped".into())),
             },
-            outbound = inputs.outbound.recv(), if inputs.outbound_open => match outbound {
+            outbound = inputs.outbound.recv(), if inputs.outbound_open && gate.is_none() => match outbound {
                 Some(outbound) => {
-                    posts.spawn(post(shared.clone(), endpoint.clone(), outbound));
+                    let gates = outbound.method() == Some("notifications/initialized");
+                    let task = posts.spawn(post(shared.clone(), endpoint.clone(), outbound));
+                    if gates {
+                        gate = Some(task.id());
+                    }
                 }
                 None => inputs.outbound_open = false,
             },
-            Some(_) = posts.join_next(), if !posts.is_empty() => {}
+            Some(joined) = posts.join_next_with_id(), if !posts.is_empty() => {
+                let id = match &joined {
+                    Ok((id, ())) => *id,
+                    Err(e) => e.id(),
+                };
+                if gate == Some(id) {
+                    gate = None;
+                }
+            }
             _ = &mut idle => {
                 break over(CloseCause::ReadFailed(format!("no event for {:?}", shared.idle_timeout)));
             }

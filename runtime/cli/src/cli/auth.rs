@@ -13,8 +13,8 @@ use clap::{Args, Subcommand};
 use switchboard::oauth::{self, FileStore, Loopback, OAuth, TokenStore};
 use switchboard::ConfigFile;
 
-use super::config::ConfigArgs;
-use super::Failure;
+use super::config::{self, ConfigArgs};
+use super::{Failure, Interrupt};
 
 /// `switchboard auth …`.
 #[derive(Debug, Args)]
@@ -90,8 +90,12 @@ fn show(server: &str, url: &url::Url) {
 }
 
 /// Runs `switchboard auth …`.
-pub(crate) async fn run(args: AuthArgs) -> Result<std::process::ExitCode, Failure> {
-    let mut file = args.config.load_without_oauth(false)?;
+pub(crate) async fn run(
+    args: AuthArgs,
+    interrupt: &mut Interrupt,
+) -> Result<std::process::ExitCode, Failure> {
+    let plain = args.config.load_without_oauth(false)?;
+    let mut file = plain.clone();
     let clients = attach(&mut file)?;
     let find = |name: &str| {
         clients
@@ -107,10 +111,10 @@ pub(crate) async fn run(args: AuthArgs) -> Result<std::process::ExitCode, Failur
     };
     match args.command {
         AuthCommand::Login { name } => {
-            find(&name)?
-                .login()
-                .await
-                .map_err(|e| Failure::Run(e.to_string()))?;
+            let client = find(&name)?;
+            if let Err(error) = client.login().await {
+                return Err(login_failed(&plain, &name, error, interrupt).await);
+            }
             println!("{name}: authorized");
         }
         AuthCommand::Logout { name } => {
@@ -137,6 +141,42 @@ pub(crate) async fn run(args: AuthArgs) -> Result<std::process::ExitCode, Failur
         }
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Why `auth login NAME` failed. When discovery found no authorization server of the
+/// server's own and a default endpoint was missing (what a server without OAuth gives), the
+/// server is asked without credentials: one that answers needs no login, and saying so is
+/// more use than the 404 of a guessed `/register`.
+async fn login_failed(
+    plain: &ConfigFile,
+    name: &str,
+    error: oauth::Error,
+    interrupt: &mut Interrupt,
+) -> Failure {
+    let guessed = matches!(
+        &error,
+        oauth::Error::Status {
+            status: 404 | 405,
+            ..
+        } | oauth::Error::NoMetadata { .. }
+    );
+    let failure = Failure::Run(error.to_string());
+    if !guessed {
+        return failure;
+    }
+    let Ok(runtime) = config::start_all(&config::only(plain, name), interrupt).await else {
+        return failure;
+    };
+    let answered = runtime.server(name).is_ok_and(|s| s.status().is_ready());
+    super::shut_down(&runtime, interrupt).await;
+    if !answered {
+        return failure;
+    }
+    let at = config::url_of(plain, name).unwrap_or("its URL");
+    Failure::Run(format!(
+        "server `{name}` does not use OAuth: it answered at {at} without credentials (no 401), \
+         and no authorization server is found for it ({error}); remove its \"oauth\" object"
+    ))
 }
 
 /// One line about stored credentials, without any secret.

@@ -5,32 +5,45 @@
 //! ```text
 //! $ switchboard call one__greet '{"name":"x"}' -c .mcp.json
 //! Hello, x!
-//! $ switchboard call add '{"a":2,"b":3}' -- switchboard demo-server
+//! $ switchboard call add a=2 b=3 -- switchboard demo-server
 //! 5
 //! ```
 //!
 //! TOOL is a catalogue name, or a tool's name exactly as its server listed it when only one
-//! server lists it (a name the catalogue had to sanitise, such as `my.tool`, still works).
+//! server lists it (a name the catalogue had to sanitise, such as `my.tool`, still works). A
+//! name prefixed with a server's name (`one__greet`) starts that server alone. The arguments
+//! are one JSON object, or `key=value` pairs (a value that parses as JSON is that JSON, else a
+//! string, as httpie has it); either way they are checked against the tool's `inputSchema`
+//! before anything is sent ([`arguments`]).
 
 use std::fmt;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use switchboard::{Call, Catalogue, ConfigFile, Runtime, Unresolved};
 
 use super::config::{self, Report};
-use super::{print, progress, CallArgs, Failure, Interrupt, Interrupted};
+use super::{finish, print, progress, CallArgs, Failure, Interrupt, Interrupted};
 
 pub(crate) const AFTER_HELP: &str = "\
 Without `-- CMD`, TOOL is a catalogue name across the servers of the config file: -c FILE,
-else $SWITCHBOARD_CONFIG, else ./.mcp.json. `-- CMD` runs one stdio server as if a config file
-listed only it, named after CMD's file name and never restarted. TOOL may also be a tool's
-name as its server listed it, when no other server lists that name. MCP_TIMEOUT and
-MCP_TOOL_TIMEOUT (milliseconds) set default timeouts. A DURATION is written as in a config
-file (500ms, 1.5s, 2m, 1h); a bare number is refused.
+else $SWITCHBOARD_CONFIG, else ./.mcp.json. A name prefixed with a server's name and the
+separator (one__greet) starts that server only. `-- CMD` runs one stdio server as if a config
+file listed only it, named after CMD's file name and never restarted; `-- URL` (http:// or
+https://) one HTTP server. TOOL may also be a tool's name as its server listed it, when no
+other server lists that name; a name several servers list is exit 2, naming the catalogue
+names to call instead.
+
+ARGS is one JSON object ('{\"a\":2}'), or KEY=VALUE pairs (a=2 b=3): a VALUE that parses as
+JSON is that JSON (2, true, [1], {\"x\":1}, \"quoted text\"), anything else a string. They are
+checked against the tool's inputSchema before the call: a mismatch is exit 2, in the
+schema's own words, and nothing is sent.
+
+MCP_TIMEOUT and MCP_TOOL_TIMEOUT (milliseconds) set default timeouts. A DURATION is written
+as in a config file (500ms, 1.5s, 2m, 1h); a bare number is refused. A deadline or a Ctrl-C
+is reported at once; the servers are shut down after that, and a second Ctrl-C kills them.
 
 With --json, stdout is the tool's result exactly as the server sent it, one JSON document
 (a CallToolResult), the same for `-- CMD` and for a config file:
@@ -39,7 +52,8 @@ Exit 1 when it says \"isError\": true.
 
 Examples:
   switchboard call search_code '{\"q\":\"actix\"}' -c .mcp.json
-  switchboard call add '{\"a\":2,\"b\":3}' --timeout 1.5s -- switchboard demo-server";
+  switchboard call add a=2 b=3 --timeout 1.5s -- switchboard demo-server
+  switchboard call echo message=hi -- http://127.0.0.1:3001/mcp";
 
 /// `switchboard call`: the result, readable or raw; exit 1 if the tool reported an error.
 pub(crate) async fn run(args: CallArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
@@ -51,82 +65,223 @@ pub(crate) async fn run(args: CallArgs, interrupt: &mut Interrupt) -> Result<Exi
         },
         &args.arguments,
     )?;
+    // A name prefixed with a server's name needs that server alone.
+    let (file, prefixed) = match by_prefix(&file, &args.tool) {
+        Some((server, tool)) => (config::only(&file, server), Some(tool.to_owned())),
+        None => (file, None),
+    };
     let runtime = config::start_all(&file, interrupt).await?;
-    let answer = answer(&runtime, &args, arguments, &file, interrupt).await;
-    // The answer first: shutting the servers down may take a while.
-    if let Ok((output, _)) = &answer {
-        print::emit(output);
+    let asked = Asked {
+        tool: &args.tool,
+        prefixed: prefixed.as_deref(),
+        arguments,
+    };
+    let answer = answer(&runtime, &args, asked, &file, interrupt).await;
+    let (output, outcome) = match answer {
+        Ok((output, code)) => (output, Ok(code)),
+        Err(failure) => (String::new(), Err(failure)),
+    };
+    finish(&runtime, &output, outcome, interrupt).await
+}
+
+/// What the command line asked for.
+struct Asked<'a> {
+    /// TOOL as given.
+    tool: &'a str,
+    /// TOOL without the server prefix, when it named one server (the only one started).
+    prefixed: Option<&'a str>,
+    arguments: Value,
+}
+
+/// The server a prefixed name (`server__tool`, with the file's separator) names, and the
+/// rest, when the file has several servers and exactly one of them is named so.
+fn by_prefix<'a>(file: &'a ConfigFile, tool: &'a str) -> Option<(&'a str, &'a str)> {
+    if file.servers.len() < 2 {
+        return None;
     }
-    runtime.shutdown().await;
-    answer.map(|(_, code)| code)
+    let separator = file
+        .defaults
+        .naming
+        .as_ref()
+        .map_or("__", |n| n.separator.as_str());
+    let mut named = file.servers.iter().filter_map(|(name, _)| {
+        let rest = tool.strip_prefix(name.as_str())?.strip_prefix(separator)?;
+        (!rest.is_empty()).then_some((name.as_str(), rest))
+    });
+    match (named.next(), named.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
 }
 
 async fn answer(
     runtime: &Runtime,
     args: &CallArgs,
-    arguments: Value,
+    asked: Asked<'_>,
     file: &ConfigFile,
     interrupt: &mut Interrupt,
 ) -> Result<(String, ExitCode), Failure> {
-    let tool = args.tool.as_str();
     let catalogue = runtime.catalogue();
-    let (name, server) = match catalogue.resolve(tool) {
-        Ok(entry) => (tool, Some(entry.server.clone())),
-        // The call fails at once, naming the servers that share the name.
-        Err(Unresolved::Ambiguous(_)) => (tool, None),
-        Err(_) => match by_listed_name(listed(&catalogue), tool) {
-            Listed::One { name, server } => (name, Some(server.clone())),
-            Listed::Several(servers) => {
-                return Err(switchboard::Error::AmbiguousTool {
-                    name: tool.into(),
-                    servers,
-                }
-                .into())
+    let names = [Some(asked.tool), asked.prefixed];
+    let mut found = None;
+    for name in names.into_iter().flatten() {
+        match lookup(&catalogue, name, file) {
+            Lookup::Found {
+                name,
+                server,
+                schema,
+            } => {
+                found = Some((name, server, schema));
+                break;
             }
-            Listed::None => return Err(no_such_tool(runtime, tool, file)),
+            Lookup::Several(failure) => return Err(failure),
+            Lookup::None => {}
+        }
+    }
+    let call = match found {
+        Some((name, server, schema)) => {
+            let target = Target {
+                tool: asked.tool,
+                server: Some(&server),
+            };
+            check_schema(&target, schema.as_ref(), &asked.arguments)?;
+            let listed = catalogue
+                .resolve(&name)
+                .map_or(name.as_str(), |e| e.tool.name.as_str());
+            let as_task = super::tasks::wanted(runtime, Some(&server), listed);
+            let mut call = runtime.call_tool(&name, asked.arguments);
+            if as_task {
+                if let Some(meta) = &args.meta {
+                    call = call.meta(meta.clone());
+                }
+                return super::tasks::invoke(
+                    call,
+                    &target,
+                    args.timeout,
+                    args.json,
+                    args.detach,
+                    interrupt,
+                )
+                .await;
+            }
+            return invoke(call, target, args, interrupt, Failure::from).await;
+        }
+        // A tool the config hides is not called "unknown".
+        None => match denied(
+            runtime,
+            &catalogue,
+            asked.prefixed.unwrap_or(asked.tool),
+            file,
+        ) {
+            Some(failure) => return Err(failure),
+            // No list has it yet: the runtime routes it once a re-listing a server
+            // announced is over (within the call's deadline), or fails it as unknown.
+            None => runtime.call_tool(asked.tool, asked.arguments),
         },
     };
     let target = Target {
-        tool,
-        server: server.as_deref(),
+        tool: asked.tool,
+        server: config::only_server(file),
     };
-    let call = runtime.call_tool(name, arguments);
-    invoke(call, target, args.timeout, args.json, interrupt).await
+    let unknown = |error: switchboard::Error| match error {
+        switchboard::Error::UnknownTool { .. } => {
+            no_such_tool(runtime, asked.prefixed.unwrap_or(asked.tool), file)
+        }
+        other => Failure::from(other),
+    };
+    invoke(call, target, args, interrupt, unknown).await
 }
 
-/// The catalogue's tools as `(catalogue name, server, name as listed)`.
-fn listed(catalogue: &Catalogue) -> impl Iterator<Item = (&str, &Arc<str>, &str)> {
-    catalogue
-        .iter()
-        .map(|entry| (entry.name.as_str(), &entry.server, entry.tool.name.as_str()))
-}
-
-/// What a tool's name as its server listed it finds in the catalogue.
-#[derive(Debug, PartialEq)]
-enum Listed<'a> {
-    /// One tool: its catalogue name and server.
-    One { name: &'a str, server: &'a Arc<str> },
-    /// Several servers list a tool of that name.
-    Several(Vec<Arc<str>>),
-    /// No server lists a tool of that name.
+/// What a name finds in the catalogue.
+enum Lookup {
+    /// One tool: its catalogue name, server and input schema.
+    Found {
+        name: String,
+        server: Arc<str>,
+        schema: Option<Value>,
+    },
+    /// Several servers offer it: the usage error naming what to call instead.
+    Several(Failure),
     None,
 }
 
-/// The tool listed as `tool`, among `(catalogue name, server, name as listed)`.
-fn by_listed_name<'a>(
-    entries: impl IntoIterator<Item = (&'a str, &'a Arc<str>, &'a str)>,
-    tool: &str,
-) -> Listed<'a> {
-    let found: Vec<(&str, &Arc<str>)> = entries
-        .into_iter()
-        .filter(|(_, _, listed)| *listed == tool)
-        .map(|(name, server, _)| (name, server))
-        .collect();
-    match found[..] {
-        [] => Listed::None,
-        [(name, server)] => Listed::One { name, server },
-        _ => Listed::Several(found.into_iter().map(|(_, s)| s.clone()).collect()),
+/// `name` as a catalogue name, else as a tool's name as one server listed it.
+fn lookup(catalogue: &Catalogue, name: &str, file: &ConfigFile) -> Lookup {
+    let found = |entry: &switchboard::CatalogueEntry| Lookup::Found {
+        name: entry.name.clone(),
+        server: entry.server.clone(),
+        schema: Some(entry.tool.input_schema.clone()),
+    };
+    match catalogue.resolve(name) {
+        Ok(entry) => return found(entry),
+        Err(Unresolved::Ambiguous(collision)) => {
+            return Lookup::Several(several(catalogue, name, &collision.servers, file))
+        }
+        Err(_) => {}
     }
+    let listed: Vec<_> = catalogue
+        .iter()
+        .filter(|entry| entry.tool.name == name)
+        .collect();
+    match listed[..] {
+        [] => Lookup::None,
+        [one] => found(one),
+        _ => {
+            let servers: Vec<Arc<str>> = listed.iter().map(|e| e.server.clone()).collect();
+            Lookup::Several(several(catalogue, name, &servers, file))
+        }
+    }
+}
+
+/// The usage error of a tool name several servers offer: the servers, and the catalogue
+/// names to call instead (exit 2, as for a prompt or a resource several servers offer).
+fn several(catalogue: &Catalogue, tool: &str, servers: &[Arc<str>], file: &ConfigFile) -> Failure {
+    let separator = file
+        .defaults
+        .naming
+        .as_ref()
+        .map_or("__", |n| n.separator.as_str());
+    let names: Vec<String> = servers
+        .iter()
+        .map(|server| {
+            catalogue
+                .for_server(server)
+                .find(|entry| entry.tool.name == tool && entry.name != tool)
+                .map(|entry| entry.name.clone())
+                .unwrap_or_else(|| format!("{server}{separator}{tool}"))
+        })
+        .collect();
+    let servers: Vec<&str> = servers.iter().map(|s| &**s).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    Failure::Usage(format!(
+        "tool `{tool}` is offered by several servers ({}): call one of {}",
+        super::offered::quoted(&servers),
+        super::offered::quoted(&names)
+    ))
+}
+
+/// A tool a ready server lists but the catalogue leaves out: the config's `allowTools` or
+/// `denyTools` hide it.
+fn denied(
+    runtime: &Runtime,
+    catalogue: &Catalogue,
+    tool: &str,
+    file: &ConfigFile,
+) -> Option<Failure> {
+    let server = runtime.servers().into_iter().find(|server| {
+        let status = server.status();
+        status.is_ready()
+            && status.tools.iter().any(|t| t.name == tool)
+            && !catalogue
+                .for_server(server.name())
+                .any(|entry| entry.tool.name == tool)
+    })?;
+    Some(Failure::Run(format!(
+        "tool `{tool}` of server `{}` is denied by the config ({}: its allowTools or denyTools \
+         leave it out)",
+        server.name(),
+        file.path.display()
+    )))
 }
 
 /// No tool of that name. With one server: why it is not ready, or that it has no such tool;
@@ -181,17 +336,21 @@ impl fmt::Display for Target<'_> {
     }
 }
 
-/// Sends `call` and renders its answer: the result readable, or raw with `json`, and exit 1
-/// if the tool reported an error (`isError: true`). A signal cancels the call.
+/// Sends `call` and renders its answer: the result readable, or raw with `--json`, and exit
+/// 1 if the tool reported an error (`isError: true`); `failed` says what an error means. A
+/// signal cancels the call.
 async fn invoke(
     mut call: Call,
     target: Target<'_>,
-    timeout: Option<Duration>,
-    json: bool,
+    args: &CallArgs,
     interrupt: &mut Interrupt,
+    failed: impl FnOnce(switchboard::Error) -> Failure,
 ) -> Result<(String, ExitCode), Failure> {
-    if let Some(timeout) = timeout {
+    if let Some(timeout) = args.timeout {
         call = call.timeout(timeout);
+    }
+    if let Some(meta) = &args.meta {
+        call = call.meta(meta.clone());
     }
     let (call, bar) = progress::attach(call);
     let interrupted = |Interrupted(signal)| {
@@ -199,10 +358,10 @@ async fn invoke(
             "interrupted by {signal}: cancelled the call to {target}"
         ))
     };
-    let answered = if json {
+    let answered = if args.json {
         let raw = interrupt.guard(call.raw()).await;
         bar.finish().await;
-        let raw = raw.map_err(interrupted)??;
+        let raw = raw.map_err(interrupted)?.map_err(failed)?;
         let is_error = serde_json::from_str::<Value>(raw.get())
             .ok()
             .and_then(|v| v.get("isError")?.as_bool())
@@ -211,7 +370,7 @@ async fn invoke(
     } else {
         let result = interrupt.guard(call).await;
         bar.finish().await;
-        let result = result.map_err(interrupted)??;
+        let result = result.map_err(interrupted)?.map_err(failed)?;
         (print::result(&result), result.is_error())
     };
     let (output, is_error) = answered;
@@ -222,17 +381,80 @@ async fn invoke(
     Ok((output, ExitCode::SUCCESS))
 }
 
-/// Parses ARGS_JSON, which must be a JSON object.
-fn arguments(target: &Target<'_>, text: &str) -> Result<Value, Failure> {
+/// The arguments of the command line: one JSON object (ARGS_JSON), or `key=value` pairs
+/// whose values are JSON when they parse as JSON, else strings. Nothing given is `{}`.
+fn arguments(target: &Target<'_>, given: &[String]) -> Result<Value, Failure> {
     let bad = |why: String| Failure::Usage(format!("bad arguments for {target}: {why}"));
-    match serde_json::from_str(text) {
-        Ok(object @ Value::Object(_)) => Ok(object),
-        Ok(other) => Err(bad(format!(
-            "ARGS_JSON must be a JSON object, not {}",
-            kind(&other)
-        ))),
-        Err(e) => Err(bad(format!("ARGS_JSON is not valid JSON ({e})"))),
+    let pairs = |given: &[String]| -> Result<Value, Failure> {
+        let mut object = Map::new();
+        for pair in given {
+            let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+                return Err(bad(format!(
+                    "`{pair}` is neither a JSON object nor KEY=VALUE"
+                )));
+            };
+            let value = serde_json::from_str(value).unwrap_or_else(|_| Value::from(value));
+            if object.insert(key.to_owned(), value).is_some() {
+                return Err(bad(format!("`{key}` is given twice")));
+            }
+        }
+        Ok(Value::Object(object))
+    };
+    match given {
+        [] => Ok(Value::Object(Map::new())),
+        [one] if !looks_like_pair(one) => match serde_json::from_str(one) {
+            Ok(object @ Value::Object(_)) => Ok(object),
+            Ok(other) => Err(bad(format!(
+                "ARGS_JSON must be a JSON object, not {}",
+                kind(&other)
+            ))),
+            Err(e) => Err(bad(format!("ARGS_JSON is not valid JSON ({e})"))),
+        },
+        many => pairs(many),
     }
+}
+
+/// Whether an argument is `key=value` rather than ARGS_JSON: it has a `=` after a key that
+/// does not start a JSON text.
+fn looks_like_pair(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    !matches!(trimmed.chars().next(), Some('{' | '[' | '"') | None)
+        && text.split_once('=').is_some_and(|(key, _)| !key.is_empty())
+}
+
+/// Checks `arguments` against the tool's `inputSchema` (no remote `$ref` is fetched: a
+/// schema that needs one is not checked here, and the server checks). A mismatch is a usage
+/// error in the validator's words, which quote the schema.
+fn check_schema(
+    target: &Target<'_>,
+    schema: Option<&Value>,
+    arguments: &Value,
+) -> Result<(), Failure> {
+    let Some(schema) = schema.filter(|s| s.is_object()) else {
+        return Ok(());
+    };
+    let Ok(validator) = jsonschema::validator_for(schema) else {
+        return Ok(());
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(arguments)
+        .take(3)
+        .map(|e| {
+            let at = e.instance_path.to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e} at `{at}`")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::Usage(format!(
+        "bad arguments for {target}: {} (by its inputSchema; nothing was sent)",
+        errors.join("; ")
+    )))
 }
 
 /// What kind of JSON value this is, for messages: `an array`, `a number`, ...
@@ -249,58 +471,103 @@ pub(crate) fn kind(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
-    #[test]
-    fn a_tool_by_the_name_its_server_listed() {
-        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        let entries = [
-            ("my_tool", &a, "my.tool"),
-            ("a__shared_x", &a, "shared.x"),
-            ("b__shared_x", &b, "shared.x"),
-            ("plain", &b, "plain"),
-        ];
-        assert_eq!(
-            by_listed_name(entries, "my.tool"),
-            Listed::One {
-                name: "my_tool",
-                server: &a
-            }
-        );
-        assert_eq!(
-            by_listed_name(entries, "shared.x"),
-            Listed::Several(vec![a.clone(), b.clone()])
-        );
-        assert_eq!(by_listed_name(entries, "my_tool"), Listed::None);
-        assert_eq!(by_listed_name(entries, "nosuch"), Listed::None);
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
     }
 
     #[test]
-    fn arguments_must_be_an_object() {
+    fn arguments_are_an_object_or_pairs() {
         let on_server = Target {
             tool: "t",
             server: Some("s"),
         };
+        let parsed = |args: &[&str]| arguments(&on_server, &strings(args)).ok();
+        assert_eq!(parsed(&[r#"{"a":1}"#]), Some(json!({"a": 1})));
+        assert_eq!(parsed(&[]), Some(json!({})));
         assert_eq!(
-            arguments(&on_server, r#"{"a":1}"#).ok(),
-            Some(serde_json::json!({"a": 1}))
+            parsed(&["a=2", "b=x y", "c=true", "d=[1]", r#"e="5""#, "f=", "g=a=b"]),
+            Some(json!({"a": 2, "b": "x y", "c": true, "d": [1], "e": "5", "f": "", "g": "a=b"}))
         );
-        for bad in ["[1]", "nope", "1", "null", "\"x\"", "{"] {
-            match arguments(&on_server, bad) {
+        assert_eq!(parsed(&["n=1.5"]), Some(json!({"n": 1.5})));
+        for bad in [
+            &["[1]"][..],
+            &["nope"],
+            &["1"],
+            &["null"],
+            &["\"x\""],
+            &["{"],
+            &["a=1", "a=2"],
+            &["a=1", "b"],
+            &["=1"],
+        ] {
+            match arguments(&on_server, &strings(bad)) {
                 Err(Failure::Usage(m)) => assert!(m.contains("tool `t` on server `s`"), "{m}"),
-                other => panic!("{bad}: {other:?}"),
+                other => panic!("{bad:?}: {other:?}"),
             }
         }
         let by_name = Target {
             tool: "t",
             server: None,
         };
-        match arguments(&by_name, "[1]") {
+        match arguments(&by_name, &strings(&["[1]"])) {
             Err(Failure::Usage(m)) => assert_eq!(
                 m,
                 "bad arguments for tool `t`: ARGS_JSON must be a JSON object, not an array"
             ),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_input_schema() {
+        let target = Target {
+            tool: "add",
+            server: Some("s"),
+        };
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "number"}, "b": {"type": "number"}
+        }, "required": ["a", "b"]});
+        assert!(check_schema(&target, Some(&schema), &json!({"a": 1, "b": 2})).is_ok());
+        match check_schema(&target, Some(&schema), &json!({"a": "x"})) {
+            Err(Failure::Usage(m)) => {
+                assert!(m.contains("\"b\" is a required property"), "{m}");
+                assert!(m.contains("is not of type \"number\" at `/a`"), "{m}");
+                assert!(m.contains("nothing was sent"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // No schema, or one that cannot be compiled here: the server checks.
+        assert!(check_schema(&target, None, &json!({"x": 1})).is_ok());
+        let remote = json!({"$ref": "https://example.invalid/s.json"});
+        assert!(check_schema(&target, Some(&remote), &json!({"x": 1})).is_ok());
+    }
+
+    #[test]
+    fn a_prefixed_name_names_one_server() {
+        let file = ConfigFile::new(
+            "f.json",
+            [
+                ("one".to_owned(), switchboard::ServerConfig::stdio("a")),
+                ("two".to_owned(), switchboard::ServerConfig::stdio("b")),
+            ],
+        );
+        assert_eq!(by_prefix(&file, "one__greet"), Some(("one", "greet")));
+        assert_eq!(by_prefix(&file, "two__a__b"), Some(("two", "a__b")));
+        assert_eq!(by_prefix(&file, "greet"), None);
+        assert_eq!(by_prefix(&file, "one__"), None);
+        assert_eq!(by_prefix(&file, "three__greet"), None);
+        let single = ConfigFile::new(
+            "f",
+            [("one".to_owned(), switchboard::ServerConfig::stdio("a"))],
+        );
+        assert_eq!(
+            by_prefix(&single, "one__greet"),
+            None,
+            "one server: nothing to narrow"
+        );
     }
 }

@@ -1,11 +1,12 @@
-//! `switchboard check`: start every server of a config file and report on each, as a table
-//! or one JSON document; exit 3 if an enabled server is not ready.
+//! `switchboard check`: start every server of a config file (or the one server on the
+//! command line) and report on each, as a table or one JSON document; exit 3 if an enabled
+//! server is not ready.
 //!
 //! ```text
-//! SERVER  TRANSPORT  STATE       PROTOCOL    TOOLS  HANDSHAKE  ERROR
-//! one     stdio      ready       2025-06-18  3      4 ms
-//! two     stdio      restarting  -           -      -          server `two` could not be started: …
-//! old     -          disabled    -           -      -
+//! SERVER  TRANSPORT  STATE       ERA     PROTOCOL    TASKS       TOOLS  HANDSHAKE  ERROR
+//! one     stdio      ready       legacy  2025-11-25  2025-11-25  3      4 ms
+//! two     stdio      restarting  -       -           -           -      -          server `two` could not be started: …
+//! old     -          disabled    -       -           -           -      -
 //! ```
 
 use std::process::ExitCode;
@@ -13,26 +14,28 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::config::{self, Report};
-use super::{print, CheckArgs, Failure, Interrupt};
+use super::{finish, CheckArgs, Failure, Interrupt};
 
 pub(crate) async fn run(args: CheckArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
-    let file = args.config.load(false)?;
+    let file = config::servers(&args.config, &args.server)?;
     let runtime = config::start_all(&file, interrupt).await?;
     let reports = config::reports(&runtime, &file, true);
-    runtime.shutdown().await;
     let rows: Vec<Row<'_>> = reports.iter().map(Row::from).collect();
     let output = if args.json {
-        let document = serde_json::to_string_pretty(&Document { servers: &rows })
-            .map_err(|e| Failure::Run(format!("cannot write the report as JSON: {e}")))?;
-        document + "\n"
+        serde_json::to_string_pretty(&Document { servers: &rows })
+            .map(|document| document + "\n")
+            .map_err(|e| Failure::Run(format!("cannot write the report as JSON: {e}")))
     } else {
-        table(&rows)
+        Ok(table(&rows))
     };
-    print::emit(&output);
-    match config::not_ready(&reports) {
-        Some(failure) => Err(failure),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    let (output, outcome) = match output {
+        Ok(output) => match config::not_ready(&reports) {
+            Some(failure) => (output, Err(failure)),
+            None => (output, Ok(ExitCode::SUCCESS)),
+        },
+        Err(failure) => (String::new(), Err(failure)),
+    };
+    finish(&runtime, &output, outcome, interrupt).await
 }
 
 /// The `check --json` document.
@@ -51,6 +54,8 @@ struct Row<'a> {
     /// `legacy` (handshake era) or `modern` (stateless), once known.
     era: Option<&'static str>,
     protocol_version: Option<&'a str>,
+    /// Which shape of tasks it speaks: `2025-11-25`, `extension`, or none.
+    tasks: Option<&'static str>,
     /// How many tools it listed, if it is ready.
     tools: Option<usize>,
     handshake_ms: Option<u64>,
@@ -66,6 +71,7 @@ impl<'a> From<&'a Report> for Row<'a> {
             state: report.state,
             era: status.and_then(|s| s.era).map(|e| e.as_str()),
             protocol_version: status.and_then(|s| s.protocol_version.as_deref()),
+            tasks: status.and_then(|s| s.task_shape()).map(|t| t.as_str()),
             tools: status.filter(|s| s.is_ready()).map(|s| s.tools.len()),
             handshake_ms: status
                 .and_then(|s| s.handshake)
@@ -77,18 +83,19 @@ impl<'a> From<&'a Report> for Row<'a> {
 
 /// The rows as aligned columns under a header; `-` for what is unknown.
 fn table(rows: &[Row<'_>]) -> String {
-    const HEADER: [&str; 8] = [
+    const HEADER: [&str; 9] = [
         "SERVER",
         "TRANSPORT",
         "STATE",
         "ERA",
         "PROTOCOL",
+        "TASKS",
         "TOOLS",
         "HANDSHAKE",
         "ERROR",
     ];
     let dash = || "-".to_owned();
-    let cells: Vec<[String; 8]> = rows
+    let cells: Vec<[String; 9]> = rows
         .iter()
         .map(|row| {
             [
@@ -97,6 +104,7 @@ fn table(rows: &[Row<'_>]) -> String {
                 row.state.to_owned(),
                 row.era.map_or_else(dash, str::to_owned),
                 row.protocol_version.map_or_else(dash, str::to_owned),
+                row.tasks.map_or_else(dash, str::to_owned),
                 row.tools.map_or_else(dash, |n| n.to_string()),
                 row.handshake_ms.map_or_else(dash, |ms| format!("{ms} ms")),
                 // Errors are one line in a table.
@@ -138,7 +146,8 @@ mod tests {
                 transport: Some("stdio"),
                 state: "ready",
                 era: Some("legacy"),
-                protocol_version: Some("2025-06-18"),
+                protocol_version: Some("2025-11-25"),
+                tasks: Some("2025-11-25"),
                 tools: Some(3),
                 handshake_ms: Some(4),
                 error: None,
@@ -149,6 +158,7 @@ mod tests {
                 state: "restarting",
                 era: None,
                 protocol_version: None,
+                tasks: None,
                 tools: None,
                 handshake_ms: None,
                 error: Some("server `second` could not be started:\n  no such file"),
@@ -159,6 +169,7 @@ mod tests {
                 state: "disabled",
                 era: None,
                 protocol_version: None,
+                tasks: None,
                 tools: None,
                 handshake_ms: None,
                 error: None,
@@ -167,10 +178,10 @@ mod tests {
         assert_eq!(
             table(&rows),
             "\
-SERVER  TRANSPORT  STATE       ERA     PROTOCOL    TOOLS  HANDSHAKE  ERROR
-one     stdio      ready       legacy  2025-06-18  3      4 ms
-second  stdio      restarting  -       -           -      -          server `second` could not be started: no such file
-old     -          disabled    -       -           -      -
+SERVER  TRANSPORT  STATE       ERA     PROTOCOL    TASKS       TOOLS  HANDSHAKE  ERROR
+one     stdio      ready       legacy  2025-11-25  2025-11-25  3      4 ms
+second  stdio      restarting  -       -           -           -      -          server `second` could not be started: no such file
+old     -          disabled    -       -           -           -      -
 "
         );
     }

@@ -1,11 +1,15 @@
 //! Where the servers of a command come from, starting them, and reporting on each of them.
 //!
-//! `tools` and `call` take one stdio server after `--`, which becomes a config of that one
-//! server ([`ServerArgs::config_file`]): from there on it runs through the same code as a
-//! config file's servers. Otherwise the config file is the first of: `-c/--config FILE`,
+//! Every command that runs servers takes one server on the command line instead of a config
+//! file: a stdio command after `--` (with `-e KEY=VALUE` and `--cwd DIR`), an HTTP URL after
+//! `--` (Streamable HTTP, falling back to HTTP+SSE), or `--sse URL` (HTTP+SSE), with
+//! `--header K:V` for either HTTP form. That server becomes a config of that one server
+//! ([`ServerArgs::config_file`]): from there on it runs through the same code as a config
+//! file's servers. Otherwise the config file is the first of: `-c/--config FILE`,
 //! `$SWITCHBOARD_CONFIG`, `./.mcp.json` (as Claude Code names a project's servers); `-c`
-//! together with `-- CMD` is a usage error. A file that cannot be used stops the command
-//! before anything starts, with exit 2 and the file, JSON path and problem on one line:
+//! together with a server on the command line is a usage error. A file that cannot be used
+//! (or lists no server) stops the command before anything starts, with exit 2 and the file,
+//! JSON path and problem on one line:
 //!
 //! ```text
 //! switchboard: .mcp.json: mcpServers.github.args: expected an array of strings
@@ -17,9 +21,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use switchboard::{
-    ConfigFile, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerState, ServerStatus,
-};
+use switchboard::transport::{HttpKind, Transport};
+use switchboard::{ConfigFile, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerStatus};
 
 use super::{duration, elicit, start, unready, Failure, Interrupt};
 
@@ -40,7 +43,7 @@ const SETTLE: Duration = Duration::from_secs(1);
 pub(crate) struct ConfigArgs {
     /// The config file (`mcpServers` or VS Code's `servers`) [default: $SWITCHBOARD_CONFIG,
     /// else ./.mcp.json].
-    #[arg(short, long = "config", value_name = "FILE")]
+    #[arg(short, long = "config", value_name = "FILE", global = true)]
     config: Option<PathBuf>,
 }
 
@@ -82,45 +85,150 @@ impl ConfigArgs {
             };
             Failure::Usage(format!("no config file: pass -c FILE, set ${ENV}{or}"))
         })?;
-        ConfigFile::load(&path).map_err(|e| match origin {
+        let file = ConfigFile::load(&path).map_err(|e| match origin {
             Origin::Env => Failure::Usage(format!("{e} (named by ${ENV})")),
             Origin::Flag | Origin::CurrentDir => Failure::Usage(e.to_string()),
-        })
+        })?;
+        if file.servers.is_empty() && file.disabled.is_empty() {
+            return Err(Failure::Usage(format!(
+                "{}: no servers: its \"mcpServers\" (or \"servers\") object is empty or missing",
+                file.path.display()
+            )));
+        }
+        Ok(file)
     }
 }
 
-/// One stdio server given after `--`, run instead of a config file's servers.
+/// One server given on the command line, run instead of a config file's servers.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
-    /// With `-- CMD`: how long the server may take to start and finish its handshake, written
-    /// as in a config file: 500ms, 10s, 1.5m [default: MCP_TIMEOUT (milliseconds), else 30s].
-    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "command")]
+    /// With a server on the command line: how long it may take to start and finish its
+    /// handshake, written as in a config file: 500ms, 10s, 1.5m [default: MCP_TIMEOUT
+    /// (milliseconds), else 30s].
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "target")]
     startup_timeout: Option<Duration>,
-    /// One stdio server to run instead of a config file's: its command and arguments.
-    #[arg(last = true, value_name = "CMD", num_args = 1..)]
+    /// One server over the legacy HTTP+SSE transport, at its event stream's URL, instead of
+    /// a config file's.
+    #[arg(long, value_name = "URL", group = "target", conflicts_with = "command")]
+    sse: Option<String>,
+    /// With a URL: an HTTP header sent on every request, `Name: value` (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "K:V", requires = "target")]
+    headers: Vec<String>,
+    /// With `-- CMD`: an environment variable for the server, KEY=VALUE (repeatable).
+    #[arg(
+        short = 'e',
+        long = "env",
+        value_name = "KEY=VALUE",
+        requires = "command"
+    )]
+    env: Vec<String>,
+    /// With `-- CMD`: the server's working directory.
+    #[arg(long, value_name = "DIR", requires = "command")]
+    cwd: Option<PathBuf>,
+    /// One server to run instead of a config file's: a stdio command and its arguments, or
+    /// an http:// or https:// URL (Streamable HTTP, falling back to HTTP+SSE).
+    #[arg(last = true, value_name = "CMD|URL", num_args = 1.., group = "target")]
     command: Vec<OsString>,
 }
 
 impl ServerArgs {
-    /// The config a file listing only this server would give: one stdio server, named after
-    /// its command's file name (`npx`, `uvx`, ...), with `--startup-timeout` as its
-    /// `startupTimeout`, and `"restart": false`, as it lives only for one listing or call: a
+    /// Whether a server is given on the command line.
+    pub(crate) fn is_given(&self) -> bool {
+        !self.command.is_empty() || self.sse.is_some()
+    }
+
+    /// The URL of an HTTP server given on the command line, and its transport.
+    fn url(&self) -> Option<(&str, HttpKind)> {
+        if let Some(url) = &self.sse {
+            return Some((url, HttpKind::Sse));
+        }
+        match &self.command[..] {
+            [one] => one
+                .to_str()
+                .filter(|s| s.starts_with("http://") || s.starts_with("https://"))
+                .map(|url| (url, HttpKind::Auto)),
+            _ => None,
+        }
+    }
+
+    /// The config a file listing only this server would give: one server, named after its
+    /// command's file name (`npx`, `uvx`, ...) or its URL's host, with `--startup-timeout` as
+    /// its `startupTimeout`, and `"restart": false`, as it lives only for one command: a
     /// server that fails is reported, not restarted. The config's path is the command's
-    /// program; messages about a config of one server name the server instead.
-    pub(crate) fn config_file(&self) -> ConfigFile {
-        let (program, args) = self.command.split_first().unzip();
-        let program = program.map(OsString::as_os_str).unwrap_or_default();
-        let mut config = ServerConfig::stdio(program)
-            .args(args.unwrap_or_default())
-            .restart(RestartPolicy::off());
+    /// program or the URL; messages about a config of one server name the server instead.
+    pub(crate) fn config_file(&self) -> Result<ConfigFile, Failure> {
+        let (path, config): (OsString, ServerConfig) = match self.url() {
+            Some((url, kind)) => {
+                if !self.env.is_empty() || self.cwd.is_some() {
+                    return Err(Failure::Usage(format!(
+                        "-e and --cwd are for a command after `--`, not for the URL {url}"
+                    )));
+                }
+                url::Url::parse(url)
+                    .map_err(|e| Failure::Usage(format!("{url}: not a URL ({e})")))?;
+                let mut config = ServerConfig::http(url, kind);
+                for header in &self.headers {
+                    let (name, value) = header
+                        .split_once(':')
+                        .map(|(n, v)| (n.trim(), v.trim()))
+                        .filter(|(n, _)| !n.is_empty())
+                        .ok_or_else(|| {
+                            Failure::Usage(format!("--header {header}: expected `Name: value`"))
+                        })?;
+                    config = config.header(name, value);
+                }
+                (url.into(), config.into())
+            }
+            None => {
+                if !self.headers.is_empty() {
+                    return Err(Failure::Usage(
+                        "--header is for a URL (after `--`, or --sse URL), not for a command"
+                            .to_owned(),
+                    ));
+                }
+                let (program, args) = self.command.split_first().unzip();
+                let program = program.map(OsString::as_os_str).unwrap_or_default();
+                let mut config = ServerConfig::stdio(program).args(args.unwrap_or_default());
+                for pair in &self.env {
+                    let (key, value) = pair
+                        .split_once('=')
+                        .filter(|(k, _)| !k.is_empty())
+                        .ok_or_else(|| Failure::Usage(format!("-e {pair}: expected KEY=VALUE")))?;
+                    config = config.env(key, value);
+                }
+                if let Some(dir) = &self.cwd {
+                    if !dir.is_dir() {
+                        return Err(Failure::Usage(format!(
+                            "--cwd {}: not a directory",
+                            dir.display()
+                        )));
+                    }
+                    config = config.cwd(dir);
+                }
+                (program.to_owned(), config.into())
+            }
+        };
+        let mut config = config.restart(RestartPolicy::off());
         if let Some(timeout) = self.startup_timeout {
             config = config.startup_timeout(timeout);
         }
-        ConfigFile::new(program, [(self.name(), config)])
+        Ok(ConfigFile::new(path, [(self.name(), config)]))
     }
 
-    /// The server's name: its command's file name.
+    /// The server's name: its command's file name, or its URL's host (and port).
     fn name(&self) -> String {
+        if let Some((url, _)) = self.url() {
+            return url::Url::parse(url)
+                .ok()
+                .and_then(|u| {
+                    let host = u.host_str()?.to_owned();
+                    Some(match u.port() {
+                        Some(port) => format!("{host}:{port}"),
+                        None => host,
+                    })
+                })
+                .unwrap_or_else(|| url.to_owned());
+        }
         let program = self
             .command
             .first()
@@ -137,12 +245,33 @@ impl ServerArgs {
 /// The servers of `tools` and `call`: the one after `--` as a config of one server, else
 /// those of the config file.
 pub(crate) fn servers(config: &ConfigArgs, server: &ServerArgs) -> Result<ConfigFile, Failure> {
-    if server.command.is_empty() {
-        config.load(true)
-    } else {
+    if server.is_given() {
         config.refuse_with_command()?;
-        Ok(server.config_file())
+        server.config_file()
+    } else {
+        config.load(true)
     }
+}
+
+/// `file` with only its server `name` (which it has): what a command about that server alone
+/// starts.
+pub(crate) fn only(file: &ConfigFile, name: &str) -> ConfigFile {
+    let mut one = file.clone();
+    one.servers.retain(|(n, _)| n == name);
+    one.disabled.clear();
+    one.oauth.retain(|(n, _)| n == name);
+    one
+}
+
+/// The URL of server `name` of `file`, if it is an HTTP server.
+pub(crate) fn url_of<'a>(file: &'a ConfigFile, name: &str) -> Option<&'a str> {
+    file.servers
+        .iter()
+        .find(|(n, _)| n == name)
+        .and_then(|(_, config)| match config.transport() {
+            Transport::Http(http) => Some(http.url()),
+            _ => None,
+        })
 }
 
 /// The name of the config's only server, if it has exactly one: messages and listings then
@@ -188,6 +317,7 @@ pub(crate) async fn start_all(
     let builder = Runtime::builder()
         .with_env_defaults()
         .client_handlers(elicit::handlers())
+        .task_store(super::tasks::store())
         .config(file.clone());
     let starting = match only_server(file) {
         Some(name) => format!("server `{name}` was starting"),
@@ -199,10 +329,19 @@ pub(crate) async fn start_all(
     Ok(runtime)
 }
 
-/// Waits (at most [`SETTLE`]) until the catalogue has caught up with the servers' states.
+/// Waits (at most [`SETTLE`]) until the catalogue has caught up with the servers' states,
+/// and until every re-listing of tools a server announced is over (server-everything adds
+/// tools once it is initialized, and announces them right after the handshake).
 async fn settle(runtime: &Runtime) {
     let mut watch = runtime.watch();
     let deadline = tokio::time::Instant::now() + SETTLE;
+    let relisted = futures_util::future::join_all(
+        runtime
+            .servers()
+            .into_iter()
+            .map(|server| async move { server.tools_settled().await }),
+    );
+    let _ = tokio::time::timeout_at(deadline, relisted).await;
     while !catalogue_caught_up(runtime) {
         match tokio::time::timeout_at(deadline, watch.changed()).await {
             Ok(true) => {}
@@ -234,6 +373,8 @@ pub(crate) struct Report {
     pub(crate) status: Option<ServerStatus>,
     /// Its transport (`stdio`, `http`, ...); `None` for a disabled server.
     pub(crate) transport: Option<&'static str>,
+    /// Its URL, if it is an HTTP server.
+    pub(crate) url: Option<String>,
 }
 
 impl Report {
@@ -246,7 +387,7 @@ impl Report {
     /// it is ready (or disabled).
     pub(crate) fn unready(&self) -> Option<Failure> {
         match &self.status {
-            Some(status) => unready(&self.name, status),
+            Some(status) => unready(&self.name, status, self.url.as_deref()),
             None => self.error.clone().map(Failure::Run),
         }
     }
@@ -258,7 +399,7 @@ pub(crate) fn reports(runtime: &Runtime, file: &ConfigFile, disabled: bool) -> V
         .servers
         .iter()
         .map(|(name, config)| match runtime.server(name) {
-            Ok(server) => report(&server),
+            Ok(server) => report(&server, url_of(file, name)),
             // Every server of the file was added; this would be a runtime bug.
             Err(e) => Report {
                 name: name.clone(),
@@ -266,6 +407,7 @@ pub(crate) fn reports(runtime: &Runtime, file: &ConfigFile, disabled: bool) -> V
                 error: Some(e.to_string()),
                 status: None,
                 transport: Some(config.transport_kind().as_str()),
+                url: url_of(file, name).map(str::to_owned),
             },
         })
         .collect();
@@ -276,20 +418,16 @@ pub(crate) fn reports(runtime: &Runtime, file: &ConfigFile, disabled: bool) -> V
             error: None,
             status: None,
             transport: None,
+            url: None,
         }));
     }
     reports
 }
 
-fn report(server: &ServerHandle) -> Report {
+fn report(server: &ServerHandle, url: Option<&str>) -> Report {
     let status = server.status();
-    let error = match &status.state {
-        ServerState::Ready => None,
-        ServerState::Failed { error } => Some(error.to_string()),
-        ServerState::Restarting { last_error, .. } => Some(last_error.to_string()),
-        ServerState::Down { reason } => Some(reason.to_string()),
-        other => Some(format!("the server is {}", other.as_str())),
-    };
+    // The same words as the failure of a command about this server alone.
+    let error = unready(server.name(), &status, url).map(|f| f.message().to_owned());
     // As configured until the first connection says which one is in use.
     let transport = status.transport.as_str();
     Report {
@@ -298,6 +436,7 @@ fn report(server: &ServerHandle) -> Report {
         error,
         transport: Some(transport),
         status: Some(status),
+        url: url.map(str::to_owned),
     }
 }
 
@@ -358,6 +497,10 @@ mod tests {
     fn server(command: &[&str]) -> ServerArgs {
         ServerArgs {
             startup_timeout: None,
+            sse: None,
+            headers: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
             command: command.iter().map(OsString::from).collect(),
         }
     }
@@ -377,7 +520,7 @@ mod tests {
     fn a_command_is_a_config_of_one_server() {
         let mut args = server(&["/usr/bin/srv", "--flag", "x"]);
         args.startup_timeout = Some(Duration::from_millis(1500));
-        let file = args.config_file();
+        let file = args.config_file().unwrap();
         assert_eq!(only_server(&file), Some("srv"));
         assert_eq!(file.path, Path::new("/usr/bin/srv"));
         assert!(file.disabled.is_empty());
@@ -389,6 +532,39 @@ mod tests {
         assert!(debug.contains("startup_timeout: Some(1.5s)"), "{debug}");
         let never = format!("restart: Some({:?})", RestartPolicy::off());
         assert!(debug.contains(&never), "{debug}");
+    }
+
+    #[test]
+    fn a_url_is_a_config_of_one_http_server() {
+        let mut args = server(&["http://127.0.0.1:3001/mcp"]);
+        args.headers = vec!["Authorization: Bearer x".into(), "X-Team:tools".into()];
+        assert_eq!(args.name(), "127.0.0.1:3001");
+        let file = args.config_file().unwrap();
+        let (_, config) = &file.servers[0];
+        assert_eq!(config.transport_kind().as_str(), "auto");
+        assert_eq!(
+            url_of(&file, "127.0.0.1:3001"),
+            Some("http://127.0.0.1:3001/mcp")
+        );
+        let mut sse = server(&[]);
+        sse.sse = Some("https://example.com/sse".into());
+        assert!(sse.is_given());
+        assert_eq!(sse.name(), "example.com");
+        let file = sse.config_file().unwrap();
+        assert_eq!(file.servers[0].1.transport_kind().as_str(), "sse");
+        // What is for one kind of server is refused for the other.
+        let mut bad = server(&["http://h/mcp"]);
+        bad.env = vec!["A=1".into()];
+        assert!(matches!(bad.config_file(), Err(Failure::Usage(m)) if m.contains("-e and --cwd")));
+        let mut bad = server(&["srv"]);
+        bad.headers = vec!["A: 1".into()];
+        assert!(matches!(bad.config_file(), Err(Failure::Usage(m)) if m.contains("--header")));
+        let mut bad = server(&["http://h/mcp"]);
+        bad.headers = vec!["no colon".into()];
+        assert!(matches!(bad.config_file(), Err(Failure::Usage(m)) if m.contains("Name: value")));
+        let mut bad = server(&["srv"]);
+        bad.env = vec!["=1".into()];
+        assert!(matches!(bad.config_file(), Err(Failure::Usage(m)) if m.contains("KEY=VALUE")));
     }
 
     #[test]

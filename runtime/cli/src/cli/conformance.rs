@@ -139,7 +139,7 @@ async fn follow(
     calls: Option<Vec<(String, Value)>>,
 ) -> Result<(), Failure> {
     let server = runtime.server(SERVER)?;
-    ready(&server)?;
+    ready(&server, None)?;
     match plan {
         Plan::Handshake => Ok(()),
         Plan::Call(tool, arguments, expected) => {

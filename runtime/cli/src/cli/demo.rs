@@ -65,7 +65,7 @@ pub(crate) async fn run(interrupt: &mut Interrupt) -> Result<ExitCode, Failure> 
         Ok(toured) => toured,
         Err(interrupted) => Err(interrupted.into()),
     };
-    runtime.shutdown().await;
+    super::shut_down(&runtime, interrupt).await;
     let mut out = toured?;
     out.push_str("runtime shut down: no server process is left\n");
     print::emit(&out);
@@ -76,7 +76,7 @@ pub(crate) async fn run(interrupt: &mut Interrupt) -> Result<ExitCode, Failure> 
 async fn tour(runtime: &Runtime) -> Result<String, Failure> {
     let mut out = String::new();
     let server = runtime.server(SERVER)?;
-    let status = ready(&server)?;
+    let status = ready(&server, None)?;
     let _ = writeln!(
         out,
         "{} (the bundled demo server, a child process)",

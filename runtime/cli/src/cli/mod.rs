@@ -1,22 +1,28 @@
 //! The command line: arguments, logging, signals and exit codes around the subcommands.
 //!
-//! `tools`, `call`, `resources`, `read`, `prompts` and `prompt` run the servers of a config
-//! file, or one stdio server given after `--`, which [`config`] turns into a config of that one
-//! server: from there on each goes through the same code ([`tools`], [`call`], [`resources`],
-//! [`prompts`]), with the same messages, exit codes and JSON. `check` starts a config file's
-//! servers and reports on each. Every runtime they start answers a server's form elicitation
-//! on the terminal, or declines it without one ([`elicit`]).
+//! `tools`, `call`, `resources`, `read`, `prompts`, `prompt` and `check` run the servers of a
+//! config file, or one server given on the command line (a command or a URL after `--`),
+//! which [`config`] turns into a config of that one server: from there on each goes through
+//! the same code ([`tools`], [`call`], [`resources`], [`prompts`], [`check`]), with the same
+//! messages, exit codes and JSON. A command about one server (`read --server X`, `call
+//! X__tool`, `prompt --server X`) starts that server alone. `complete`, `ping`, `logs` and
+//! `subscribe` are the rest of the protocol ([`protocol`]). Every runtime they start answers
+//! a server's form elicitation on the terminal, from `--answer`, or declines it
+//! ([`elicit`]).
 //!
 //! Exit codes: 0 success; 1 the tool answered `isError: true`; 2 a bad command line, bad
-//! tool or prompt arguments, or no single server to `read` or `prompt` from; 3 any run-time
-//! failure (spawn, handshake, unknown tool or prompt, resource not found, JSON-RPC error,
-//! timeout, disconnect, overload); 130 interrupted by `SIGINT` or `SIGTERM`. On 2 and 3 stdout
-//! stays empty and stderr gets one line, `switchboard: <what failed, where, and why>`. The
-//! exception is a report on several servers (`tools`, `resources` and `prompts` with a config
-//! of several servers, and `check`): it is printed in full, and exit 3 then says that some
-//! server is not ready or could not be listed.
+//! tool or prompt arguments, or no single server to `call`, `read` or `prompt` (several offer
+//! the name: the message names them); 3 any run-time failure (spawn, handshake, unknown tool
+//! or prompt, resource not found, JSON-RPC error, timeout, disconnect, overload); 130
+//! interrupted by `SIGINT` or `SIGTERM`. On 2 and 3 stdout stays empty and stderr gets one
+//! line, `switchboard: <what failed, where, and why>`. The exception is a report on several
+//! servers (`tools`, `resources` and `prompts` with a config of several servers, and
+//! `check`): it is printed in full, since the servers that answered are worth seeing, and
+//! exit 3 then says on stderr that some server is not ready or could not be listed.
 //!
-//! Every path that starts a runtime shuts it down before exiting, so no server outlives us.
+//! Every path that starts a runtime shuts it down before exiting, so no server outlives us;
+//! what the command has to say is printed first ([`finish`]), and a signal during the
+//! shutdown kills the servers at once.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -40,16 +46,22 @@ mod offered;
 mod print;
 mod progress;
 mod prompts;
+mod protocol;
 mod resources;
 mod roots;
 mod serve_metrics;
+mod tasks;
 mod tools;
 
 /// Run MCP servers under Switchboard's supervision and call their tools.
-///
-/// Without a subcommand, runs `demo`.
 #[derive(Debug, Parser)]
-#[command(name = "switchboard", version, about, long_about = None)]
+#[command(
+    name = "switchboard",
+    version,
+    about,
+    long_about = None,
+    after_help = AFTER_HELP
+)]
 struct Cli {
     /// Log more to stderr (-v info, -vv debug); RUST_LOG sets finer filters.
     #[arg(short, long, action = ArgAction::Count, global = true)]
@@ -62,6 +74,10 @@ struct Cli {
     /// declared.
     #[arg(long = "root", value_name = "DIR", global = true)]
     roots: Vec<std::path::PathBuf>,
+    /// Answer every form a server asks (elicitation) with this JSON object, given as it is
+    /// or in a file, instead of on the terminal: its values over the form's defaults.
+    #[arg(long, value_name = "FILE|JSON", global = true)]
+    answer: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -70,32 +86,47 @@ struct Cli {
 enum Command {
     /// A tour: start the bundled demo server, call its tools, time one out, crash it.
     Demo,
-    /// List the tools of a config file's servers, or of one stdio MCP server after `--`.
+    /// List the tools of a config file's servers, or of one server after `--`.
     #[command(after_help = tools::AFTER_HELP)]
     Tools(ToolsArgs),
-    /// Call one tool (by catalogue name, or of the stdio MCP server after `--`) and print its
+    /// Call one tool (by catalogue name, or of the one server after `--`) and print its
     /// result.
     #[command(after_help = call::AFTER_HELP)]
     Call(CallArgs),
     /// List the resources and resource templates of a config file's servers, or of one
-    /// stdio MCP server after `--`.
+    /// server after `--`.
     #[command(after_help = resources::AFTER_HELP_LIST)]
     Resources(resources::ListArgs),
-    /// Read one resource (from the server that lists it, or of the stdio MCP server after
-    /// `--`) and print its contents.
+    /// Read one resource (from the server that lists it, or of the one server after `--`)
+    /// and print its contents.
     #[command(after_help = resources::AFTER_HELP_READ)]
     Read(resources::ReadArgs),
-    /// List the prompts, with their arguments, of a config file's servers, or of one stdio
-    /// MCP server after `--`.
+    /// List the prompts, with their arguments, of a config file's servers, or of one server
+    /// after `--`.
     #[command(after_help = prompts::AFTER_HELP_LIST)]
     Prompts(prompts::ListArgs),
-    /// Get one prompt (from the server that lists it, or of the stdio MCP server after `--`)
+    /// Get one prompt (from the server that lists it, or of the one server after `--`)
     /// and print its messages.
     #[command(after_help = prompts::AFTER_HELP_GET)]
     Prompt(prompts::GetArgs),
-    /// Start every server of a config file and report on each.
+    /// Start every server of a config file (or one after `--`) and report on each.
     #[command(after_help = AFTER_HELP_CHECK)]
     Check(CheckArgs),
+    /// Complete an argument of a prompt or a variable of a resource template.
+    #[command(after_help = protocol::AFTER_HELP_COMPLETE)]
+    Complete(protocol::CompleteArgs),
+    /// Ask the servers to log at a level, and print what they log until Ctrl-C.
+    #[command(after_help = protocol::AFTER_HELP_LOGS)]
+    Logs(protocol::LogsArgs),
+    /// Subscribe to a resource and print its updates until Ctrl-C.
+    #[command(after_help = protocol::AFTER_HELP_SUBSCRIBE)]
+    Subscribe(protocol::SubscribeArgs),
+    /// Ping the servers and print how long each took to answer.
+    #[command(after_help = protocol::AFTER_HELP_PING)]
+    Ping(protocol::PingArgs),
+    /// List the tasks earlier commands left running on the servers, with their status now.
+    #[command(after_help = tasks::AFTER_HELP)]
+    Tasks(tasks::Args),
     /// OAuth for a config file's HTTP servers with an "oauth" object: login NAME, status,
     /// logout NAME.
     Auth(auth::AuthArgs),
@@ -119,11 +150,39 @@ enum Command {
     },
 }
 
-const AFTER_HELP_CHECK: &str = "\
-The config file is -c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json. Exits 3 if any
-enabled server is not ready.
+const AFTER_HELP: &str = "\
+New here? `switchboard demo` is the tour: it starts the bundled demo server, calls its tools,
+times one out and crashes it. Then `switchboard tools -- switchboard demo-server` lists the
+tools of any server named after `--` (a command, or an http:// URL), and
+`switchboard call add a=2 b=3 -- switchboard demo-server` calls one.
 
-Example: switchboard check -c .mcp.json";
+Servers come from a config file (-c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json) or from
+the command line after `--`. Exit codes: 0 success, 1 the tool answered isError: true, 2 a bad
+command line or arguments, 3 a run-time failure, 130 interrupted.";
+
+const AFTER_HELP_CHECK: &str = "\
+The config file is -c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json; `-- CMD` (or
+`-- URL`, --sse URL) checks one server instead. Every server is listed, the disabled ones
+too; the report is printed in full, then exit 3 if any enabled server is not ready.
+
+With --json, stdout is one document: {\"servers\": [...]}, one entry per server in file
+order, disabled ones last, each with:
+  name             the server's name in the config file
+  transport        stdio, http (Streamable HTTP), sse (HTTP+SSE), auto (HTTP, not yet
+                   answered) or memory; null for a disabled server
+  state            ready, starting, restarting, failed, down, stopped or disabled
+  era              legacy (the handshake era, 2024-11-05 to 2025-11-25) or modern (the
+                   stateless era, 2026-07-28), once known; else null
+  protocolVersion  the protocol version in use, once known; else null
+  tools            how many tools it listed, when ready; else null
+  handshakeMs      how long its handshake took, in milliseconds, once done; else null
+  tasks            the shape of tasks it speaks: 2025-11-25 (the experimental tasks) or
+                   extension (io.modelcontextprotocol/tasks, 2026-07-28); else null
+  error            why it is not ready; null when it is (or is disabled)
+
+Examples:
+  switchboard check -c .mcp.json
+  switchboard check --json -- switchboard demo-server";
 
 #[derive(Debug, Args)]
 struct ToolsArgs {
@@ -143,9 +202,10 @@ struct CallArgs {
     /// The tool to call: a catalogue name, or its name as its server listed it when no other
     /// server lists that name.
     tool: String,
-    /// The tool's arguments: a JSON object.
-    #[arg(value_name = "ARGS_JSON", default_value = "{}")]
-    arguments: String,
+    /// The tool's arguments: one JSON object, or KEY=VALUE pairs (a VALUE that parses as
+    /// JSON is that JSON, else a string) [default: {}].
+    #[arg(value_name = "ARGS_JSON | KEY=VALUE")]
+    arguments: Vec<String>,
     /// How long the call may take, written as in a config file: 500ms, 1.5s, 2m, 1h
     /// [default: MCP_TOOL_TIMEOUT (milliseconds), else 60s].
     #[arg(long, value_name = "DURATION", value_parser = duration)]
@@ -154,20 +214,38 @@ struct CallArgs {
     /// `-- CMD` and a config file: {"content":[...],"structuredContent","isError"}.
     #[arg(long)]
     json: bool,
+    /// `_meta` entries for the request: a JSON object (beside the progress token).
+    #[arg(long, value_name = "JSON", value_parser = meta)]
+    meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// When the tool runs as a task: print its id and leave it running (see `tasks`).
+    #[arg(long)]
+    detach: bool,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]
     server: config::ServerArgs,
 }
 
+/// `--meta`, as a clap value parser: a JSON object.
+fn meta(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err("expected a JSON object".to_owned()),
+        Err(e) => Err(format!("not valid JSON ({e})")),
+    }
+}
+
 #[derive(Debug, Args)]
 struct CheckArgs {
     /// Print one JSON document:
-    /// {"servers":[{"name","transport","state","protocolVersion","tools","handshakeMs","error"}]}.
+    /// {"servers":[{"name","transport","state","era","protocolVersion","tools","handshakeMs","error"}]}
+    /// (see below).
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     config: config::ConfigArgs,
+    #[command(flatten)]
+    server: config::ServerArgs,
 }
 
 /// The durations of `--timeout` and `--startup-timeout`, as a clap value parser: the forms
@@ -211,7 +289,7 @@ impl Failure {
         })
     }
 
-    fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         match self {
             Failure::Usage(m) | Failure::Run(m) | Failure::Interrupted(m) => m,
         }
@@ -234,7 +312,12 @@ impl From<Interrupted> for Failure {
 /// `--help` and `--version`.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    let command = match cli.command.unwrap_or(Command::Demo) {
+    // A bare `switchboard` is someone finding their way: the help, which names the tour.
+    let Some(command) = cli.command else {
+        let _ = <Cli as clap::CommandFactory>::command().print_help();
+        return ExitCode::SUCCESS;
+    };
+    let command = match command {
         Command::DemoServer { args } => return demo_server(args),
         command => command,
     };
@@ -243,6 +326,9 @@ pub(crate) fn main() -> ExitCode {
         let _ = METRICS.set(addr);
     }
     if let Err(failure) = roots::set(&cli.roots) {
+        return fail(&failure);
+    }
+    if let Err(failure) = elicit::set_answer(cli.answer.as_deref()) {
         return fail(&failure);
     }
     let tokio = match tokio::runtime::Builder::new_multi_thread()
@@ -278,8 +364,13 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Prompts(args) => prompts::run_list(args, &mut interrupt).await,
         Command::Prompt(args) => prompts::run_get(args, &mut interrupt).await,
         Command::Check(args) => check::run(args, &mut interrupt).await,
+        Command::Complete(args) => protocol::run_complete(args, &mut interrupt).await,
+        Command::Logs(args) => protocol::run_logs(args, &mut interrupt).await,
+        Command::Subscribe(args) => protocol::run_subscribe(args, &mut interrupt).await,
+        Command::Ping(args) => protocol::run_ping(args, &mut interrupt).await,
+        Command::Tasks(args) => tasks::run(args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
-        Command::Auth(args) => auth::run(args).await,
+        Command::Auth(args) => auth::run(args, &mut interrupt).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,
         Command::DemoServer { .. } => {
             unreachable!("demo-server is served before the async runtime starts")
@@ -380,23 +471,54 @@ pub(crate) async fn start(
     }
 }
 
-/// The server's status if it is ready, else the reason it is not, as a run-time failure.
-pub(crate) fn ready(server: &ServerHandle) -> Result<ServerStatus, Failure> {
+/// The server's status if it is ready, else the reason it is not, as a run-time failure;
+/// `url` is where an HTTP server is.
+pub(crate) fn ready(server: &ServerHandle, url: Option<&str>) -> Result<ServerStatus, Failure> {
     let status = server.status();
-    match unready(server.name(), &status) {
+    match unready(server.name(), &status, url) {
         Some(failure) => Err(failure),
         None => Ok(status),
     }
 }
 
 /// Why server `name`, with this status, is not ready, as a run-time failure; `None` if it is.
-pub(crate) fn unready(name: &str, status: &ServerStatus) -> Option<Failure> {
+/// `url` is where an HTTP server is: one that never answered a handshake could not be
+/// reached there (a command that runs once is not waiting for a restart).
+pub(crate) fn unready(name: &str, status: &ServerStatus, url: Option<&str>) -> Option<Failure> {
+    let never_ready = status.server_info.is_none() && status.ready_since.is_none();
+    let not_started = |why: &str| {
+        // What the runtime says already names the server when it could not start it; for a
+        // URL, what is left once the layers that say "it did not answer" are peeled off is
+        // what the network said.
+        let handshake = format!("server `{name}` failed its handshake: ");
+        let mut why = why;
+        if url.is_some() {
+            for layer in [
+                "it disconnected: ",
+                handshake.as_str(),
+                "the server disconnected during the handshake: ",
+                "writing to the server failed: ",
+                &format!("{name}: "),
+            ] {
+                why = why.strip_prefix(layer).unwrap_or(why);
+            }
+        }
+        Failure::Run(match url {
+            Some(url) => format!("server `{name}` could not be reached at {url}: {why}"),
+            None if why.starts_with(&format!("server `{name}`")) => why.to_owned(),
+            None => format!("server `{name}` could not be started: {why}"),
+        })
+    };
     match &status.state {
         ServerState::Ready => None,
+        ServerState::Failed { error } if never_ready && url.is_some() => {
+            Some(not_started(&error.to_string()))
+        }
         ServerState::Failed { error } => Some(error.clone().into()),
         ServerState::Down { reason } => Some(Failure::Run(format!(
             "server `{name}` stopped right after its handshake: {reason}"
         ))),
+        ServerState::Restarting { last_error, .. } if never_ready => Some(not_started(last_error)),
         ServerState::Restarting { last_error, .. } => Some(Failure::Run(format!(
             "server `{name}` is restarting after: {last_error}"
         ))),
@@ -404,6 +526,36 @@ pub(crate) fn unready(name: &str, status: &ServerStatus) -> Option<Failure> {
             "server `{name}` is {} instead of ready",
             other.as_str()
         ))),
+    }
+}
+
+/// Ends a command that started `runtime`: `stdout` is printed, then the failure's line if it
+/// failed, at once (a deadline or a Ctrl-C is reported when it happens, not after the
+/// servers' shutdown, which may take seconds); then the servers are shut down, and a signal
+/// meanwhile kills them ([`shut_down`]). The exit code is the outcome's.
+pub(crate) async fn finish(
+    runtime: &Runtime,
+    stdout: &str,
+    outcome: Result<ExitCode, Failure>,
+    interrupt: &mut Interrupt,
+) -> Result<ExitCode, Failure> {
+    print::emit(stdout);
+    let code = match outcome {
+        Ok(code) => code,
+        Err(failure) => fail(&failure),
+    };
+    shut_down(runtime, interrupt).await;
+    Ok(code)
+}
+
+/// Shuts `runtime`'s servers down gracefully; a signal meanwhile (a second Ctrl-C, or the
+/// first after a deadline) shortens that to `SIGKILL`.
+pub(crate) async fn shut_down(runtime: &Runtime, interrupt: &mut Interrupt) {
+    let shutdown = runtime.shutdown();
+    tokio::pin!(shutdown);
+    if interrupt.guard(&mut shutdown).await.is_err() {
+        runtime.kill();
+        shutdown.await;
     }
 }
 
@@ -453,6 +605,7 @@ mod tests {
             "--flag",
         ]);
         assert_eq!(call_add.tool, "add");
+        assert_eq!(call_add.arguments, [r#"{"a":2}"#]);
         assert_eq!(call_add.timeout, Some(Duration::from_millis(1500)));
         assert!(call_add.json);
         let Ok(file) = config::servers(&call_add.config, &call_add.server) else {
@@ -462,7 +615,23 @@ mod tests {
         let debug = format!("{:?}", file.servers[0].1);
         assert!(debug.contains(r#"["--flag"]"#), "{debug}");
         assert!(debug.contains("startup_timeout: Some(500ms)"), "{debug}");
-        assert_eq!(call(&["call", "t", "--", "srv"]).arguments, "{}");
+        assert!(call(&["call", "t", "--", "srv"]).arguments.is_empty());
+        assert_eq!(
+            call(&["call", "t", "a=1", "b=x", "--", "srv"]).arguments,
+            ["a=1", "b=x"]
+        );
+        // The config file goes anywhere, as every global option does.
+        for args in [
+            &["auth", "status", "-c", "f.json"][..],
+            &["auth", "-c", "f.json", "status"],
+            &["tools", "-c", "f.json"],
+        ] {
+            assert!(
+                Cli::try_parse_from(std::iter::once("switchboard").chain(args.iter().copied()))
+                    .is_ok(),
+                "{args:?}"
+            );
+        }
         // Without `-- CMD`, the servers come from a config file.
         let by_file = call(&["call", "t", "-c", "/nonexistent/f.json"]);
         match config::servers(&by_file.config, &by_file.server) {
@@ -483,7 +652,10 @@ mod tests {
             &["switchboard", "call"],
             &["switchboard", "tools", "srv"],
             &["switchboard", "tools", "--startup-timeout", "5s"],
-            &["switchboard", "check", "--", "srv"],
+            &["switchboard", "tools", "-e", "A=1"],
+            &["switchboard", "tools", "--cwd", "/tmp"],
+            &["switchboard", "tools", "--header", "A: 1"],
+            &["switchboard", "tools", "--sse", "http://h/sse", "--", "srv"],
             &["switchboard", "read", "--", "srv"],
             &["switchboard", "prompt", "--json"],
             &["switchboard", "read", "x://a", "--server"],
@@ -491,7 +663,10 @@ mod tests {
             let e = Cli::try_parse_from(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
-        assert!(parse(&[]).command.is_none());
+        assert!(
+            parse(&[]).command.is_none(),
+            "a bare switchboard prints the help"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use futures_util::future::join_all;
 use switchboard::{ConfigFile, Runtime, ServerHandle};
 
 use super::config::{self, Report};
-use super::{print, ready, Failure, Interrupt, Interrupted};
+use super::{ready, Failure, Interrupt, Interrupted};
 
 /// JSON-RPC "method not found", which a server that predates declared capabilities answers
 /// for a feature it does not have.
@@ -152,12 +152,9 @@ pub(crate) fn failure<T>(listings: &[Listing<T>], what: &str) -> Option<Failure>
     }
 }
 
-/// The server `--server` names: one of the config's enabled servers, ready.
-pub(crate) fn named(
-    runtime: &Runtime,
-    file: &ConfigFile,
-    name: &str,
-) -> Result<ServerHandle, Failure> {
+/// `file` with only the server `--server` names, checked before anything starts: it must be
+/// one of the file's enabled servers.
+pub(crate) fn narrow(file: &ConfigFile, name: &str) -> Result<ConfigFile, Failure> {
     if file.disabled.iter().any(|d| d == name) {
         return Err(Failure::Usage(format!(
             "server `{name}` is disabled in {}",
@@ -171,8 +168,18 @@ pub(crate) fn named(
             names.join(", ")
         )));
     }
+    Ok(config::only(file, name))
+}
+
+/// The server `--server` names (the only one started, see [`narrow`]), ready.
+pub(crate) fn named(
+    runtime: &Runtime,
+    file: &ConfigFile,
+    name: &str,
+) -> Result<ServerHandle, Failure> {
+    narrow(file, name)?;
     let server = runtime.server(name)?;
-    ready(&server)?;
+    ready(&server, config::url_of(file, name))?;
     Ok(server)
 }
 
@@ -183,7 +190,7 @@ pub(crate) fn only(runtime: &Runtime, file: &ConfigFile) -> Result<Option<Server
         return Ok(None);
     };
     let server = runtime.server(name)?;
-    ready(&server)?;
+    ready(&server, config::url_of(file, name))?;
     Ok(Some(server))
 }
 
@@ -243,20 +250,25 @@ where
 {
     let runtime = config::start_all(file, interrupt).await?;
     let listings = list_each(&runtime, file, what, interrupt, list).await;
-    runtime.shutdown().await;
-    let listings = listings?;
-    if let Some(failure) = only_failure(&listings) {
-        return Err(failure);
-    }
-    print::emit(&if json {
-        document(&listings)?
-    } else {
-        text(&listings)
+    let listed = listings.and_then(|listings| {
+        if let Some(failure) = only_failure(&listings) {
+            return Err(failure);
+        }
+        let output = if json {
+            document(&listings)?
+        } else {
+            text(&listings)
+        };
+        Ok((output, listings))
     });
-    match failure(&listings, what) {
-        Some(failure) => Err(failure),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    let (output, outcome) = match listed {
+        Ok((output, listings)) => match failure(&listings, what) {
+            Some(failure) => (output, Err(failure)),
+            None => (output, Ok(ExitCode::SUCCESS)),
+        },
+        Err(failure) => (String::new(), Err(failure)),
+    };
+    super::finish(&runtime, &output, outcome, interrupt).await
 }
 
 /// The human listing of `what`: `lines` for one server, else each server's line (name, state,

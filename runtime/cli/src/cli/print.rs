@@ -157,11 +157,11 @@ pub(crate) fn tool(tool: &Tool) -> String {
 }
 
 /// [`tool`] under another name, such as its catalogue name. A tool that can only run as a
-/// task, which the runtime refuses to call, says so.
+/// task (which `call` runs to its result) says so.
 pub(crate) fn tool_as(name: &str, tool: &Tool) -> String {
     let line = named(name, tool.description.as_deref());
     if tool.requires_task() {
-        format!("{line} [task only: not callable here]")
+        format!("{line} [runs as a task]")
     } else {
         line
     }
@@ -228,7 +228,7 @@ mod tests {
             json!({"name": "long", "execution": {"taskSupport": "required"}}),
         )
         .unwrap();
-        assert_eq!(tool(&t), "long [task only: not callable here]");
+        assert_eq!(tool(&t), "long [runs as a task]");
         let t: Tool = serde_json::from_value(
             json!({"name": "t\u{1b}]0;owned\u{7}", "description": "Clears\u{1b}[2J it."}),
         )

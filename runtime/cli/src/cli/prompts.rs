@@ -33,7 +33,7 @@ use super::{print, Failure, Interrupt, Interrupted};
 pub(crate) const AFTER_HELP_LIST: &str = "\
 Without `-- CMD`, the servers are those of the config file: -c FILE, else $SWITCHBOARD_CONFIG,
 else ./.mcp.json. `-- CMD` runs one stdio server as if a config file listed only it, named
-after CMD's file name and never restarted. A server that offers no prompts is listed as such
+after CMD's file name and never restarted; `-- URL` one HTTP server. A server that offers no prompts is listed as such
 (\"no prompts\"), which is no failure.
 
 With --json, stdout is one document, the same for `-- CMD` and for a config file:
@@ -51,8 +51,8 @@ Examples:
 pub(crate) const AFTER_HELP_GET: &str = "\
 Without --server, NAME is a prompt of the only server of `-- CMD` or a config of one, else
 of the one server of the config file (-c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json)
-that lists it. Several such servers is exit 2 naming them (--server picks one); none is
-exit 3. ARGS_JSON must be an object of strings, and give every argument the prompt lists as
+that lists it. Several such servers is exit 2 naming them (--server picks one, and starts it
+alone); none is exit 3. ARGS_JSON must be an object of strings, and give every argument the prompt lists as
 required, else exit 2 before anything is asked.
 
 Each message prints as `role: text`, other content as a one-line summary. With --json,
@@ -175,14 +175,17 @@ fn lines(out: &mut String, indent: &str, prompts: &[Prompt]) {
 pub(crate) async fn run_get(args: GetArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
     let file = config::servers(&args.config, &args.server)?;
     let arguments = arguments(&args.name, &args.arguments)?;
+    // A prompt of one server: it alone is started.
+    let file = match &args.from {
+        Some(name) => offered::narrow(&file, name)?,
+        None => file,
+    };
     let runtime = config::start_all(&file, interrupt).await?;
-    let answer = get(&runtime, &file, &args, arguments, interrupt).await;
-    // The answer first: shutting the servers down may take a while.
-    if let Ok(output) = &answer {
-        print::emit(output);
-    }
-    runtime.shutdown().await;
-    answer.map(|_| ExitCode::SUCCESS)
+    let (output, outcome) = match get(&runtime, &file, &args, arguments, interrupt).await {
+        Ok(output) => (output, Ok(ExitCode::SUCCESS)),
+        Err(failure) => (String::new(), Err(failure)),
+    };
+    super::finish(&runtime, &output, outcome, interrupt).await
 }
 
 async fn get(

@@ -32,7 +32,7 @@ use super::{print, Failure, Interrupt, Interrupted};
 pub(crate) const AFTER_HELP_LIST: &str = "\
 Without `-- CMD`, the servers are those of the config file: -c FILE, else $SWITCHBOARD_CONFIG,
 else ./.mcp.json. `-- CMD` runs one stdio server as if a config file listed only it, named
-after CMD's file name and never restarted. A server that offers no resources is listed as
+after CMD's file name and never restarted; `-- URL` one HTTP server. A server that offers no resources is listed as
 such (\"no resources\"), which is no failure.
 
 With --json, stdout is one document, the same for `-- CMD` and for a config file:
@@ -51,7 +51,8 @@ pub(crate) const AFTER_HELP_READ: &str = "\
 Without --server, URI is read from the only server of `-- CMD` or a config of one, else from
 the one server of the config file (-c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json) that
 lists URI or a template matching it ({var} matches one or more characters other than /).
-No such server, or several, is exit 2 naming them; --server picks one. A resource the server
+No such server, or several, is exit 2 naming them; --server picks one, and starts it alone
+(a name the file does not have is refused before anything starts). A resource the server
 does not have is exit 3.
 
 Text parts print as they are; a binary part prints as one line, <blob: N bytes, MIME>.
@@ -59,7 +60,7 @@ With --json, stdout is the result exactly as the server sent it, one JSON docume
   {\"contents\": [{\"uri\": \"demo://note/7\", \"mimeType\": \"text/plain\", \"text\": \"note 7\"}]}
 
 Examples:
-  switchboard read file:///project/README.md -c .mcp.json
+  switchboard read demo://text/readme -- switchboard demo-server
   switchboard read demo://note/7 --server one -c .mcp.json
   switchboard read demo://blob/bytes --json -- switchboard demo-server";
 
@@ -215,14 +216,17 @@ pub(crate) async fn run_read(
     interrupt: &mut Interrupt,
 ) -> Result<ExitCode, Failure> {
     let file = config::servers(&args.config, &args.server)?;
+    // Read from one server: it alone is started.
+    let file = match &args.from {
+        Some(name) => offered::narrow(&file, name)?,
+        None => file,
+    };
     let runtime = config::start_all(&file, interrupt).await?;
-    let answer = read(&runtime, &file, &args, interrupt).await;
-    // The answer first: shutting the servers down may take a while.
-    if let Ok(output) = &answer {
-        print::emit(output);
-    }
-    runtime.shutdown().await;
-    answer.map(|_| ExitCode::SUCCESS)
+    let (output, outcome) = match read(&runtime, &file, &args, interrupt).await {
+        Ok(output) => (output, Ok(ExitCode::SUCCESS)),
+        Err(failure) => (String::new(), Err(failure)),
+    };
+    super::finish(&runtime, &output, outcome, interrupt).await
 }
 
 async fn read(
@@ -286,7 +290,7 @@ async fn lister(
 }
 
 /// The parts of a resource: text as it is, binary as one line; each ends with a newline.
-fn contents(result: &ReadResourceResult) -> String {
+pub(crate) fn contents(result: &ReadResourceResult) -> String {
     let mut out = String::new();
     for part in &result.contents {
         match part {

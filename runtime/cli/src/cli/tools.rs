@@ -29,12 +29,15 @@ use switchboard::model::Tool;
 use switchboard::Catalogue;
 
 use super::config::{self, Report};
-use super::{describe, print, Failure, Interrupt, ToolsArgs};
+use super::{describe, finish, print, Failure, Interrupt, ToolsArgs};
 
 pub(crate) const AFTER_HELP: &str = "\
 Without `-- CMD`, the servers are those of the config file: -c FILE, else $SWITCHBOARD_CONFIG,
 else ./.mcp.json. `-- CMD` runs one stdio server as if a config file listed only it, named
-after CMD's file name and never restarted. MCP_TIMEOUT and MCP_TOOL_TIMEOUT (milliseconds) set
+after CMD's file name and never restarted (-e KEY=VALUE and --cwd DIR set its environment
+and folder); `-- URL` (http:// or https://) runs one HTTP server, and --sse URL one over
+HTTP+SSE (--header 'Name: value' for either). A listing of several servers is printed in
+full, the servers that answered included, then exit 3 if one is not ready. MCP_TIMEOUT and MCP_TOOL_TIMEOUT (milliseconds) set
 default timeouts. A DURATION is written as in a config file (500ms, 1.5s, 2m, 1h); a bare
 number is refused.
 
@@ -48,20 +51,22 @@ says why it is not ready), each tool as its server listed it plus \"catalogueNam
 
 Examples:
   switchboard tools -c .mcp.json --json
-  switchboard tools -- npx -y @modelcontextprotocol/server-everything";
+  switchboard tools -- npx -y @modelcontextprotocol/server-everything
+  switchboard tools -H 'Authorization: Bearer TOKEN' -- https://mcp.example.com/mcp";
 
 /// `switchboard tools`.
 pub(crate) async fn run(args: ToolsArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
     let file = config::servers(&args.config, &args.server)?;
     let runtime = config::start_all(&file, interrupt).await?;
     let reports = config::reports(&runtime, &file, false);
-    let listing = list(&reports, &runtime.catalogue(), args.json);
-    runtime.shutdown().await;
-    print::emit(&listing?);
-    match config::not_ready(&reports) {
-        Some(failure) => Err(failure),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    let (listing, outcome) = match list(&reports, &runtime.catalogue(), args.json) {
+        Ok(listing) => match config::not_ready(&reports) {
+            Some(failure) => (listing, Err(failure)),
+            None => (listing, Ok(ExitCode::SUCCESS)),
+        },
+        Err(failure) => (String::new(), Err(failure)),
+    };
+    finish(&runtime, &listing, outcome, interrupt).await
 }
 
 /// The listing of `reports`: one JSON document, or text; a config of one server that is not

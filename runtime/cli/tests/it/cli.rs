@@ -235,7 +235,7 @@ fn demo_shows_the_timeout_and_the_crash() {
 
 /// The child processes of `pid`, which Linux lists per thread (the thread that spawned a
 /// child is its parent); elsewhere none, and the servers' exit is not checked.
-fn children(pid: u32) -> Vec<u32> {
+pub(super) fn children(pid: u32) -> Vec<u32> {
     let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -340,10 +340,10 @@ fn sigint_cancels_the_call_and_exits_130() {
 // ---- The servers of a config file ----
 
 /// A file or directory under the temp dir with a unique name, removed on drop.
-pub(super) struct Temp(PathBuf);
+pub(super) struct Temp(pub(super) PathBuf);
 
 impl Temp {
-    fn path(name: &str) -> Temp {
+    pub(super) fn path(name: &str) -> Temp {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         Temp(
@@ -359,7 +359,7 @@ impl Temp {
     }
 
     /// An empty directory.
-    fn dir(name: &str) -> Temp {
+    pub(super) fn dir(name: &str) -> Temp {
         let temp = Temp::path(name);
         std::fs::create_dir(&temp.0).expect("create temp dir");
         temp
@@ -475,10 +475,13 @@ fn config_call_timeout_exits_3() {
 }
 
 #[test]
-fn config_call_of_a_shared_or_unknown_name_exits_3() {
+fn config_call_of_a_shared_name_exits_2_and_of_an_unknown_one_3() {
     let config = demo_config_file();
-    let err = assert_failed(&switchboard(&["call", "greet", "-c", config.str()]), 3);
-    assert!(err.contains("several servers (one, two)"), "{err}");
+    let err = assert_failed(&switchboard(&["call", "greet", "-c", config.str()]), 2);
+    assert!(
+        err.contains("several servers (`one`, `two`): call one of `one__greet`, `two__greet`"),
+        "{err}"
+    );
     let err = assert_failed(&switchboard(&["call", "nosuch", "-c", config.str()]), 3);
     assert!(err.contains("no tool named `nosuch`"), "{err}");
     let err = assert_failed(

@@ -4,6 +4,10 @@
 mod cli;
 mod cli_auth;
 mod cli_features;
+mod cli_interop;
+mod cli_tasks;
+mod cli_user;
+mod readme;
 
 /// Whether a process is gone (no such pid, or a zombie nobody reaped yet).
 pub(crate) fn process_is_gone(pid: u32) -> bool {

@@ -270,9 +270,12 @@ impl ServerActor {
 
     pub(super) fn send_initialize(&mut self, ctx: &mut Context<Self>) {
         self.phase = Phase::Initializing;
+        let handlers = self.core.config.handlers.as_ref();
+        let mut capabilities = ClientHandlers::capabilities(handlers);
+        crate::client::tasks::declare(&mut capabilities, handlers);
         let params = serde_json::json!({
             "protocolVersion": mcp::LATEST_PROTOCOL_VERSION,
-            "capabilities": ClientHandlers::capabilities(self.core.config.handlers.as_ref()),
+            "capabilities": capabilities,
             "clientInfo": crate::era::client_info(),
         });
         self.request(
@@ -364,6 +367,7 @@ impl ServerActor {
     pub(super) fn after_handshake(&mut self, has_tools: bool, ctx: &mut Context<Self>) {
         if has_tools {
             self.phase = Phase::ListingTools;
+            self.relist.handshake();
             self.list_tools(ctx);
         } else {
             self.learnt.tools = Arc::from(Vec::new());
@@ -395,6 +399,13 @@ fn modern_capabilities(handlers: Option<&ClientHandlers>) -> serde_json::Value {
     let mut capabilities = ClientHandlers::capabilities(handlers);
     if let Some(roots) = capabilities.get_mut("roots") {
         *roots = serde_json::json!({});
+    }
+    // Every call drives a task the server answers with to its result (see `crate::task`).
+    if let Some(caps) = capabilities.as_object_mut() {
+        caps.insert(
+            "extensions".into(),
+            serde_json::json!({ switchboard_codecs::mcp::tasks::EXTENSION: {} }),
+        );
     }
     capabilities
 }

@@ -72,10 +72,17 @@ impl ServerActor {
         self.startup = Some(ctx.run_later(limit, move |act, ctx| {
             act.startup = None;
             if act.generation == generation && act.phase.in_handshake() {
-                let detail = format!(
+                let mut detail = format!(
                     "no complete handshake within the startup timeout of {} ms",
                     limit.as_millis()
                 );
+                // A server that printed its own text where messages go (a banner on stdout)
+                // is the usual cause: what it wrote says more than the timeout.
+                let skipped = act.link.as_ref().and_then(|l| l.table.first_dropped());
+                if let Some(skipped) = skipped {
+                    detail.push_str("; it wrote what is not an MCP message: ");
+                    detail.push_str(skipped);
+                }
                 let error = act.handshake_error(detail);
                 act.fail_start(error, ctx);
             }
@@ -123,11 +130,22 @@ impl ServerActor {
         ));
         // Where the connection allows it, its reader settles answers on its own task.
         let settling = table.clone();
+        // Weak: the reader must not keep the server's core alive.
+        let announcing = Arc::downgrade(&self.core);
+        let announced = move || {
+            if let Some(core) = announcing.upgrade() {
+                core.freshness.tools.announce();
+            }
+        };
+        let noting = announced.clone();
         conn.inline.set(Box::new(move |event| {
+            if crate::call_table::settle::announces_tools(&event) {
+                noting();
+            }
             crate::call_table::settle::settle_inline(&settling, event)
         }));
         let (tx, rx) = tokio::sync::mpsc::channel(ROUTED_CAPACITY);
-        let routing = route(table.clone(), conn.events, tx);
+        let routing = route(table.clone(), conn.events, tx, announced);
         let deadlines = crate::call_table::run_deadlines(&table);
         match self.core.io.of(&self.core.config.transport) {
             Some(io) => {

@@ -455,7 +455,8 @@ impl Handler<Shutdown> for ServerActor {
                 }
             });
         }
-        self.unregister_kill();
+        // The kill stays registered until the close is done: `Runtime::kill` during a
+        // graceful shutdown (a second Ctrl-C) must still cut it short.
         Box::pin(
             async move {
                 if let Some(link) = link {
@@ -464,6 +465,7 @@ impl Handler<Shutdown> for ServerActor {
             }
             .into_actor(self)
             .map(|(), act, ctx| {
+                act.unregister_kill();
                 act.publish(ServerState::Stopped);
                 ctx.stop();
             }),

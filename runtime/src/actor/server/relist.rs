@@ -3,7 +3,8 @@
 //! A burst of `notifications/tools/list_changed` is gathered into one listing after a short
 //! debounce; a caller that found a stateless server's list stale has it listed at once
 //! (the callers of its burst already share that one listing); a change announced while a
-//! listing runs means one more listing when it ends, since that one may have missed it.
+//! listing runs (the handshake's included) means one more listing when it ends, since that
+//! one may have missed it.
 
 /// Where a server's tool relisting is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,6 +82,12 @@ impl Relist {
         }
     }
 
+    /// The handshake lists the tools: a change announced meanwhile may be missing from that
+    /// listing, and means one more once it ends.
+    pub(super) fn handshake(&mut self) {
+        *self = Relist::Running { again: false };
+    }
+
     /// A new connection: whatever was asked of the old one is gone.
     pub(super) fn reset(&mut self) {
         *self = Relist::Idle;
@@ -131,5 +138,20 @@ mod tests {
         );
         relist.reset();
         assert_eq!(relist, Relist::Idle);
+    }
+
+    #[test]
+    fn a_change_announced_during_the_handshakes_listing_lists_once_more() {
+        let mut relist = Relist::default();
+        relist.handshake();
+        assert_eq!(relist.ended(), Step::Wait, "nothing announced");
+        relist.handshake();
+        assert_eq!(relist.changed(), Step::Wait);
+        assert_eq!(
+            relist.ended(),
+            Step::List,
+            "the handshake's listing missed it"
+        );
+        assert_eq!(relist.ended(), Step::Wait);
     }
 }

@@ -8,6 +8,10 @@
 //! actor nor other answers. Inside that task the handler runs in one more task, which turns
 //! its panic into a `JoinError` instead of taking the serving task down unanswered; the
 //! serving task owns the deadline and answers on the connection the request came from.
+//!
+//! A task-augmented sampling or elicitation request (2025-11-25), where `initialize`
+//! declared it, is answered at once with its task, and the server's `tasks/*` requests are
+//! answered from the server's received tasks (see [`crate::client::tasks`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +23,7 @@ use switchboard_codecs::mcp::methods;
 use super::{empty_object, ServerActor};
 use crate::call_table::Table;
 use crate::client::serve::{prepare, Work};
+use crate::client::tasks;
 use crate::framer;
 
 impl ServerActor {
@@ -41,6 +46,11 @@ impl ServerActor {
             answer(&table, request.id, Outcome::Result(empty_object()));
             return;
         }
+        if tasks::is_task_method(method) {
+            self.on_task_request(method, params.unwrap_or_default(), table, request.id);
+            return;
+        }
+        let ttl = params.as_ref().ok().and_then(tasks::asked);
         let work = prepare(method, params, &handlers, server);
         match work {
             Err(error) => {
@@ -48,19 +58,73 @@ impl ServerActor {
                 answer(&table, request.id, Outcome::Error(error));
             }
             Ok((kind, work)) => {
-                let serving = serve(
-                    self.name.clone(),
-                    kind,
-                    work,
-                    self.core.config.handler_timeout_value(),
-                    table,
-                    request.id,
-                );
-                match self.core.io.of(&self.core.config.transport) {
-                    Some(io) => drop(io.spawn(serving)),
-                    None => drop(tokio::spawn(serving)),
-                }
+                let server = self.name.clone();
+                let deadline = self.core.config.handler_timeout_value();
+                let running = run(server, kind, work, deadline);
+                // A task-augmented request (2025-11-25) is answered at once with its task,
+                // where it was declared: the handler's outcome is kept for `tasks/result`.
+                let running = match ttl {
+                    Some(ttl) if self.declares_task_for(method) => {
+                        match self.accept_task(ttl, running) {
+                            Ok(created) => {
+                                answer(&table, request.id, created);
+                                return;
+                            }
+                            Err(running) => running,
+                        }
+                    }
+                    _ => running,
+                };
+                self.spawn(async move {
+                    let outcome = running.await;
+                    // The connection may be gone meanwhile; then nobody is waiting.
+                    answer(&table, request.id, outcome);
+                });
             }
+        }
+    }
+
+    /// Whether `initialize` declared task-augmented requests of `method`.
+    fn declares_task_for(&self, method: &str) -> bool {
+        !self.is_modern()
+            && matches!(
+                method,
+                methods::SAMPLING_CREATE_MESSAGE | methods::ELICITATION_CREATE
+            )
+    }
+
+    /// Keeps `running` as a received task: its `CreateTaskResult`, or `running` back when
+    /// the server has too many tasks kept.
+    fn accept_task(&self, ttl: std::time::Duration, running: Running) -> Result<Outcome, Running> {
+        let io = self.core.io.of(&self.core.config.transport).cloned();
+        let spawn =
+            move |work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>| match io {
+                Some(io) => io.spawn(work).abort_handle(),
+                None => tokio::spawn(work).abort_handle(),
+            };
+        let created = self.core.received.accept(ttl, running, spawn)?;
+        Ok(match serde_json::value::to_raw_value(&created) {
+            Ok(raw) => Outcome::Result(raw),
+            Err(e) => Outcome::Error(ErrorObject::new(ErrorObject::INTERNAL_ERROR, e.to_string())),
+        })
+    }
+
+    /// The server's `tasks/*` requests about the tasks it asked this client to run.
+    fn on_task_request(&self, method: &str, params: Value, table: Arc<Table>, id: Id) {
+        match self.core.received.request(method, &params) {
+            tasks::Reply::Now(outcome) => answer(&table, id, outcome),
+            tasks::Reply::Later(waiting) => self.spawn(async move {
+                let outcome = waiting.await;
+                answer(&table, id, outcome);
+            }),
+        }
+    }
+
+    /// Runs `work` off the actor, on the connection's I/O runtime (or the actor thread).
+    fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        match self.core.io.of(&self.core.config.transport) {
+            Some(io) => drop(io.spawn(work)),
+            None => drop(tokio::spawn(work)),
         }
     }
 
@@ -93,43 +157,50 @@ impl ServerActor {
     }
 }
 
-/// Runs `work` to its answer within `deadline` and writes that answer.
-async fn serve(
-    server: Arc<str>,
-    kind: &'static str,
-    work: Work,
-    deadline: Duration,
-    table: Arc<Table>,
-    id: Id,
-) {
-    let mut running = tokio::spawn(work);
-    let failure = |message: String| {
-        tracing::warn!(server = %server, handler = kind, "{message}");
-        Outcome::Error(ErrorObject::new(ErrorObject::INTERNAL_ERROR, message))
-    };
-    let outcome = match tokio::time::timeout(deadline, &mut running).await {
-        Ok(Ok(Ok(result))) => match serde_json::value::to_raw_value(&result) {
-            Ok(raw) => Outcome::Result(raw),
-            Err(e) => failure(format!(
-                "the client's {kind} handler gave an unwritable result: {e}"
-            )),
-        },
-        Ok(Ok(Err(e))) => failure(format!("the client's {kind} handler failed: {e}")),
-        Ok(Err(join)) if join.is_panic() => {
-            failure(format!("the client's {kind} handler panicked"))
+/// A handler's work running to its outcome.
+type Running = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>;
+
+/// Runs `work` to its outcome within `deadline`.
+fn run(server: Arc<str>, kind: &'static str, work: Work, deadline: Duration) -> Running {
+    Box::pin(async move {
+        let mut running = tokio::spawn(work);
+        // A received task cancelled (or past its ttl) drops this future: the handler stops.
+        let _stops_with_us = StopOnDrop(running.abort_handle());
+        let failure = |message: String| {
+            tracing::warn!(server = %server, handler = kind, "{message}");
+            Outcome::Error(ErrorObject::new(ErrorObject::INTERNAL_ERROR, message))
+        };
+        match tokio::time::timeout(deadline, &mut running).await {
+            Ok(Ok(Ok(result))) => match serde_json::value::to_raw_value(&result) {
+                Ok(raw) => Outcome::Result(raw),
+                Err(e) => failure(format!(
+                    "the client's {kind} handler gave an unwritable result: {e}"
+                )),
+            },
+            Ok(Ok(Err(e))) => failure(format!("the client's {kind} handler failed: {e}")),
+            Ok(Err(join)) if join.is_panic() => {
+                failure(format!("the client's {kind} handler panicked"))
+            }
+            Ok(Err(_)) => failure(format!("the client's {kind} handler was cancelled")),
+            Err(_) => {
+                // Nobody will read a late answer: stop the handler's work too.
+                running.abort();
+                failure(format!(
+                    "the client's {kind} handler did not answer within {} ms",
+                    deadline.as_millis()
+                ))
+            }
         }
-        Ok(Err(_)) => failure(format!("the client's {kind} handler was cancelled")),
-        Err(_) => {
-            // Nobody will read a late answer: stop the handler's work too.
-            running.abort();
-            failure(format!(
-                "the client's {kind} handler did not answer within {} ms",
-                deadline.as_millis()
-            ))
-        }
-    };
-    // The connection may be gone meanwhile; then nobody is waiting.
-    answer(&table, id, outcome);
+    })
+}
+
+/// Aborts a task when dropped.
+struct StopOnDrop(tokio::task::AbortHandle);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 fn answer(table: &Table, id: Id, outcome: Outcome) {

@@ -108,7 +108,11 @@ impl ServerActor {
         self.core.tool_rules.store(Arc::new(rules));
         self.learnt.tools = Arc::from(listing);
         match self.phase {
-            Phase::ListingTools => self.become_ready(ctx),
+            Phase::ListingTools => {
+                self.become_ready(ctx);
+                // A change announced during the handshake's listing is listed now.
+                self.relist_ended(ctx);
+            }
             Phase::Ready { .. } => {
                 self.publish(ServerState::Ready);
                 self.relist_ended(ctx);
@@ -131,9 +135,14 @@ impl ServerActor {
         }
     }
 
-    /// `notifications/tools/list_changed`: re-list once per burst.
+    /// `notifications/tools/list_changed`: re-list once per burst. One that arrives while
+    /// the handshake lists the tools means one more listing once that one ends (the server
+    /// may have answered it before the change: server-everything adds tools once it is
+    /// initialized, and announces them).
     pub(super) fn on_tools_changed(&mut self, ctx: &mut Context<Self>) {
-        if !self.phase.is_ready() {
+        if !self.phase.is_ready() && !matches!(self.phase, Phase::ListingTools) {
+            // Nothing is listed yet: the handshake's listing, when it comes, sees the change.
+            self.core.freshness.tools.settled();
             return;
         }
         let step = self.relist.changed();
@@ -149,6 +158,11 @@ impl ServerActor {
     fn relist_ended(&mut self, ctx: &mut Context<Self>) {
         let step = self.relist.ended();
         self.take(step, ctx);
+        if self.relist == super::relist::Relist::Idle {
+            // After the status is published: callers of a name the announced change may
+            // have brought route by the new list, or fail.
+            self.core.freshness.tools.settled();
+        }
     }
 
     fn take(&mut self, step: Step, ctx: &mut Context<Self>) {
@@ -164,7 +178,10 @@ impl ServerActor {
                 });
             }
             Step::List if self.phase.is_ready() => self.list_tools(ctx),
-            Step::List => self.relist.reset(),
+            Step::List => {
+                self.relist.reset();
+                self.core.freshness.tools.settled();
+            }
         }
     }
 

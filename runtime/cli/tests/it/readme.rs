@@ -1,0 +1,90 @@
+//! The README's command-line examples that need nothing outside the repository (those run
+//! against `-- switchboard demo-server`) work as shown: each exits 0, and prints what its
+//! comment says it prints.
+
+use std::path::PathBuf;
+
+use crate::cli::{stderr, stdout, switchboard, BIN};
+
+/// The lines of the README's `## The command line` shell block.
+fn examples() -> Vec<String> {
+    let readme = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let text = std::fs::read_to_string(&readme).expect("the README");
+    let section = text
+        .split("\n## The command line\n")
+        .nth(1)
+        .expect("a `## The command line` section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("a shell block");
+    block.lines().map(str::to_owned).collect()
+}
+
+/// A line's words, as a shell splits them (single quotes only, as the README writes them),
+/// and its comment.
+fn words(line: &str) -> (Vec<String>, Option<String>) {
+    let (command, comment) = match line.split_once(" #") {
+        Some((command, comment)) => (command, Some(comment.trim().to_owned())),
+        None => (line, None),
+    };
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    let mut started = false;
+    for c in command.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                started = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                    started = false;
+                }
+            }
+            c => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        words.push(word);
+    }
+    (words, comment)
+}
+
+#[test]
+fn the_readmes_examples_against_the_demo_server_work_as_shown() {
+    let mut ran = 0;
+    for line in examples() {
+        if !line.starts_with("switchboard ") || !line.contains("-- switchboard demo-server") {
+            continue;
+        }
+        let (words, comment) = words(&line);
+        // `switchboard` is this binary, the command's and the server's.
+        let args: Vec<&str> = words[1..]
+            .iter()
+            .map(|w| if w == "switchboard" { BIN } else { w.as_str() })
+            .collect();
+        let output = switchboard(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{line}: stderr: {}",
+            stderr(&output)
+        );
+        if let Some(shown) = comment {
+            assert!(
+                stdout(&output).contains(&shown),
+                "{line}: {}",
+                stdout(&output)
+            );
+        }
+        ran += 1;
+    }
+    assert!(ran >= 8, "only {ran} examples found");
+}
