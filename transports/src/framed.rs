@@ -58,6 +58,7 @@ impl Outstanding {
     }
 
     /// `message`, counted by [`Outstanding::sending`], was not written after all.
+    #[cfg(all(unix, feature = "stdio"))]
     pub(crate) fn unsent(&self, message: &Outbound) {
         match message.facts {
             Facts::Request(_) => self.answered(),

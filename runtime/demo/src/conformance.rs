@@ -136,6 +136,11 @@ pub(super) fn tools() -> Vec<Value> {
             "Test tool requiring sampling",
             empty(),
         ),
+        tool(
+            "test_header_param",
+            "Echoes its region, which travels in the Mcp-Param-Region header too (SEP-2243)",
+            json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}, "required": ["region"]}),
+        ),
     ];
     for (name, description) in [
         (
@@ -440,6 +445,7 @@ pub(super) async fn call(
             }, "required": []}});
             elicited(ctx, request, "Elicitation completed").await
         }
+        "test_header_param" => text(&format!("region {}", args["region"].as_str().unwrap_or(""))),
         "json_schema_2020_12_tool" => {
             text(&format!("JSON Schema 2020-12 tool called with: {args}"))
         }

@@ -262,6 +262,12 @@ impl Service for Server {
         dispatch::receive(&self.core, session, inbound);
     }
 
+    fn tool_input_schema(&self, name: &str) -> Option<serde_json::Value> {
+        let tools = self.core.handler.tools();
+        let tool = tools.iter().find(|t| t["name"] == name)?;
+        tool.get("inputSchema").cloned()
+    }
+
     fn close(&self, session: &Arc<Session>) {
         session.close();
         self.core.unregister(session);

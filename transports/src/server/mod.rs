@@ -225,6 +225,13 @@ pub trait Service: Send + Sync + 'static {
     /// One message of the session. It must not wait: work is spawned.
     fn receive(&self, session: &Arc<Self::Session>, inbound: Inbound);
 
+    /// The input schema of the tool `name`, for the `Mcp-Param-*` header checks of a
+    /// 2026-07-28 `tools/call` on HTTP; `None` (the default) checks none.
+    fn tool_input_schema(&self, name: &str) -> Option<serde_json::Value> {
+        let _ = name;
+        None
+    }
+
     /// The session ended (input closed, DELETE, or its one stateless request answered):
     /// whatever still runs for it may stop.
     fn close(&self, session: &Arc<Self::Session>);

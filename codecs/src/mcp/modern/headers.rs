@@ -22,6 +22,54 @@ use serde_json::Value;
 /// The schema keyword that names a parameter's header.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
 
+/// What a header value says: the text inside `=?base64?…?=` (which must be valid, padded
+/// base64 of UTF-8), or the value itself, trimmed of the spaces HTTP allows around it.
+pub fn decode(value: &str) -> Result<String, String> {
+    let value = value.trim_matches(|c| c == ' ' || c == '\t');
+    let Some(inner) = value
+        .strip_prefix("=?base64?")
+        .and_then(|rest| rest.strip_suffix("?="))
+    else {
+        return Ok(value.to_owned());
+    };
+    let bytes = unbase64(inner).ok_or_else(|| format!("invalid base64 in {value:?}"))?;
+    String::from_utf8(bytes).map_err(|_| format!("{value:?} is not base64 of UTF-8"))
+}
+
+/// Standard, padded base64 (RFC 4648 §4), strictly: no missing padding, no other characters.
+fn unbase64(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return None;
+    }
+    let digit = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    let chunks = bytes.chunks(4).count();
+    for (i, chunk) in bytes.chunks(4).enumerate() {
+        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && i + 1 != chunks) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &chunk[..4 - pad] {
+            n = n << 6 | digit(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let decoded = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&decoded[..3 - pad]);
+    }
+    Some(out)
+}
+
 /// The largest integer a header may carry (JavaScript's safe range).
 const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
@@ -59,6 +107,21 @@ impl ParamHeader {
     /// `Mcp-Param-{Name}`.
     pub fn header_name(&self) -> String {
         format!("Mcp-Param-{}", self.name)
+    }
+
+    /// The plain text of `arguments` at this header's path (before [`encode`]); `None` as for
+    /// [`value`](Self::value).
+    pub fn text(&self, arguments: &Value) -> Option<String> {
+        let mut at = arguments;
+        for key in &self.path {
+            at = at.get(key)?;
+        }
+        match at {
+            Value::String(s) => Some(s.clone()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            _ => None,
+        }
     }
 
     /// The header value for `arguments`, encoded; `None` when the arguments have no
@@ -205,6 +268,23 @@ pub fn base64(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn values_decode_strictly() {
+        assert_eq!(decode("=?base64?SGVsbG8=?=").as_deref(), Ok("Hello"));
+        assert_eq!(decode("  plain ").as_deref(), Ok("plain"));
+        assert_eq!(
+            decode("SGVsbG8=").as_deref(),
+            Ok("SGVsbG8="),
+            "no sentinel: literal"
+        );
+        assert!(decode("=?base64?SGVsbG8?=").is_err(), "missing padding");
+        assert!(
+            decode("=?base64?SGVs!!!bG8=?=").is_err(),
+            "not the alphabet"
+        );
+        assert_eq!(decode(&encode("Hello, 世界")).as_deref(), Ok("Hello, 世界"));
+    }
 
     #[test]
     fn the_spec_examples_encode_as_shown() {

@@ -289,6 +289,56 @@ async fn stateless_requests_need_no_session_and_their_headers_must_agree() {
 }
 
 #[tokio::test]
+async fn a_tools_param_headers_must_agree_with_its_arguments() {
+    let server = start(Config::default()).await;
+    let call = |id: i64, args: Value| {
+        server.modern(
+            id,
+            "tools/call",
+            json!({"name": "region", "arguments": args}),
+        )
+    };
+    let code = |r: reqwest::Response| async move {
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap();
+        (status, body["error"]["code"].clone())
+    };
+    let plain = call(1, json!({"region": "us-west1"}))
+        .header("mcp-param-region", "us-west1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 200);
+    let encoded = call(2, json!({"region": "Zürich"}))
+        .header("mcp-param-region", "=?base64?WsO8cmljaA==?=")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(encoded.status(), 200);
+    let missing = call(3, json!({"region": "us-west1"})).send().await.unwrap();
+    assert_eq!(code(missing).await, (400, json!(-32020)));
+    let wrong = call(4, json!({"region": "us-west1"}))
+        .header("mcp-param-region", "eu")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(wrong).await, (400, json!(-32020)));
+    let bad_base64 = call(5, json!({"region": "Hello"}))
+        .header("mcp-param-region", "=?base64?SGVsbG8?=")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(bad_base64).await, (400, json!(-32020)));
+    let absent = call(6, json!({}))
+        .header("mcp-param-region", "us")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(absent).await, (400, json!(-32020)));
+    server.settled().await;
+}
+
+#[tokio::test]
 async fn bad_input_gets_a_clear_error_each() {
     let server = start(Config::default().with_max_body(1024)).await;
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});

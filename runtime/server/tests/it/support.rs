@@ -40,12 +40,15 @@ impl Handler for TestHandler {
 
     fn tools(&self) -> Cow<'_, [Value]> {
         let object = json!({"type": "object"});
-        Cow::Owned(
-            ["echo", "slow", "ask", "changed", "flood"]
-                .iter()
-                .map(|name| json!({"name": name, "inputSchema": object}))
-                .collect(),
-        )
+        let mut tools: Vec<Value> = ["echo", "slow", "ask", "changed", "flood"]
+            .iter()
+            .map(|name| json!({"name": name, "inputSchema": object}))
+            .collect();
+        tools.push(
+            json!({"name": "region", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}}}),
+        );
+        Cow::Owned(tools)
     }
 
     fn call_tool(
@@ -106,6 +109,7 @@ impl Handler for TestHandler {
                     }
                     Ok(Reply::text("flooded"))
                 }
+                "region" => Ok(Reply::text(args["region"].as_str().unwrap_or("none"))),
                 "changed" => {
                     ctx.tools_changed();
                     Ok(Reply::text("announced"))

@@ -273,6 +273,14 @@ impl<S: Service> Shared<S> {
                 if let Err(refusal) = guard::modern_headers(headers, &request, &params) {
                     return refused(refusal, Some(&request.id));
                 }
+                let tool = (request.method == "tools/call")
+                    .then(|| params.get("name").and_then(Value::as_str))
+                    .flatten();
+                if let Some(schema) = tool.and_then(|t| self.service.tool_input_schema(t)) {
+                    if let Err(refusal) = guard::param_headers(headers, &schema, &params) {
+                        return refused(refusal, Some(&request.id));
+                    }
+                }
                 Route::Stateless
             }
             None => {

@@ -5,7 +5,7 @@
 use hyper::header::{HeaderMap, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
 use serde_json::Value;
 use switchboard_codecs::jsonrpc::Request;
-use switchboard_codecs::mcp::modern::{self, headers::encode};
+use switchboard_codecs::mcp::modern::{self, headers::encode, headers::ParamHeader};
 
 use super::Config;
 
@@ -193,12 +193,51 @@ pub(crate) fn modern_headers(
         return Ok(());
     };
     match header(headers, MCP_NAME) {
-        Some(given) if given == name || given == encode(name) => Ok(()),
+        Some(given) if given.trim() == name || given.trim() == encode(name) => Ok(()),
         Some(given) => Err(mismatch(format!(
             "Mcp-Name {given:?} does not match the body's {name:?}"
         ))),
         None => Err(mismatch("missing Mcp-Name header".to_owned())),
     }
+}
+
+/// A stateless `tools/call`'s `Mcp-Param-*` headers agree with its arguments, as the tool's
+/// `x-mcp-header` annotations ask: each present exactly when its argument is, and saying the
+/// same (-32020 otherwise).
+pub(crate) fn param_headers(
+    headers: &HeaderMap,
+    schema: &Value,
+    params: &Value,
+) -> Result<(), Refusal> {
+    let mismatch = |message: String| Refusal::new(400, modern::HEADER_MISMATCH, message);
+    // A tool whose annotations are invalid is the server's own mistake, not the client's.
+    let Ok(wanted) = ParamHeader::from_schema(schema) else {
+        return Ok(());
+    };
+    let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+    for param in wanted {
+        let name = param.header_name();
+        let given = header(headers, &name.to_ascii_lowercase());
+        match (param.text(&arguments), given) {
+            (None, None) => {}
+            (Some(_), None) => return Err(mismatch(format!("missing {name} header"))),
+            (None, Some(_)) => {
+                return Err(mismatch(format!(
+                    "{name} header for an argument the body lacks"
+                )))
+            }
+            (Some(text), Some(given)) => {
+                let said = switchboard_codecs::mcp::modern::headers::decode(given)
+                    .map_err(|e| mismatch(format!("{name}: {e}")))?;
+                if said != text {
+                    return Err(mismatch(format!(
+                        "{name} {said:?} does not match the argument's {text:?}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
