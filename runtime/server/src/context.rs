@@ -18,10 +18,10 @@ use serde_json::{json, Map, Value};
 use switchboard_codecs::jsonrpc::{Id, Outcome};
 use switchboard_transports::server::Responder;
 
-use crate::handler::HandlerError;
+use crate::audience::{Audience, Change};
+use crate::error::HandlerError;
 use crate::logging;
 use crate::session::Session;
-use crate::shared::{Change, Core};
 
 /// The protocol era a request came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,9 @@ pub struct Context {
 }
 
 struct Inner {
-    core: Arc<Core>,
+    audience: Arc<Audience>,
+    /// How long a handshake-era request to the client may take.
+    input_timeout: Duration,
     session: Arc<Session>,
     responder: Responder,
     id: Id,
@@ -86,14 +88,16 @@ pub(crate) struct Origin {
 
 impl Context {
     pub(crate) fn new(
-        core: Arc<Core>,
+        audience: Arc<Audience>,
+        input_timeout: Duration,
         session: Arc<Session>,
         responder: Responder,
         origin: Origin,
     ) -> Self {
         Context {
             inner: Arc::new(Inner {
-                core,
+                audience,
+                input_timeout,
                 session,
                 responder,
                 id: origin.id,
@@ -247,7 +251,7 @@ impl Context {
             Era::Handshake => {
                 let mut answers = Vec::with_capacity(requests.len());
                 for (_, method, params) in requests {
-                    let timeout = self.inner.core.options.input_timeout;
+                    let timeout = self.inner.input_timeout;
                     match self.request_client(&method, Some(params), timeout).await {
                         Ok(Outcome::Result(raw)) => {
                             answers.push(serde_json::from_str(raw.get()).unwrap_or(Value::Null))
@@ -348,22 +352,24 @@ impl Context {
 
     /// Tells every client that the tool list changed.
     pub fn tools_changed(&self) {
-        self.inner.core.announce(Change::Tools);
+        self.inner.audience.announce(Change::Tools);
     }
 
     /// Tells every client that the resource list changed.
     pub fn resources_changed(&self) {
-        self.inner.core.announce(Change::Resources);
+        self.inner.audience.announce(Change::Resources);
     }
 
     /// Tells every client that the prompt list changed.
     pub fn prompts_changed(&self) {
-        self.inner.core.announce(Change::Prompts);
+        self.inner.audience.announce(Change::Prompts);
     }
 
     /// Tells the clients subscribed to `uri` that it changed.
     pub fn resource_updated(&self, uri: &str) {
-        self.inner.core.announce(Change::Resource(uri.to_owned()));
+        self.inner
+            .audience
+            .announce(Change::Resource(uri.to_owned()));
     }
 }
 

@@ -18,11 +18,13 @@ use switchboard_codecs::jsonrpc::{ErrorObject, Id, Notification, Request};
 use switchboard_codecs::mcp::modern::{self, meta};
 use switchboard_transports::server::{Inbound, Responder};
 
+use crate::audience::Listen;
 use crate::context::{Context, Era, Inputs, Origin};
-use crate::handler::{HandlerError, Reply, Seen, RESOURCE_NOT_FOUND};
+use crate::error::{HandlerError, RESOURCE_NOT_FOUND};
+use crate::handler::{Reply, Seen};
 use crate::logging;
 use crate::session::Session;
-use crate::shared::{Core, Listen};
+use crate::shared::Core;
 use crate::HANDSHAKE_VERSIONS;
 
 #[derive(Serialize)]
@@ -251,7 +253,13 @@ async fn handshake_answer(
         meta_log_level: None,
         inputs: Inputs::default(),
     };
-    let ctx = Context::new(core.clone(), session.clone(), responder, origin);
+    let ctx = Context::new(
+        core.audience.clone(),
+        core.options.input_timeout,
+        session.clone(),
+        responder,
+        origin,
+    );
     feature(core, method, params, ctx).await
 }
 
@@ -448,7 +456,13 @@ async fn stateless_answer(
         meta_log_level,
         inputs,
     };
-    let ctx = Context::new(core.clone(), session.clone(), responder, origin);
+    let ctx = Context::new(
+        core.audience.clone(),
+        core.options.input_timeout,
+        session.clone(),
+        responder,
+        origin,
+    );
     match feature(core, method, params, ctx.clone()).await {
         Ok(Reply::Result(result)) => Ok(Reply::Result(decorate(core, method, result))),
         Ok(raw) => Ok(raw),
@@ -521,7 +535,7 @@ async fn listen(
             "_meta": { meta::SUBSCRIPTION_ID: subscription_id },
         },
     });
-    let _guard = core.listen(Listen {
+    let _guard = core.audience.listen(Listen {
         responder: responder.clone(),
         subscription_id,
         tools,

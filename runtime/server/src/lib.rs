@@ -56,8 +56,10 @@ use std::time::Duration;
 use switchboard_transports::server::{self as transport, Inbound, Notifier, Service};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+mod audience;
 mod context;
 mod dispatch;
+mod error;
 mod handler;
 pub mod logging;
 mod seal;
@@ -65,7 +67,8 @@ mod session;
 mod shared;
 
 pub use context::{Context, Era};
-pub use handler::{BoxFuture, Handler, HandlerError, Info, Reply, Seen, RESOURCE_NOT_FOUND};
+pub use error::{HandlerError, RESOURCE_NOT_FOUND};
+pub use handler::{BoxFuture, Handler, Info, Reply, Seen};
 pub use session::Session;
 pub use switchboard_codecs::jsonrpc::{ErrorObject, Id, Outcome};
 
@@ -171,7 +174,7 @@ impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")
             .field("name", &self.core.info.name)
-            .field("sessions", &self.core.sessions())
+            .field("sessions", &self.core.audience.sessions())
             .finish()
     }
 }
@@ -196,7 +199,7 @@ impl Server {
 
     /// How many sessions are open (stateless requests open none that outlives them).
     pub fn sessions(&self) -> usize {
-        self.core.sessions()
+        self.core.audience.sessions()
     }
 
     fn io_error(&self, source: io::Error) -> Error {
@@ -251,9 +254,13 @@ impl Service for Server {
     type Session = Session;
 
     fn open(&self, notifier: Notifier, stateless: bool) -> Arc<Session> {
-        let session = Arc::new(Session::new(notifier, stateless, self.core.next_key()));
+        let session = Arc::new(Session::new(
+            notifier,
+            stateless,
+            self.core.audience.next_key(),
+        ));
         if !stateless {
-            self.core.register(&session);
+            self.core.audience.register(&session);
         }
         session
     }
@@ -270,6 +277,6 @@ impl Service for Server {
 
     fn close(&self, session: &Arc<Session>) {
         session.close();
-        self.core.unregister(session);
+        self.core.audience.unregister(session);
     }
 }
