@@ -16,12 +16,13 @@ struct Running {
     handle: Handle,
     probe: std::sync::Arc<Probe>,
     http: reqwest::Client,
+    server: switchboard_server::Server,
 }
 
 async fn start(config: Config) -> Running {
     let (server, probe) = server();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let http = server.http(listener, config);
+    let http = server.clone().http(listener, config);
     let addr = http.local_addr().unwrap();
     let handle = http.handle();
     tokio::spawn(http.run());
@@ -31,6 +32,7 @@ async fn start(config: Config) -> Running {
         handle,
         probe,
         http: reqwest::Client::new(),
+        server,
     }
 }
 
@@ -91,12 +93,21 @@ impl Running {
 
     /// Drops the client's pooled connections and waits until every count is back to zero.
     async fn settled(self) {
-        let Running { handle, http, .. } = self;
+        let Running {
+            handle,
+            http,
+            server,
+            ..
+        } = self;
         drop(http);
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let stats = handle.stats();
-            if stats.in_flight == 0 && stats.connections == 0 && stats.sessions == 0 {
+            if stats.in_flight == 0
+                && stats.connections == 0
+                && stats.sessions == 0
+                && server.sessions() == 0
+            {
                 return;
             }
             assert!(
@@ -104,6 +115,49 @@ impl Running {
                 "counts stuck at {stats:?}"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The status of a `tools/call echo` in `session`.
+    async fn echo_in(&self, session: &str) -> u16 {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+        let response = self.post(&call).header("mcp-session-id", session);
+        response.send().await.unwrap().status().as_u16()
+    }
+
+    /// Opens `session`'s GET stream.
+    async fn listen(&self, session: &str) -> reqwest::Response {
+        let stream = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", session)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        stream
+    }
+
+    async fn delete(&self, session: &str) {
+        let deleted = self
+            .http
+            .delete(&self.url)
+            .header("mcp-session-id", session);
+        assert_eq!(deleted.send().await.unwrap().status(), 200);
+    }
+
+    /// Waits until `n` sessions are open, in the HTTP table and in the server.
+    async fn sessions_become(&self, n: usize) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.handle.stats().sessions != n || self.server.sessions() != n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{} sessions open ({} in the server), not {n}",
+                self.handle.stats().sessions,
+                self.server.sessions()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
@@ -510,5 +564,67 @@ async fn a_thousand_connections_opened_and_dropped_leave_nothing_behind() {
     socket.read_to_string(&mut answer).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
     drop(socket);
+    server.settled().await;
+}
+
+#[tokio::test]
+async fn a_full_session_table_ends_its_quietest_session_and_never_a_busy_one() {
+    let server = start(Config::default().with_max_sessions(2)).await;
+    let first = server.initialize().await;
+    let second = server.initialize().await;
+    assert_eq!(server.echo_in(&first).await, 200, "first used after second");
+    // A client gone without its DELETE must not hold its place for good: the quietest
+    // session (second, used longest ago) makes room for a third.
+    let third = server.initialize().await;
+    assert_eq!(
+        server.echo_in(&second).await,
+        404,
+        "the quietest session ended"
+    );
+    assert_eq!(server.echo_in(&first).await, 200);
+    assert_eq!(server.echo_in(&third).await, 200);
+    server.sessions_become(2).await;
+
+    // Sessions listening on their GET streams are busy: none is ended for a newcomer.
+    let streams = (server.listen(&first).await, server.listen(&third).await);
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let refused = server.post(&body).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().get("mcp-session-id").is_none());
+    server.sessions_become(2).await;
+    assert_eq!(server.echo_in(&first).await, 200);
+    drop(streams);
+    server.delete(&first).await;
+    server.delete(&third).await;
+    server.settled().await;
+}
+
+#[tokio::test]
+async fn a_session_quiet_for_longer_than_the_idle_timeout_ends() {
+    let idle = Duration::from_millis(500);
+    let server = start(Config::default().with_session_idle(Some(idle))).await;
+    let gone = server.initialize().await;
+    let listening = server.initialize().await;
+    let stream = server.listen(&listening).await;
+    // Requests keep a session alive: each comes well inside the timeout.
+    let used = server.initialize().await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while server.handle.stats().sessions != 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no session ended");
+        assert_eq!(server.echo_in(&used).await, 200);
+        tokio::time::sleep(idle / 10).await;
+    }
+    server.sessions_become(2).await;
+    assert_eq!(server.echo_in(&gone).await, 404, "the quiet session ended");
+    assert_eq!(
+        server.echo_in(&listening).await,
+        200,
+        "a GET stream is not quiet"
+    );
+    assert_eq!(server.echo_in(&used).await, 200);
+    // Once its stream closes, the listening session is quiet too.
+    drop(stream);
+    server.sessions_become(0).await;
     server.settled().await;
 }

@@ -18,7 +18,7 @@ use super::super::stdio::error_frame;
 use super::super::{Inbound, Notifier, Outgoing, Responder, Service};
 use super::body::ResponseBody;
 use super::guard::{self, Refusal, SESSION_ID};
-use super::sessions::{Entry, Sessions};
+use super::sessions::{Busy, Entry, Inserted, Sessions};
 use super::{Config, Counters};
 
 /// What every connection's tasks share.
@@ -317,30 +317,33 @@ impl<S: Service> Shared<S> {
             Route::Opening => {
                 let notifier = Notifier::default();
                 let session = self.service.open(notifier.clone(), false);
-                let entry = Entry {
-                    session,
-                    notifier,
-                    in_flight: Arc::default(),
-                };
-                match self.sessions.insert(entry) {
-                    Some((session_id, entry)) => (Some(session_id), entry, true, false),
-                    None => return error(503, -32000, "too many sessions", Some(&id)),
+                match self.sessions.insert(Entry::new(session.clone(), notifier)) {
+                    Inserted::Added {
+                        id: session_id,
+                        entry,
+                        evicted,
+                    } => {
+                        if let Some(evicted) = evicted {
+                            self.close(&evicted);
+                        }
+                        (Some(session_id), entry, true, false)
+                    }
+                    Inserted::Refused => {
+                        self.service.close(&session);
+                        return error(503, -32000, "too many sessions", Some(&id));
+                    }
                 }
             }
             Route::Stateless => {
                 let notifier = Notifier::default();
                 let session = self.service.open(notifier.clone(), true);
-                let entry = Arc::new(Entry {
-                    session,
-                    notifier,
-                    in_flight: Arc::default(),
-                });
+                let entry = Arc::new(Entry::new(session, notifier));
                 (None, entry, false, true)
             }
         };
         let mut guards: Guards = vec![
             Box::new(Count::new(&self.counters.in_flight)),
-            Box::new(Count::new(&entry.in_flight)),
+            Box::new(Busy::new(&entry)),
         ];
         if stateless {
             guards.push(Box::new(CloseOnDrop {
@@ -423,8 +426,21 @@ impl<S: Service> Shared<S> {
 
     fn end(&self, id: &str) {
         if let Some(entry) = self.sessions.remove(id) {
-            entry.notifier.detach();
-            self.service.close(&entry.session);
+            self.close(&entry);
         }
+    }
+
+    /// Ends the sessions quiet for longer than `idle`.
+    pub(crate) fn expire(&self, idle: std::time::Duration) {
+        for entry in self.sessions.expire(idle) {
+            tracing::debug!("a handshake-era session ended after {idle:?} without use");
+            self.close(&entry);
+        }
+    }
+
+    /// Ends a session already out of the table.
+    fn close(&self, entry: &Entry<S>) {
+        entry.notifier.detach();
+        self.service.close(&entry.session);
     }
 }

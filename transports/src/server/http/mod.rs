@@ -30,6 +30,7 @@ use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -59,8 +60,13 @@ pub struct Config {
     pub allowed_origins: Option<Vec<String>>,
     /// The largest POST body, in bytes (413 beyond).
     pub max_body: usize,
-    /// The most handshake-era sessions open at once (503 beyond).
+    /// The most handshake-era sessions open at once. A new one beyond ends the session quiet
+    /// longest (nothing in flight, no GET stream), if any; else it is refused (503).
     pub max_sessions: usize,
+    /// How long a handshake-era session may stay quiet (nothing in flight, no GET stream)
+    /// before it is ended, so that clients gone without a DELETE do not hold their sessions;
+    /// `None` keeps quiet sessions until DELETE or eviction.
+    pub session_idle: Option<Duration>,
     /// The most requests in flight per session (429 beyond).
     pub max_in_flight_per_session: usize,
     /// The most requests in flight in all, stateless ones included (503 beyond).
@@ -83,6 +89,7 @@ impl Default for Config {
             allowed_origins: Some(loopback),
             max_body: 4 * 1024 * 1024,
             max_sessions: 1024,
+            session_idle: Some(Duration::from_secs(30 * 60)),
             max_in_flight_per_session: 256,
             max_in_flight: 4096,
             max_connections: 4096,
@@ -131,6 +138,12 @@ impl Config {
     /// Bounds the open sessions.
     pub fn with_max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions;
+        self
+    }
+
+    /// Ends handshake-era sessions quiet for longer than `idle` (`None`: never).
+    pub fn with_session_idle(mut self, idle: Option<Duration>) -> Self {
+        self.session_idle = idle;
         self
     }
 
@@ -238,6 +251,9 @@ impl<S: Service> Server<S> {
 
     /// Accepts and serves connections until accepting fails for good.
     pub async fn run(self) -> io::Result<()> {
+        if let Some(idle) = self.shared.config.session_idle {
+            tokio::spawn(expire_idle_sessions(Arc::downgrade(&self.shared), idle));
+        }
         let limit = Arc::new(tokio::sync::Semaphore::new(
             self.shared.config.max_connections.max(1),
         ));
@@ -275,6 +291,24 @@ impl<S: Service> Server<S> {
                 }
             });
         }
+    }
+}
+
+/// Ends idle sessions every quarter of `idle` (within 10 ms and 30 s), until the server is
+/// gone.
+async fn expire_idle_sessions<S: Service>(
+    shared: std::sync::Weak<exchange::Shared<S>>,
+    idle: Duration,
+) {
+    let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        shared.expire(idle);
     }
 }
 

@@ -1,13 +1,20 @@
 //! The handshake-era sessions of an HTTP server: created by `initialize`, found by their
-//! `Mcp-Session-Id`, ended by DELETE, bounded in number.
+//! `Mcp-Session-Id`, ended by DELETE, by idleness, or to make room, and bounded in number.
+//!
+//! A client may vanish without its DELETE (a crashed host, a closed laptop), so a session
+//! that is quiet (nothing in flight, no GET stream open) for longer than the idle timeout is
+//! ended, and a full table ends its longest-quiet session to admit a new one rather than
+//! refuse every new client until a restart. A client whose session ended this way gets 404
+//! and, as the spec has it, starts a new one.
 //!
 //! Ids are 128 random bits from the operating system, in hex: visible ASCII, as the spec
 //! asks, and not guessable. A lookup takes a read lock for the time of a hash-map access;
 //! stateless (2026-07-28) requests never touch the table.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use super::super::{Notifier, Service};
 
@@ -17,6 +24,73 @@ pub(crate) struct Entry<S: Service> {
     pub(crate) notifier: Notifier,
     /// Its requests in flight.
     pub(crate) in_flight: Arc<AtomicUsize>,
+    /// When it was last used, in microseconds since [`epoch`].
+    last_used: AtomicU64,
+}
+
+impl<S: Service> Entry<S> {
+    pub(crate) fn new(session: Arc<S::Session>, notifier: Notifier) -> Self {
+        Entry {
+            session,
+            notifier,
+            in_flight: Arc::default(),
+            last_used: AtomicU64::new(now_us()),
+        }
+    }
+
+    /// Marks it used now.
+    pub(crate) fn touch(&self) {
+        self.last_used.store(now_us(), Ordering::Relaxed);
+    }
+
+    /// How long it has been quiet, or `None` while a request or its GET stream is open.
+    fn quiet_for(&self, now: u64) -> Option<u64> {
+        if self.in_flight.load(Ordering::Relaxed) > 0 || self.notifier.is_open() {
+            return None;
+        }
+        Some(now.saturating_sub(self.last_used.load(Ordering::Relaxed)))
+    }
+}
+
+/// Held while one of a session's requests is in flight: the session is busy until it drops,
+/// and counts as used from then on (a long request does not make a session look idle).
+pub(crate) struct Busy<S: Service>(Arc<Entry<S>>);
+
+impl<S: Service> Busy<S> {
+    pub(crate) fn new(entry: &Arc<Entry<S>>) -> Self {
+        entry.in_flight.fetch_add(1, Ordering::Relaxed);
+        Busy(entry.clone())
+    }
+}
+
+impl<S: Service> Drop for Busy<S> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The process's clock origin for `last_used`: an atomic holds microseconds, not an
+/// `Instant`.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_us() -> u64 {
+    u64::try_from(epoch().elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// What [`Sessions::insert`] did.
+pub(crate) enum Inserted<S: Service> {
+    /// Added under this id; the session it ended to make room, if the table was full.
+    Added {
+        id: String,
+        entry: Arc<Entry<S>>,
+        evicted: Option<Arc<Entry<S>>>,
+    },
+    /// Full of sessions that are all busy (or the system gave no randomness for an id).
+    Refused,
 }
 
 /// The open sessions, by id.
@@ -40,24 +114,40 @@ impl<S: Service> Sessions<S> {
             .len()
     }
 
+    /// The session under `id`, marked used.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Entry<S>>> {
-        self.map
+        let entry = self
+            .map
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
-            .cloned()
+            .cloned()?;
+        entry.touch();
+        Some(entry)
     }
 
-    /// Adds a session under a fresh id; `None` when the table is full.
-    pub(crate) fn insert(&self, entry: Entry<S>) -> Option<(String, Arc<Entry<S>>)> {
-        let id = new_id()?;
+    /// Adds a session under a fresh id, ending the longest-quiet one if the table is full.
+    pub(crate) fn insert(&self, entry: Entry<S>) -> Inserted<S> {
+        let Some(id) = new_id() else {
+            return Inserted::Refused;
+        };
         let entry = Arc::new(entry);
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        let mut evicted = None;
         if map.len() >= self.max {
-            return None;
+            let now = now_us();
+            let quietest = map
+                .iter()
+                .filter_map(|(id, e)| Some((e.quiet_for(now)?, id)))
+                .max_by_key(|(quiet, _)| *quiet)
+                .map(|(_, id)| id.clone());
+            match quietest {
+                Some(quietest) => evicted = map.remove(&quietest),
+                None => return Inserted::Refused,
+            }
         }
         map.insert(id.clone(), entry.clone());
-        Some((id, entry))
+        Inserted::Added { id, entry, evicted }
     }
 
     pub(crate) fn remove(&self, id: &str) -> Option<Arc<Entry<S>>> {
@@ -65,6 +155,31 @@ impl<S: Service> Sessions<S> {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id)
+    }
+
+    /// Removes and returns the sessions quiet for longer than `idle`.
+    pub(crate) fn expire(&self, idle: Duration) -> Vec<Arc<Entry<S>>> {
+        let now = now_us();
+        let idle = u64::try_from(idle.as_micros()).unwrap_or(u64::MAX);
+        let stale = |e: &Entry<S>| e.quiet_for(now).is_some_and(|quiet| quiet > idle);
+        // A read pass first: the sweep runs every few seconds and mostly finds nothing, and
+        // must not hold the write lock that every new session waits for.
+        let any = self
+            .map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .any(|e| stale(e));
+        if !any {
+            return Vec::new();
+        }
+        let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        let ids: Vec<String> = map
+            .iter()
+            .filter(|(_, e)| stale(e))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.iter().filter_map(|id| map.remove(id)).collect()
     }
 }
 
