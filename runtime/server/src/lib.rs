@@ -275,6 +275,25 @@ impl Service for Server {
         tool.get("inputSchema").cloned()
     }
 
+    /// A sealed session id carries the negotiated version and the client's capabilities:
+    /// what every request's handling reads from the session. Its log level and
+    /// subscriptions stay with the process that was told them.
+    fn session_state(&self, session: &Arc<Session>) -> Option<serde_json::Value> {
+        let (version, capabilities) = session.initialized()?;
+        Some(serde_json::json!({"protocolVersion": version, "capabilities": capabilities}))
+    }
+
+    fn restore(&self, notifier: Notifier, state: &serde_json::Value) -> Option<Arc<Session>> {
+        let version = state.get("protocolVersion")?.as_str()?;
+        if !HANDSHAKE_VERSIONS.contains(&version) {
+            return None;
+        }
+        let capabilities = state.get("capabilities").filter(|c| c.is_object())?;
+        let session = self.open(notifier, false);
+        session.initialize(version.to_owned(), capabilities.clone());
+        Some(session)
+    }
+
     fn close(&self, session: &Arc<Session>) {
         session.close();
         self.core.audience.unregister(session);

@@ -98,6 +98,11 @@ impl Session {
         })
     }
 
+    /// What `initialize` negotiated, if it happened.
+    pub(crate) fn initialized(&self) -> Option<(String, Value)> {
+        lock(&self.negotiated).clone()
+    }
+
     pub(crate) fn log_level(&self) -> usize {
         self.log_level.load(Ordering::Relaxed)
     }

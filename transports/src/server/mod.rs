@@ -232,6 +232,21 @@ pub trait Service: Send + Sync + 'static {
         None
     }
 
+    /// What a sealed session id carries for `session` once `initialize` is answered (HTTP
+    /// with session keys): enough for [`restore`](Self::restore) to rebuild it in another
+    /// process. `None` (the default) keeps the session to this process.
+    fn session_state(&self, session: &Arc<Self::Session>) -> Option<serde_json::Value> {
+        let _ = session;
+        None
+    }
+
+    /// A session rebuilt from what [`session_state`](Self::session_state) gave, in a process
+    /// that did not open it; `None` (the default) if it cannot be.
+    fn restore(&self, notifier: Notifier, state: &serde_json::Value) -> Option<Arc<Self::Session>> {
+        let _ = (notifier, state);
+        None
+    }
+
     /// The session ended (input closed, DELETE, or its one stateless request answered):
     /// whatever still runs for it may stop.
     fn close(&self, session: &Arc<Self::Session>);

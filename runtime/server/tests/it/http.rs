@@ -78,8 +78,13 @@ impl Running {
     }
 
     async fn initialize(&self) -> String {
+        self.initialize_as("2025-11-25", json!({})).await
+    }
+
+    /// A session of `version` for a client that can `capabilities`.
+    async fn initialize_as(&self, version: &str, capabilities: Value) -> String {
         let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+            "protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}});
         let response = self.post(&body).send().await.unwrap();
         assert_eq!(response.status(), 200);
         let session = response.headers()["mcp-session-id"]
@@ -87,8 +92,19 @@ impl Running {
             .unwrap()
             .to_owned();
         let result: Value = response.json().await.unwrap();
-        assert_eq!(result["result"]["protocolVersion"], "2025-11-25");
+        assert_eq!(result["result"]["protocolVersion"], version);
         session
+    }
+
+    /// What `whoami` says of `session`: its version and the client's capabilities, as the
+    /// server that answers knows them.
+    async fn whoami(&self, session: &str) -> Value {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami"}});
+        let response = self.post(&call).header("mcp-session-id", session);
+        let response = response.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let answer: Value = response.json().await.unwrap();
+        answer["result"]["structuredContent"].clone()
     }
 
     /// Drops the client's pooled connections and waits until every count is back to zero.
@@ -627,4 +643,43 @@ async fn a_session_quiet_for_longer_than_the_idle_timeout_ends() {
     drop(stream);
     server.sessions_become(0).await;
     server.settled().await;
+}
+
+#[tokio::test]
+async fn a_sealed_session_is_served_by_every_replica_that_has_its_key() {
+    let keys = ["new key", "old key"];
+    let replica = |keys: &[&str]| start(Config::default().with_session_keys(keys));
+    let (a, b) = (replica(&keys[1..]).await, replica(&keys).await);
+    let caps = json!({"sampling": {}, "roots": {"listChanged": true}});
+    let session = a.initialize_as("2025-06-18", caps.clone()).await;
+    let expected = json!({"protocolVersion": "2025-06-18", "capabilities": caps});
+    assert_eq!(a.whoami(&session).await, expected);
+    // A replica that never saw the session serves it as it was negotiated (and a newer
+    // key first: rotation keeps the old sessions).
+    assert_eq!(b.whoami(&session).await, expected);
+    assert_eq!(b.echo_in(&session).await, 200);
+    b.sessions_become(1).await;
+
+    // A tampered id, or one sealed under another key, is nobody's session.
+    let mut tampered = session.clone().into_bytes();
+    let last = tampered.len() - 1;
+    tampered[last] = if tampered[last] == b'0' { b'1' } else { b'0' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert_eq!(b.echo_in(&tampered).await, 404);
+    let stranger = replica(&["another key"]).await;
+    assert_eq!(stranger.echo_in(&session).await, 404);
+    let unsealed = start(Config::default()).await;
+    assert_eq!(unsealed.echo_in(&session).await, 404);
+    // What b seals, a (without the newer key) cannot open.
+    let newer = b.initialize().await;
+    assert_eq!(a.echo_in(&newer).await, 404);
+
+    // DELETE ends it where it lands; the id does not open there again.
+    a.delete(&session).await;
+    assert_eq!(a.echo_in(&session).await, 404);
+    b.delete(&session).await;
+    b.delete(&newer).await;
+    for replica in [a, b, stranger, unsealed] {
+        replica.settled().await;
+    }
 }

@@ -28,7 +28,7 @@ async fn the_handshake_era_negotiates_lists_calls_and_pings() {
         .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;
     let tools = client.request(3, "tools/list", json!({})).await;
-    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 6);
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7);
     assert!(
         tools["result"].get("ttlMs").is_none(),
         "no caching hints before 2026"

@@ -40,7 +40,7 @@ impl Handler for TestHandler {
 
     fn tools(&self) -> Cow<'_, [Value]> {
         let object = json!({"type": "object"});
-        let mut tools: Vec<Value> = ["echo", "slow", "ask", "changed", "flood"]
+        let mut tools: Vec<Value> = ["echo", "slow", "ask", "changed", "flood", "whoami"]
             .iter()
             .map(|name| json!({"name": name, "inputSchema": object}))
             .collect();
@@ -110,6 +110,10 @@ impl Handler for TestHandler {
                     Ok(Reply::text("flooded"))
                 }
                 "region" => Ok(Reply::text(args["region"].as_str().unwrap_or("none"))),
+                "whoami" => Ok(Reply::structured(json!({
+                    "protocolVersion": ctx.protocol_version(),
+                    "capabilities": ctx.client_capabilities(),
+                }))),
                 "changed" => {
                     ctx.tools_changed();
                     Ok(Reply::text("announced"))

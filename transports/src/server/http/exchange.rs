@@ -18,7 +18,7 @@ use super::super::stdio::error_frame;
 use super::super::{Inbound, Notifier, Outgoing, Responder, Service};
 use super::body::ResponseBody;
 use super::guard::{self, Refusal, SESSION_ID};
-use super::sessions::{Busy, Entry, Inserted, Sessions};
+use super::sessions::{new_id, Busy, Entry, Inserted, Sessions};
 use super::{Config, Counters};
 
 /// What every connection's tasks share.
@@ -172,7 +172,7 @@ impl<S: Service> Shared<S> {
             return Lookup::Unnamed;
         };
         let id = id.to_str().unwrap_or("");
-        match self.sessions.get(id) {
+        match self.sessions.get(id).or_else(|| self.restore(id)) {
             Some(entry) => Lookup::Found(id.to_owned(), entry),
             None => Lookup::Unknown,
         }
@@ -301,7 +301,7 @@ impl<S: Service> Shared<S> {
             );
         }
         let id = request.id.clone();
-        let (session_id, entry, opening, stateless) = match route {
+        let (mut session_id, entry, opening, stateless) = match route {
             Route::Session(session_id, entry) => {
                 if entry.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight_per_session
                 {
@@ -314,25 +314,12 @@ impl<S: Service> Shared<S> {
                 }
                 (Some(session_id), entry, false, false)
             }
+            // Not in the table until `initialize` succeeds: a sealed id carries what it
+            // negotiated, and a refused one opens nothing.
             Route::Opening => {
                 let notifier = Notifier::default();
                 let session = self.service.open(notifier.clone(), false);
-                match self.sessions.insert(Entry::new(session.clone(), notifier)) {
-                    Inserted::Added {
-                        id: session_id,
-                        entry,
-                        evicted,
-                    } => {
-                        if let Some(evicted) = evicted {
-                            self.close(&evicted);
-                        }
-                        (Some(session_id), entry, true, false)
-                    }
-                    Inserted::Refused => {
-                        self.service.close(&session);
-                        return error(503, -32000, "too many sessions", Some(&id));
-                    }
-                }
+                (None, Arc::new(Entry::new(session, notifier)), true, false)
             }
             Route::Stateless => {
                 let notifier = Notifier::default();
@@ -356,16 +343,27 @@ impl<S: Service> Shared<S> {
             .receive(&entry.session, Inbound::Request { request, responder });
         // Dropped with this future if the client goes away first: that cancels the request.
         let first = rx.recv().await;
+        if opening {
+            let refused = match &first {
+                Some(Outgoing::Answer { error, .. }) => error.is_some(),
+                Some(_) => false,
+                None => true,
+            };
+            if refused {
+                self.close(&entry);
+            } else {
+                match self.admit(entry.clone()) {
+                    Some(admitted) => session_id = Some(admitted),
+                    None => {
+                        self.close(&entry);
+                        return error(503, -32000, "too many sessions", Some(&id));
+                    }
+                }
+            }
+        }
         let mut response = match first {
             Some(Outgoing::Answer { frame, error }) => {
                 drop(guards);
-                if opening && error.is_some() {
-                    // A refused initialize opens nothing.
-                    if let Some(session_id) = session_id.as_deref() {
-                        self.end(session_id);
-                    }
-                    return json(200, frame);
-                }
                 let status = if stateless {
                     stateless_status(error)
                 } else {
@@ -390,6 +388,54 @@ impl<S: Service> Shared<S> {
             }
         }
         response
+    }
+
+    /// Puts an initialized session in the table, under a sealed id when keys are set (and
+    /// its state fits one), else a random one; `None` when the table is full of busy ones.
+    fn admit(&self, entry: Arc<Entry<S>>) -> Option<String> {
+        let sealed = self.config.sealing.as_ref().and_then(|seal| {
+            let state = self.service.session_state(&entry.session)?;
+            seal.seal(&state)
+        });
+        let id = sealed.or_else(new_id)?;
+        match self.sessions.insert(id.clone(), entry) {
+            Inserted::Added { evicted } => {
+                if let Some(evicted) = evicted {
+                    self.close(&evicted);
+                }
+                Some(id)
+            }
+            // A fresh random or sealed id (its nonce is random) is never in the table.
+            Inserted::Present(_) | Inserted::Refused => None,
+        }
+    }
+
+    /// The session a sealed id carries, rebuilt here and kept in the table.
+    fn restore(&self, id: &str) -> Option<Arc<Entry<S>>> {
+        let seal = self.config.sealing.as_ref()?;
+        if self.sessions.has_ended(id) {
+            return None;
+        }
+        let state = seal.open(id)?;
+        let notifier = Notifier::default();
+        let session = self.service.restore(notifier.clone(), &state)?;
+        let entry = Arc::new(Entry::new(session, notifier));
+        match self.sessions.insert(id.to_owned(), entry.clone()) {
+            Inserted::Added { evicted } => {
+                if let Some(evicted) = evicted {
+                    self.close(&evicted);
+                }
+                Some(entry)
+            }
+            Inserted::Present(present) => {
+                self.close(&entry);
+                Some(present)
+            }
+            Inserted::Refused => {
+                self.close(&entry);
+                None
+            }
+        }
     }
 
     fn get(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
@@ -425,6 +471,9 @@ impl<S: Service> Shared<S> {
     }
 
     fn end(&self, id: &str) {
+        if self.config.sealing.is_some() {
+            self.sessions.remember_ended(id);
+        }
         if let Some(entry) = self.sessions.remove(id) {
             self.close(&entry);
         }

@@ -42,6 +42,7 @@ use super::Service;
 mod body;
 mod exchange;
 mod guard;
+mod sealed;
 mod sessions;
 
 pub use body::ResponseBody;
@@ -75,6 +76,8 @@ pub struct Config {
     pub max_connections: usize,
     /// How many messages may wait toward one client stream before its handler waits.
     pub stream_queue: usize,
+    /// Seals handshake-era session ids ([`with_session_keys`](Self::with_session_keys)).
+    sealing: Option<Arc<sealed::SessionSeal>>,
 }
 
 /// The loopback names a local server answers to by default.
@@ -94,6 +97,7 @@ impl Default for Config {
             max_in_flight: 4096,
             max_connections: 4096,
             stream_queue: 64,
+            sealing: None,
         }
     }
 }
@@ -150,6 +154,18 @@ impl Config {
     /// Bounds the requests in flight per session.
     pub fn with_max_in_flight_per_session(mut self, requests: usize) -> Self {
         self.max_in_flight_per_session = requests;
+        self
+    }
+
+    /// Makes handshake-era session ids sealed: each carries its session's state, encrypted
+    /// and authenticated under the first of `keys` (any length; each is hashed to a 256-bit
+    /// key), so that every replica configured with the same keys serves every session, with
+    /// no shared table. Rotate by putting a new key first and keeping the old ones after it
+    /// while their sessions live. What still needs the replica that holds a session (its GET
+    /// stream, an answer to a request the server sent, its log level and subscriptions) is
+    /// in the README. No keys: random ids, served only by the process that made them.
+    pub fn with_session_keys<K: AsRef<[u8]>>(mut self, keys: &[K]) -> Self {
+        self.sealing = sealed::SessionSeal::new(keys).map(Arc::new);
         self
     }
 

@@ -11,9 +11,9 @@
 //! asks, and not guessable. A lookup takes a read lock for the time of a hash-map access;
 //! stateless (2026-07-28) requests never touch the table.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use super::super::{Notifier, Service};
@@ -83,20 +83,24 @@ fn now_us() -> u64 {
 
 /// What [`Sessions::insert`] did.
 pub(crate) enum Inserted<S: Service> {
-    /// Added under this id; the session it ended to make room, if the table was full.
-    Added {
-        id: String,
-        entry: Arc<Entry<S>>,
-        evicted: Option<Arc<Entry<S>>>,
-    },
-    /// Full of sessions that are all busy (or the system gave no randomness for an id).
+    /// Added; the session it ended to make room, if the table was full.
+    Added { evicted: Option<Arc<Entry<S>>> },
+    /// The id is in the table already (two requests restored it at once): this one.
+    Present(Arc<Entry<S>>),
+    /// Full of sessions that are all busy.
     Refused,
 }
+
+/// How many ended ids a table of sealed sessions remembers, to answer 404 for them.
+const ENDED: usize = 4096;
 
 /// The open sessions, by id.
 pub(crate) struct Sessions<S: Service> {
     map: RwLock<HashMap<String, Arc<Entry<S>>>>,
     max: usize,
+    /// Sealed ids ended here (DELETE): a sealed id would otherwise open again. Bounded, and
+    /// this replica's only; see the README on what needs affinity.
+    ended: Mutex<(HashSet<String>, VecDeque<String>)>,
 }
 
 impl<S: Service> Sessions<S> {
@@ -104,6 +108,7 @@ impl<S: Service> Sessions<S> {
         Sessions {
             map: RwLock::default(),
             max,
+            ended: Mutex::default(),
         }
     }
 
@@ -126,13 +131,13 @@ impl<S: Service> Sessions<S> {
         Some(entry)
     }
 
-    /// Adds a session under a fresh id, ending the longest-quiet one if the table is full.
-    pub(crate) fn insert(&self, entry: Entry<S>) -> Inserted<S> {
-        let Some(id) = new_id() else {
-            return Inserted::Refused;
-        };
-        let entry = Arc::new(entry);
+    /// Adds a session under `id` unless one is there, ending the longest-quiet one if the
+    /// table is full.
+    pub(crate) fn insert(&self, id: String, entry: Arc<Entry<S>>) -> Inserted<S> {
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(present) = map.get(&id) {
+            return Inserted::Present(present.clone());
+        }
         let mut evicted = None;
         if map.len() >= self.max {
             let now = now_us();
@@ -146,8 +151,31 @@ impl<S: Service> Sessions<S> {
                 None => return Inserted::Refused,
             }
         }
-        map.insert(id.clone(), entry.clone());
-        Inserted::Added { id, entry, evicted }
+        map.insert(id, entry);
+        Inserted::Added { evicted }
+    }
+
+    /// Remembers that the sealed session `id` ended here.
+    pub(crate) fn remember_ended(&self, id: &str) {
+        let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        let (set, order) = &mut *ended;
+        if set.insert(id.to_owned()) {
+            order.push_back(id.to_owned());
+            if order.len() > ENDED {
+                if let Some(oldest) = order.pop_front() {
+                    set.remove(&oldest);
+                }
+            }
+        }
+    }
+
+    /// Whether the sealed session `id` ended here.
+    pub(crate) fn has_ended(&self, id: &str) -> bool {
+        self.ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+            .contains(id)
     }
 
     pub(crate) fn remove(&self, id: &str) -> Option<Arc<Entry<S>>> {
@@ -184,7 +212,7 @@ impl<S: Service> Sessions<S> {
 }
 
 /// 128 random bits in hex, or `None` if the system has no randomness to give.
-fn new_id() -> Option<String> {
+pub(crate) fn new_id() -> Option<String> {
     let mut bytes = [0u8; 16];
     getrandom::getrandom(&mut bytes).ok()?;
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
