@@ -38,37 +38,16 @@ impl Sealer {
     pub(crate) fn seal(&self, payload: &Value) -> String {
         let bytes = serde_json::to_vec(payload).unwrap_or_default();
         let tag = hmac::sign(&self.key, &bytes);
-        format!("{}.{}", hex(&bytes), hex(tag.as_ref()))
+        format!("{}.{}", hex::encode(&bytes), hex::encode(tag.as_ref()))
     }
 
     /// The payload, if `sealed` is what [`seal`](Self::seal) made.
     pub(crate) fn open(&self, sealed: &str) -> Option<Value> {
         let (payload, tag) = sealed.split_once('.')?;
-        let (payload, tag) = (unhex(payload)?, unhex(tag)?);
+        let (payload, tag) = (hex::decode(payload).ok()?, hex::decode(tag).ok()?);
         hmac::verify(&self.key, &payload, &tag).ok()?;
         serde_json::from_slice(&payload).ok()
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    out
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    let digit = |c: u8| (c as char).to_digit(16);
-    text.as_bytes()
-        .chunks(2)
-        .map(|pair| Some((digit(pair[0])? * 16 + digit(pair[1])?) as u8))
-        .collect()
 }
 
 #[cfg(test)]

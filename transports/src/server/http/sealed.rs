@@ -74,16 +74,16 @@ impl SessionSeal {
                 &mut payload,
             )
             .ok()?;
-        let mut id = String::with_capacity(PREFIX.len() + 2 * (NONCE_LEN + payload.len()));
-        id.push_str(PREFIX);
-        hex(&nonce, &mut id);
-        hex(&payload, &mut id);
-        Some(id)
+        Some(format!(
+            "{PREFIX}{}{}",
+            hex::encode(nonce),
+            hex::encode(&payload)
+        ))
     }
 
     /// The state `id` carries, if one of the keys sealed it.
     pub(crate) fn open(&self, id: &str) -> Option<Value> {
-        let bytes = unhex(id.strip_prefix(PREFIX)?)?;
+        let bytes = hex::decode(id.strip_prefix(PREFIX)?).ok()?;
         if bytes.len() < NONCE_LEN + aead::MAX_TAG_LEN || bytes.len() > 2 * MAX_STATE {
             return None;
         }
@@ -96,25 +96,6 @@ impl SessionSeal {
             Some(payload.get_mut("state")?.take())
         })
     }
-}
-
-fn hex(bytes: &[u8], out: &mut String) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    let digit = |c: u8| (c as char).to_digit(16);
-    text.as_bytes()
-        .chunks(2)
-        .map(|pair| Some((digit(pair[0])? * 16 + digit(pair[1])?) as u8))
-        .collect()
 }
 
 #[cfg(test)]
