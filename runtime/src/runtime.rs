@@ -478,6 +478,20 @@ impl Runtime {
         server.get_prompt(&prompt, arguments).await
     }
 
+    /// The server that offers the prompt named `name` in
+    /// [`prompt_catalogue`](Self::prompt_catalogue), and the prompt's name on that server,
+    /// routed as [`get_prompt`](Self::get_prompt) routes: for a caller that sends the
+    /// request itself (a gateway passing `prompts/get` or `completion/complete` through).
+    pub async fn prompt_owner(&self, name: &str) -> Result<(ServerHandle, String)> {
+        self.inner.registry.route_prompt(name).await
+    }
+
+    /// The one server to read `uri` from, routed as [`read_resource`](Self::read_resource)
+    /// routes: for a caller that sends the request itself.
+    pub async fn resource_owner(&self, uri: &str) -> Result<ServerHandle> {
+        self.inner.registry.route_resource(uri).await
+    }
+
     /// The ready servers that list `uri` as a resource, or else a template matching it.
     pub fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {
         // Stateless servers' resource lists past their `ttlMs` are listed again meanwhile.

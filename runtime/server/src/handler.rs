@@ -209,6 +209,16 @@ pub trait Handler: Send + Sync + 'static {
         Cow::Borrowed(&[])
     }
 
+    /// The `inputSchema` of tool `name`, which the HTTP transport checks a 2026-07-28 call's
+    /// `Mcp-Param-*` headers against on every `tools/call`. By default it searches
+    /// [`tools`](Self::tools); a handler with many tools, or whose list is not at hand,
+    /// answers it by a lookup instead.
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        let tools = self.tools();
+        let tool = tools.iter().find(|t| t["name"] == name)?;
+        tool.get("inputSchema").cloned()
+    }
+
     /// Runs a tool. A tool that fails answers [`Reply::tool_error`]; an unknown tool is
     /// [`HandlerError::invalid_params`].
     fn call_tool(

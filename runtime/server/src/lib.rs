@@ -202,6 +202,31 @@ impl Server {
         self.core.audience.sessions()
     }
 
+    /// Tells every client that the tool list changed: each handshake-era session gets
+    /// `notifications/tools/list_changed`, and each open `subscriptions/listen` stream that
+    /// asked for tool changes. For changes that come from outside any request (a
+    /// [`Context`] announces those it makes itself).
+    pub fn tools_changed(&self) {
+        self.core.audience.announce(audience::Change::Tools);
+    }
+
+    /// Tells every client that the resource list changed, as [`tools_changed`](Self::tools_changed) does.
+    pub fn resources_changed(&self) {
+        self.core.audience.announce(audience::Change::Resources);
+    }
+
+    /// Tells every client that the prompt list changed, as [`tools_changed`](Self::tools_changed) does.
+    pub fn prompts_changed(&self) {
+        self.core.audience.announce(audience::Change::Prompts);
+    }
+
+    /// Tells the clients subscribed to `uri` that it changed (`notifications/resources/updated`).
+    pub fn resource_updated(&self, uri: &str) {
+        self.core
+            .audience
+            .announce(audience::Change::Resource(uri.to_owned()));
+    }
+
     fn io_error(&self, source: io::Error) -> Error {
         Error::Io {
             server: self.core.info.name.clone(),
@@ -270,9 +295,7 @@ impl Service for Server {
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<serde_json::Value> {
-        let tools = self.core.handler.tools();
-        let tool = tools.iter().find(|t| t["name"] == name)?;
-        tool.get("inputSchema").cloned()
+        self.core.handler.tool_input_schema(name)
     }
 
     /// A sealed session id carries the negotiated version and the client's capabilities:

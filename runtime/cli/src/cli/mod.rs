@@ -49,6 +49,7 @@ mod prompts;
 mod protocol;
 mod resources;
 mod roots;
+mod serve;
 mod serve_metrics;
 mod tasks;
 mod tools;
@@ -130,6 +131,10 @@ enum Command {
     /// OAuth for a config file's HTTP servers with an "oauth" object: login NAME, status,
     /// logout NAME.
     Auth(auth::AuthArgs),
+    /// Serve every server of a config file as one MCP server: on stdin/stdout, or over
+    /// Streamable HTTP with --listen.
+    #[command(after_help = serve::AFTER_HELP)]
+    Serve(serve::Args),
     /// Run a config file's servers until interrupted, serving their metrics for Prometheus.
     #[command(after_help = serve_metrics::AFTER_HELP)]
     ServeMetrics(serve_metrics::Args),
@@ -369,6 +374,7 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Subscribe(args) => protocol::run_subscribe(args, &mut interrupt).await,
         Command::Ping(args) => protocol::run_ping(args, &mut interrupt).await,
         Command::Tasks(args) => tasks::run(args, &mut interrupt).await,
+        Command::Serve(args) => serve::run(args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
         Command::Auth(args) => auth::run(args, &mut interrupt).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,

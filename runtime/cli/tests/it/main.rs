@@ -7,6 +7,7 @@ mod cli_features;
 mod cli_interop;
 mod cli_tasks;
 mod cli_user;
+mod gateway;
 mod readme;
 
 /// Whether a process is gone (no such pid, or a zombie nobody reaped yet).

@@ -683,3 +683,39 @@ async fn a_sealed_session_is_served_by_every_replica_that_has_its_key() {
         replica.settled().await;
     }
 }
+
+#[tokio::test]
+async fn health_probes_answer_alive_and_ready_only_once_ready() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use switchboard_server::http::Probes;
+
+    let ready = Arc::new(AtomicBool::new(false));
+    let flag = ready.clone();
+    let server =
+        start(Config::default().with_probes(Probes::new(move || flag.load(Ordering::Relaxed))))
+            .await;
+    let get = |path: &str| {
+        server
+            .http
+            .get(format!("http://{}{path}", server.addr))
+            .send()
+    };
+    assert_eq!(get("/healthz").await.unwrap().status(), 200);
+    assert_eq!(get("/readyz").await.unwrap().status(), 503);
+    ready.store(true, Ordering::Relaxed);
+    let answer = get("/readyz").await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.text().await.unwrap(), "ready");
+    assert_eq!(get("/livez").await.unwrap().status(), 404);
+
+    // Without probes there are none.
+    let plain = start(Config::default()).await;
+    let healthz = plain
+        .http
+        .get(format!("http://{}/healthz", plain.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(healthz.status(), 404);
+}

@@ -321,3 +321,53 @@ async fn listen_acknowledges_and_carries_list_changes() {
     );
     client.close().await;
 }
+
+#[tokio::test]
+async fn a_server_level_change_reaches_every_session_and_listen_stream() {
+    let (server, _) = server();
+    let mut old = LineClient::start(server.clone());
+    let init = old
+        .request(1, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}))
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    let mut new = LineClient::start(server.clone());
+    new.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true, "promptsListChanged": true},
+        "_meta": meta(json!({}))}}),
+    )
+    .await;
+    assert_eq!(
+        new.recv().await["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    // Outside any request: the way a gateway hears its upstreams changed.
+    server.tools_changed();
+    server.prompts_changed();
+    assert_eq!(
+        old.recv().await["method"],
+        "notifications/tools/list_changed"
+    );
+    assert_eq!(
+        old.recv().await["method"],
+        "notifications/prompts/list_changed"
+    );
+    // The listen stream hears both on its subscription (the line's session may hear them
+    // plainly too).
+    let mut heard = Vec::new();
+    while heard.len() < 2 {
+        let message = new.recv().await;
+        if message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 1 {
+            heard.push(message["method"].as_str().unwrap_or("").to_owned());
+        }
+    }
+    assert_eq!(
+        heard,
+        [
+            "notifications/tools/list_changed",
+            "notifications/prompts/list_changed"
+        ]
+    );
+    old.close().await;
+    new.close().await;
+}

@@ -147,6 +147,9 @@ impl<S: Service> Shared<S> {
 
     pub(crate) async fn handle(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
         if request.uri().path() != self.config.path {
+            if let Some(answer) = self.probe(&request) {
+                return answer;
+            }
             return error(404, -32000, "not found", None);
         }
         if let Err(refusal) = guard::origin_and_host(request.headers(), &self.config) {
@@ -164,6 +167,22 @@ impl<S: Service> Shared<S> {
                 response
             }
         }
+    }
+
+    /// The answer of a health probe, when `request` is one.
+    fn probe(&self, request: &HttpRequest<Incoming>) -> Option<HttpResponse> {
+        if request.method() != Method::GET {
+            return None;
+        }
+        let (status, word) = self.config.probes.as_ref()?.answer(request.uri().path())?;
+        let mut answer = response(
+            status,
+            ResponseBody::full(Bytes::from_static(word.as_bytes())),
+        );
+        answer
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        Some(answer)
     }
 
     /// The session a request names with `Mcp-Session-Id`.

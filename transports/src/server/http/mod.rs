@@ -78,6 +78,46 @@ pub struct Config {
     pub stream_queue: usize,
     /// Seals handshake-era session ids ([`with_session_keys`](Self::with_session_keys)).
     sealing: Option<Arc<sealed::SessionSeal>>,
+    /// `/healthz` and `/readyz`, when set (404 without).
+    pub probes: Option<Probes>,
+}
+
+/// The health endpoints: `GET /healthz` answers 200 while the server runs, `GET /readyz`
+/// 200 when `ready` says so and 503 before.
+///
+/// They are served before the `Host` and `Origin` checks, on purpose: a load balancer or a
+/// kubelet probes by address, and the answer (a status and a word) tells nothing a page
+/// could abuse.
+#[derive(Clone)]
+pub struct Probes {
+    ready: Arc<dyn Fn() -> bool + Send + Sync>,
+}
+
+impl fmt::Debug for Probes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Probes")
+            .field("ready", &(self.ready)())
+            .finish()
+    }
+}
+
+impl Probes {
+    /// Probes whose readiness is `ready()`, asked on every `GET /readyz`: keep it cheap.
+    pub fn new(ready: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Probes {
+            ready: Arc::new(ready),
+        }
+    }
+
+    /// The status `GET path` answers, if `path` is a probe's.
+    pub(crate) fn answer(&self, path: &str) -> Option<(u16, &'static str)> {
+        match path {
+            "/healthz" => Some((200, "ok")),
+            "/readyz" if (self.ready)() => Some((200, "ready")),
+            "/readyz" => Some((503, "not ready")),
+            _ => None,
+        }
+    }
 }
 
 /// The loopback names a local server answers to by default.
@@ -98,6 +138,7 @@ impl Default for Config {
             max_connections: 4096,
             stream_queue: 64,
             sealing: None,
+            probes: None,
         }
     }
 }
@@ -166,6 +207,12 @@ impl Config {
     /// in the README. No keys: random ids, served only by the process that made them.
     pub fn with_session_keys<K: AsRef<[u8]>>(mut self, keys: &[K]) -> Self {
         self.sealing = sealed::SessionSeal::new(keys).map(Arc::new);
+        self
+    }
+
+    /// Serves `/healthz` and `/readyz` (see [`Probes`]).
+    pub fn with_probes(mut self, probes: Probes) -> Self {
+        self.probes = Some(probes);
         self
     }
 

@@ -1,0 +1,117 @@
+//! How a runtime error reaches the front client: as the JSON-RPC error it would have got
+//! from the upstream itself, or one that names the upstream and the tool.
+//!
+//! An upstream's JSON-RPC error passes through with its code, message and data. A name
+//! nobody offers, or that several upstreams offer, and a request the runtime refused before
+//! sending it, are the client's mistake: -32602. A resource nobody lists is the spec's
+//! resource-not-found. Everything else (a timeout, an upstream that is down, restarting or
+//! crashed mid-call, an answer that is not valid JSON) is -32603 with the runtime's message,
+//! which names the server and the tool, and `data` saying which (`server`, `tool`, `kind`).
+
+use serde_json::json;
+use switchboard::{Error, ErrorKind};
+use switchboard_server::{ErrorObject, HandlerError};
+
+/// What the front client gets for `error`, raised while serving `what` (a tool, prompt or
+/// resource name).
+pub(crate) fn to_front(error: &Error, what: &str) -> HandlerError {
+    if let Error::Rpc {
+        code,
+        message,
+        data,
+        ..
+    } = error
+    {
+        let mut object = ErrorObject::new(*code, message.clone());
+        object.data = data
+            .as_deref()
+            .and_then(|d| serde_json::value::to_raw_value(d).ok());
+        return HandlerError::Rpc(object);
+    }
+    if let Error::ResourceNotFound { uri, .. } = error {
+        return HandlerError::resource_not_found(uri);
+    }
+    let code = match error.kind() {
+        ErrorKind::NotFound | ErrorKind::Ambiguous | ErrorKind::Refused => {
+            ErrorObject::INVALID_PARAMS
+        }
+        _ => ErrorObject::INTERNAL_ERROR,
+    };
+    let mut object = ErrorObject::new(code, error.to_string());
+    object.data = serde_json::value::to_raw_value(&json!({
+        "server": error.server(),
+        "name": what,
+        "kind": format!("{:?}", error.kind()),
+    }))
+    .ok();
+    HandlerError::Rpc(object)
+}
+
+/// The upstream answered something the front client cannot be given as it is (not JSON
+/// that parses, a lone surrogate in a string).
+pub(crate) fn unreadable(what: &str, detail: &serde_json::Error) -> HandlerError {
+    HandlerError::Rpc(ErrorObject::new(
+        ErrorObject::INTERNAL_ERROR,
+        format!("the answer for `{what}` is not valid JSON for the client: {detail}"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn object(error: HandlerError) -> ErrorObject {
+        match error {
+            HandlerError::Rpc(object) => object,
+            other => panic!("not an rpc error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_upstream_error_passes_through_with_its_code_and_data() {
+        let error = Error::Rpc {
+            server: Arc::from("files"),
+            method: Arc::from("tools/call"),
+            tool: Some(Arc::from("read")),
+            code: -32042,
+            message: "needs a url".into(),
+            data: Some(Arc::new(json!({"elicitations": []}))),
+        };
+        let object = object(to_front(&error, "read"));
+        assert_eq!(object.code, -32042);
+        assert_eq!(object.message, "needs a url");
+        assert_eq!(object.data.unwrap().get(), r#"{"elicitations":[]}"#);
+    }
+
+    #[test]
+    fn an_unknown_tool_is_invalid_params_naming_it() {
+        let error = Error::UnknownTool {
+            server: None,
+            tool: Arc::from("nope"),
+        };
+        let object = object(to_front(&error, "nope"));
+        assert_eq!(object.code, ErrorObject::INVALID_PARAMS);
+        assert!(object.message.contains("nope"), "{}", object.message);
+    }
+
+    #[test]
+    fn a_timeout_is_an_internal_error_naming_server_and_tool() {
+        let error = Error::Timeout {
+            server: Arc::from("files"),
+            method: Arc::from("tools/call"),
+            tool: Some(Arc::from("read")),
+            request_id: 7,
+            elapsed: std::time::Duration::from_millis(200),
+            dropped_frames: 0,
+        };
+        let object = object(to_front(&error, "read"));
+        assert_eq!(object.code, ErrorObject::INTERNAL_ERROR);
+        assert!(object.message.contains("files"), "{}", object.message);
+        assert!(object.message.contains("read"), "{}", object.message);
+        let data: serde_json::Value = serde_json::from_str(object.data.unwrap().get()).unwrap();
+        assert_eq!(data["server"], "files");
+        assert_eq!(data["kind"], "Timeout");
+    }
+}

@@ -1,0 +1,170 @@
+//! The requests the gateway forwards: a front request in, the upstream's answer out.
+//!
+//! A tool call goes through [`Runtime::call_tool`] (the catalogue routes it), with the
+//! upstream's progress passed on to the front client when the front request asked for it.
+//! Prompts, resources and completion are routed by the runtime to their owner and sent
+//! there as they came, the upstream's answer passed back untouched but for being checked as
+//! JSON. Dropping any of these futures (the front client cancelled, or closed its HTTP
+//! stream) drops the upstream request, which sends the upstream `notifications/cancelled`.
+
+use serde_json::{json, Value};
+use switchboard::{Progress, Runtime, ServerHandle};
+use switchboard_server::{Context, HandlerError, Reply};
+use tokio::sync::mpsc;
+
+use crate::error::{to_front, unreadable};
+
+/// How many progress notifications may wait for room toward the front client; past that
+/// they are dropped (the next one says as much as the lost ones did).
+const PROGRESS_QUEUE: usize = 64;
+
+/// Calls catalogue tool `name` and answers its result, an `isError` one included.
+pub(crate) async fn call_tool(
+    runtime: &Runtime,
+    name: &str,
+    arguments: Value,
+    ctx: &Context,
+) -> Result<Reply, HandlerError> {
+    let mut call = runtime.call_tool(name, arguments);
+    let (progress_tx, mut progress) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
+    if ctx.progress_token().is_some() {
+        // The callback runs on the upstream's reader: it must not wait, so it only queues.
+        call = call.on_progress(move |p| {
+            let _ = progress_tx.try_send(p);
+        });
+    } else {
+        drop(progress_tx);
+    }
+    let sent = call.raw();
+    tokio::pin!(sent);
+    let answered = loop {
+        tokio::select! {
+            answered = &mut sent => break answered,
+            Some(p) = progress.recv() => report(ctx, &p).await,
+        }
+    };
+    // Progress the upstream sent before its answer goes out before the answer.
+    while let Ok(p) = progress.try_recv() {
+        report(ctx, &p).await;
+    }
+    let raw = answered.map_err(|e| to_front(&e, name))?;
+    parse(raw.get(), name).map(Reply::Result)
+}
+
+async fn report(ctx: &Context, p: &Progress) {
+    ctx.progress(p.progress, p.total, p.message.as_deref())
+        .await;
+}
+
+/// Gets prompt `name` (a prompt catalogue name) from its owner.
+pub(crate) async fn get_prompt(
+    runtime: &Runtime,
+    name: &str,
+    arguments: Value,
+) -> Result<Value, HandlerError> {
+    let (server, prompt) = runtime
+        .prompt_owner(name)
+        .await
+        .map_err(|e| to_front(&e, name))?;
+    let params = json!({"name": prompt, "arguments": arguments});
+    request(&server, "prompts/get", params, name).await
+}
+
+/// Reads `uri` from the one upstream that lists it (or a template matching it).
+pub(crate) async fn read_resource(runtime: &Runtime, uri: &str) -> Result<Value, HandlerError> {
+    let server = runtime
+        .resource_owner(uri)
+        .await
+        .map_err(|e| to_front(&e, uri))?;
+    let raw = server
+        .read_resource_raw(uri)
+        .await
+        .map_err(|e| to_front(&e, uri))?;
+    parse(raw.get(), uri)
+}
+
+/// Completes an argument of a prompt (by its catalogue name) or of a resource template (by
+/// its URI template), at the upstream that offers it.
+pub(crate) async fn complete(runtime: &Runtime, mut params: Value) -> Result<Value, HandlerError> {
+    // The front request's `_meta` speaks the front client's era, not the upstream's.
+    if let Some(params) = params.as_object_mut() {
+        params.remove("_meta");
+    }
+    let reference = &params["ref"];
+    let (server, what) = match reference["type"].as_str() {
+        Some("ref/prompt") => {
+            let name = reference["name"].as_str().unwrap_or_default().to_owned();
+            let (server, prompt) = runtime
+                .prompt_owner(&name)
+                .await
+                .map_err(|e| to_front(&e, &name))?;
+            params["ref"]["name"] = Value::String(prompt);
+            (server, name)
+        }
+        Some("ref/resource") => {
+            let uri = reference["uri"].as_str().unwrap_or_default().to_owned();
+            (template_owner(runtime, &uri)?, uri)
+        }
+        _ => {
+            return Err(HandlerError::invalid_params(
+                "ref must be a ref/prompt with a name or a ref/resource with a uri",
+            ))
+        }
+    };
+    request(&server, "completion/complete", params, &what).await
+}
+
+/// The one ready upstream that lists `uri` as a resource template (or as a resource).
+fn template_owner(runtime: &Runtime, uri: &str) -> Result<ServerHandle, HandlerError> {
+    let mut owners = runtime.servers().into_iter().filter(|server| {
+        let status = server.status();
+        status.is_ready()
+            && (status
+                .resource_templates
+                .iter()
+                .any(|t| t.uri_template == uri)
+                || status.resources.iter().any(|r| r.uri == uri))
+    });
+    match (owners.next(), owners.next()) {
+        (Some(owner), None) => Ok(owner),
+        (None, _) => Err(HandlerError::invalid_params(format!(
+            "no ready server lists the resource template `{uri}`"
+        ))),
+        (Some(first), Some(second)) => Err(HandlerError::invalid_params(format!(
+            "servers `{}` and `{}` both list the resource template `{uri}`",
+            first.name(),
+            second.name()
+        ))),
+    }
+}
+
+async fn request(
+    server: &ServerHandle,
+    method: &str,
+    params: Value,
+    what: &str,
+) -> Result<Value, HandlerError> {
+    let raw = server
+        .request(method, Some(params))
+        .await
+        .map_err(|e| to_front(&e, what))?;
+    parse(raw.get(), what)
+}
+
+/// The upstream's raw answer as a value, refused when it is not JSON the front client can
+/// read (serde refuses invalid escapes and lone surrogates).
+fn parse(raw: &str, what: &str) -> Result<Value, HandlerError> {
+    serde_json::from_str(raw).map_err(|e| unreadable(what, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_with_a_lone_surrogate_is_refused() {
+        assert!(parse(r#"{"content":[{"type":"text","text":"\ud800"}]}"#, "t").is_err());
+        assert!(parse(r#"{"text":"\q"}"#, "t").is_err());
+        assert_eq!(parse(r#"{"a":1}"#, "t").unwrap(), json!({"a": 1}));
+    }
+}

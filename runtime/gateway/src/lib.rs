@@ -1,0 +1,218 @@
+//! `switchboard serve`: every server a [`Runtime`] runs, served as one MCP server.
+//!
+//! A [`Gateway`] is a [`switchboard_server::Handler`] whose tools, resources and templates,
+//! prompts and completion are the runtime's catalogue: names as the runtime's naming gives
+//! them (with one upstream and no prefix, the upstream's own), every request routed to the
+//! upstream that offers what it names, whatever era that upstream speaks, and the answer
+//! passed back. Progress reaches the front client that asked for it; a front client that
+//! cancels (or closes its HTTP stream) drops the upstream call, which cancels it there. When
+//! the catalogue changes, every front client hears `list_changed` ([`Front`] follows the
+//! runtime and tells them).
+//!
+//! ```no_run
+//! # async fn run(runtime: switchboard::Runtime) -> Result<(), switchboard_server::Error> {
+//! use switchboard_gateway::Gateway;
+//!
+//! let front = Gateway::new(runtime).serve(switchboard_server::Options::default());
+//! front.server().serve_stdio().await
+//! # }
+//! ```
+//!
+//! Not forwarded yet: logging, resource subscriptions, and the upstream's requests to the
+//! client (sampling, elicitation, roots).
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use serde_json::Value;
+use switchboard::{Runtime, ServerState};
+use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Options, Reply, Server};
+use tokio::task::JoinHandle;
+
+mod error;
+mod forward;
+mod lists;
+
+use lists::Lists;
+
+/// The runtime's catalogue as an MCP server's handler.
+pub struct Gateway {
+    runtime: Runtime,
+    lists: RwLock<Arc<Lists>>,
+}
+
+impl fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gateway")
+            .field("runtime", &self.runtime)
+            .field("tools", &self.lists().tools.len())
+            .finish()
+    }
+}
+
+impl Gateway {
+    /// A gateway over `runtime`, listing its catalogue as it is now.
+    pub fn new(runtime: Runtime) -> Arc<Gateway> {
+        let lists = Lists::build(&runtime);
+        Arc::new(Gateway {
+            runtime,
+            lists: RwLock::new(Arc::new(lists)),
+        })
+    }
+
+    /// The runtime it serves.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Whether every configured upstream has started or failed (none is still in its first
+    /// start): the catalogue is as complete as it is going to be. What `/readyz` says.
+    pub fn is_ready(&self) -> bool {
+        self.runtime
+            .servers()
+            .iter()
+            .all(|server| !matches!(server.status().state, ServerState::Starting))
+    }
+
+    /// The server for this gateway, and the task that tells its clients when the catalogue
+    /// changes. Call it inside a tokio runtime.
+    pub fn serve(self: Arc<Self>, options: Options) -> Front {
+        let server = Server::from_arc(self.clone(), options);
+        let follower = tokio::spawn(follow(self, server.clone()));
+        Front { server, follower }
+    }
+
+    fn lists(&self) -> Arc<Lists> {
+        self.lists
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Lists the catalogue again; says which lists changed.
+    fn relist(&self) -> lists::Changed {
+        let fresh = Lists::build(&self.runtime);
+        let mut lists = self.lists.write().unwrap_or_else(PoisonError::into_inner);
+        let changed = fresh.changed_since(&lists);
+        *lists = Arc::new(fresh);
+        changed
+    }
+}
+
+/// Relists on every change of the runtime and announces what changed, until the runtime is
+/// gone.
+async fn follow(gateway: Arc<Gateway>, server: Server) {
+    let mut watch = gateway.runtime.watch();
+    loop {
+        // Relisted after subscribing, so that no change between `new` and here is missed.
+        let changed = gateway.relist();
+        if changed.tools {
+            server.tools_changed();
+        }
+        if changed.resources {
+            server.resources_changed();
+        }
+        if changed.prompts {
+            server.prompts_changed();
+        }
+        if !watch.changed().await {
+            return;
+        }
+    }
+}
+
+/// A gateway's MCP server, kept up to date with the runtime's catalogue.
+///
+/// # Drop behavior
+///
+/// Dropping it stops telling clients about changes; the server's clones keep serving.
+#[derive(Debug)]
+pub struct Front {
+    server: Server,
+    follower: JoinHandle<()>,
+}
+
+impl Front {
+    /// The server: serve it with [`Server::serve_stdio`] or [`Server::serve_http`].
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.follower.abort();
+    }
+}
+
+impl Handler for Gateway {
+    fn info(&self) -> Info {
+        Info::new("switchboard", env!("CARGO_PKG_VERSION"))
+            .with_resources()
+            .with_prompts()
+            .with_completions()
+            .with_list_changed()
+    }
+
+    // The lists are snapshots in an `Arc`, rebuilt on change; a list request copies one.
+    fn tools(&self) -> Cow<'_, [Value]> {
+        Cow::Owned(self.lists().tools.clone())
+    }
+
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        self.lists().schemas.get(name).cloned()
+    }
+
+    fn call_tool(
+        self: Arc<Self>,
+        name: String,
+        arguments: Value,
+        ctx: Context,
+    ) -> BoxFuture<Result<Reply, HandlerError>> {
+        Box::pin(async move { forward::call_tool(&self.runtime, &name, arguments, &ctx).await })
+    }
+
+    fn resources(&self) -> Cow<'_, [Value]> {
+        Cow::Owned(self.lists().resources.clone())
+    }
+
+    fn resource_templates(&self) -> Cow<'_, [Value]> {
+        Cow::Owned(self.lists().templates.clone())
+    }
+
+    fn read_resource(
+        self: Arc<Self>,
+        uri: String,
+        _: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        Box::pin(async move { forward::read_resource(&self.runtime, &uri).await })
+    }
+
+    fn prompts(&self) -> Cow<'_, [Value]> {
+        Cow::Owned(self.lists().prompts.clone())
+    }
+
+    fn get_prompt(
+        self: Arc<Self>,
+        name: String,
+        arguments: Value,
+        _: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        Box::pin(async move { forward::get_prompt(&self.runtime, &name, arguments).await })
+    }
+
+    fn complete(
+        self: Arc<Self>,
+        params: Value,
+        _: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        Box::pin(async move { forward::complete(&self.runtime, params).await })
+    }
+}
