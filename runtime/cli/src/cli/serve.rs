@@ -37,6 +37,14 @@ with no authentication (put a proxy that authenticates in front). Host and Origi
 must name loopback, the address given, or an --allow-host name. GET /healthz answers 200
 while serving, GET /readyz 200 once every server has started or failed, else 503.
 
+Replicas: give every replica the same secrets with --session-keys FILE (one per line, the
+first seals, the others still open: rotate by adding a new first line) or
+$SWITCHBOARD_SESSION_KEYS (comma-separated). Handshake-era session ids are then sealed
+(they carry the session's version and capabilities, encrypted and authenticated) and the
+2026-07-28 requestState is signed with a key derived from the first secret, so any replica
+serves any request behind a round-robin load balancer. Without them each process has its
+own random keys and its sessions are its own. A secret must be 32 bytes or more.
+
 SIGINT or SIGTERM stops serving and shuts the servers down; exit 0.
 
 Examples:
@@ -53,8 +61,64 @@ pub(crate) struct Args {
     /// proxy in front that forwards it.
     #[arg(long = "allow-host", value_name = "NAME", requires = "listen")]
     allow_hosts: Vec<String>,
+    /// A file of secrets, one per line, that seal session ids (the first seals, all open):
+    /// replicas with the same file serve each other's sessions. Default:
+    /// $SWITCHBOARD_SESSION_KEYS, comma-separated.
+    #[arg(long = "session-keys", value_name = "FILE", requires = "listen")]
+    session_keys: Option<std::path::PathBuf>,
     #[command(flatten)]
     config: ConfigArgs,
+}
+
+/// The shortest secret accepted: 256 bits of a random key, written as text.
+const MIN_SECRET: usize = 32;
+
+/// The replicas' shared secrets: from `--session-keys FILE`, else the environment; none
+/// when neither is given.
+fn session_keys(file: Option<&std::path::Path>) -> Result<Vec<String>, Failure> {
+    let (text, origin, separator) = match file {
+        Some(path) => (
+            std::fs::read_to_string(path).map_err(|e| {
+                Failure::Usage(format!(
+                    "cannot read --session-keys {}: {e}",
+                    path.display()
+                ))
+            })?,
+            format!("--session-keys {}", path.display()),
+            '\n',
+        ),
+        None => match std::env::var("SWITCHBOARD_SESSION_KEYS") {
+            Ok(text) => (text, "$SWITCHBOARD_SESSION_KEYS".to_owned(), ','),
+            Err(_) => return Ok(Vec::new()),
+        },
+    };
+    let keys: Vec<String> = text
+        .split(separator)
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    if keys.is_empty() {
+        return Err(Failure::Usage(format!("{origin} holds no secret")));
+    }
+    if let Some(n) = keys.iter().position(|k| k.len() < MIN_SECRET) {
+        // Never the secret itself: only where it is.
+        return Err(Failure::Usage(format!(
+            "{origin}: secret {} is shorter than {MIN_SECRET} bytes",
+            n + 1
+        )));
+    }
+    Ok(keys)
+}
+
+/// The `requestState` key replicas share, derived from the first secret so that it is not
+/// the session ids' key.
+fn request_state_key(secret: &str) -> Vec<u8> {
+    let mut material = b"switchboard serve: requestState\n".to_vec();
+    material.extend_from_slice(secret.as_bytes());
+    ring::digest::digest(&ring::digest::SHA256, &material)
+        .as_ref()
+        .to_vec()
 }
 
 /// `--listen`: a bare port is loopback's; anything else is a full socket address.
@@ -77,11 +141,17 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         ),
         None => None,
     };
+    let keys = match args.listen {
+        Some(_) => session_keys(args.session_keys.as_deref())?,
+        None => Vec::new(),
+    };
     let runtime = start(&file, interrupt).await?;
     let gateway = Gateway::new(runtime.clone());
-    let front = gateway
-        .clone()
-        .serve(switchboard_server::Options::default());
+    let mut options = switchboard_server::Options::default();
+    if let Some(first) = keys.first() {
+        options = options.with_request_state_key(request_state_key(first));
+    }
+    let front = gateway.clone().serve(options);
     let servers = runtime.servers().len();
     let plural = if servers == 1 { "" } else { "s" };
     let served = match listener {
@@ -100,7 +170,7 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
             if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
                 hosts.push(addr.ip().to_string());
             }
-            config = config.allow_hosts(hosts);
+            config = config.allow_hosts(hosts).with_session_keys(&keys);
             eprintln!("switchboard: serving {servers} server{plural} at http://{addr}/mcp");
             interrupt
                 .guard(front.server().serve_http(listener, config))
@@ -152,5 +222,37 @@ mod tests {
         );
         assert!(listen_addr("localhost:80").is_err());
         assert!(listen_addr("99999").is_err());
+    }
+
+    #[test]
+    fn session_keys_come_one_per_line_and_a_short_one_is_refused() {
+        let dir = std::env::temp_dir().join(format!("switchboard-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keys");
+        let long = "k".repeat(MIN_SECRET);
+        std::fs::write(&path, format!("# the new one first\n{long}1\n\n{long}2\n")).unwrap();
+        let keys = session_keys(Some(&path)).unwrap();
+        assert_eq!(keys, vec![format!("{long}1"), format!("{long}2")]);
+        std::fs::write(&path, format!("{long}\nshort\n")).unwrap();
+        let Err(Failure::Usage(refused)) = session_keys(Some(&path)) else {
+            panic!("a short secret was accepted");
+        };
+        assert!(
+            refused.contains("secret 2 is shorter than 32 bytes"),
+            "{refused}"
+        );
+        assert!(
+            !refused.contains("short\n"),
+            "the secret itself is never shown"
+        );
+        std::fs::write(&path, "# nothing\n").unwrap();
+        assert!(session_keys(Some(&path)).is_err());
+        assert!(session_keys(Some(&dir.join("missing"))).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_ne!(
+            request_state_key(&long),
+            long.as_bytes(),
+            "derived, not the secret"
+        );
     }
 }

@@ -9,6 +9,7 @@ mod cli_tasks;
 mod cli_user;
 mod gateway;
 mod readme;
+mod replicas;
 
 /// Whether a process is gone (no such pid, or a zombie nobody reaped yet).
 pub(crate) fn process_is_gone(pid: u32) -> bool {

@@ -1,0 +1,446 @@
+//! `switchboard serve` scaled out for real: three replicas with the same session keys behind
+//! nginx's round-robin on loopback, each with its own demo server upstream. Handshake-era
+//! sessions (sealed ids, so any replica serves any of their requests) and 2026-07-28
+//! requests (no session at all) mix; then one replica is killed in the middle of a run, and
+//! only the calls in flight on it fail, each with an error, while every client carries on.
+//!
+//! nginx is a Debian package `.ci/run` installs; the test is ignored without it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cli::BIN;
+
+const WAIT: Duration = Duration::from_secs(30);
+const ACCEPT: &str = "application/json, text/event-stream";
+
+/// A folder of the test's own, removed at the end.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let dir = std::env::temp_dir().join(format!("switchboard-replicas-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A free loopback port (bound and released: the process that takes it next binds at once).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One `switchboard serve --listen` replica.
+struct Replica {
+    child: Child,
+    port: u16,
+}
+
+impl Replica {
+    fn start(config: &Path, keys: &Path) -> Replica {
+        let port = free_port();
+        let mut child = Command::new(BIN)
+            .args(["serve", "-c", config.to_str().unwrap()])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--session-keys", keys.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        assert!(line.contains("serving"), "serve said {line:?}");
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Replica { child, port }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// nginx in the foreground, round-robin over the replicas, no buffering of event streams.
+struct Nginx {
+    child: Child,
+    url: String,
+    log: PathBuf,
+}
+
+impl Nginx {
+    fn start(dir: &Path, replicas: &[Replica]) -> Nginx {
+        let port = free_port();
+        let upstreams: String = replicas
+            .iter()
+            .map(|r| format!("    server 127.0.0.1:{};\n", r.port))
+            .collect();
+        let dir = dir.display();
+        let conf = format!(
+            "daemon off;\nworker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{\n  access_log off;\n\
+             client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n\
+             fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
+             upstream gateway {{\n{upstreams}    keepalive 16;\n  }}\n\
+             server {{\n    listen 127.0.0.1:{port};\n\
+             location / {{\n      proxy_pass http://gateway;\n      proxy_http_version 1.1;\n\
+             proxy_set_header Connection \"\";\n      proxy_set_header Host $host;\n      proxy_buffering off;\n\
+             proxy_read_timeout 60s;\n    }}\n  }}\n}}\n"
+        );
+        let path = format!("{dir}/nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = Command::new(nginx())
+            .args(["-c", &path, "-p", &dir.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let deadline = std::time::Instant::now() + WAIT;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "nginx did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let log = PathBuf::from(format!("{dir}/error.log"));
+        Nginx { child, url, log }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // What nginx saw go wrong (a refused or cut upstream), for a failure's reader.
+        if let Ok(log) = std::fs::read_to_string(&self.log) {
+            eprint!("{log}");
+        }
+    }
+}
+
+fn nginx() -> &'static str {
+    ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("nginx")
+}
+
+/// What a client saw.
+#[derive(Default)]
+struct Tally {
+    /// Requests sent, `initialize` included.
+    sent: AtomicUsize,
+    ok: AtomicUsize,
+    /// Answers that say the session is unknown (404): what sealed ids must prevent.
+    session_errors: AtomicUsize,
+    /// Calls that failed some other way, each with an error (a replica killed under them).
+    failed: AtomicUsize,
+}
+
+/// A client of the gateway through nginx: raw HTTP, so that every status is seen.
+#[derive(Clone)]
+struct Client {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Client {
+    async fn post(
+        &self,
+        session: Option<&str>,
+        modern: bool,
+        body: Value,
+    ) -> Result<(u16, Option<String>, Value), String> {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT);
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        if modern {
+            request = request
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", body["method"].as_str().unwrap_or(""));
+            if let Some(name) = body["params"]["name"].as_str() {
+                request = request.header("mcp-name", name);
+            }
+        }
+        let response = request
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let sse = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        let answer = if sse {
+            // The answer is the last event with an id and a result or an error.
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+                .rfind(|m| m.get("id").is_some() && m.get("method").is_none())
+                .unwrap_or(Value::Null)
+        } else if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?
+        };
+        Ok((status, session, answer))
+    }
+
+    async fn initialize(&self, tally: &Tally) -> Result<String, String> {
+        tally.sent.fetch_add(1, Ordering::Relaxed);
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "replicas-test", "version": "1"}}});
+        let (status, session, answer) = self.post(None, false, body).await?;
+
+        if status != 200 || answer.get("result").is_none() {
+            return Err(format!("initialize: {status} {answer}"));
+        }
+        let session = session.ok_or("initialize gave no session id")?;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        self.post(Some(&session), false, initialized).await?;
+        Ok(session)
+    }
+
+    /// One request of a sequence, counted in `tally`.
+    async fn step(
+        &self,
+        session: Option<&str>,
+        id: u64,
+        method: &str,
+        params: Value,
+        tally: &Tally,
+    ) {
+        let mut params = params;
+        let modern = session.is_none();
+        if modern {
+            let meta = &mut params["_meta"];
+            if !meta.is_object() {
+                *meta = json!({});
+            }
+            meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+            meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+            meta["io.modelcontextprotocol/clientInfo"] =
+                json!({"name": "replicas-test", "version": "1"});
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        tally.sent.fetch_add(1, Ordering::Relaxed);
+        match self.post(session, modern, body).await {
+            Ok((200, _, answer)) if answer.get("result").is_some() => {
+                tally.ok.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok((404, _, answer)) if session.is_some() => {
+                eprintln!("session error: {answer}");
+                tally.session_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok((status, _, answer)) => {
+                eprintln!("{method} failed: {status} {answer}");
+                tally.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                eprintln!("{method} failed: {e}");
+                tally.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A sequence: a session (or none, in 2026-07-28), a list, calls, a progress call.
+    async fn sequence(&self, n: u64, tally: Arc<Tally>) {
+        let handshake = n % 2 == 0;
+        let session = if handshake {
+            // `initialize` and its `notifications/initialized`, one step.
+            match self.initialize(&tally).await {
+                Ok(session) => {
+                    tally.ok.fetch_add(1, Ordering::Relaxed);
+                    Some(session)
+                }
+                Err(e) => {
+                    eprintln!("sequence {n}: {e}");
+                    tally.failed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        } else {
+            None
+        };
+        let session = session.as_deref();
+        self.step(session, 1, "tools/list", json!({}), &tally).await;
+        for i in 0..3 {
+            let args = json!({"name": "add", "arguments": {"a": n, "b": i}});
+            self.step(session, 2 + i, "tools/call", args, &tally).await;
+        }
+        let slow = json!({"name": "sleep", "arguments": {"ms": 2, "steps": 2},
+            "_meta": {"progressToken": format!("p{n}")}});
+        self.step(session, 9, "tools/call", slow, &tally).await;
+        if let Some(session) = session {
+            let _ = self
+                .http
+                .delete(&self.url)
+                .header("mcp-session-id", session)
+                .send()
+                .await;
+        }
+    }
+}
+
+/// Runs `sequences` sequences, `parallel` at a time.
+async fn run(client: &Client, sequences: u64, parallel: u64, tally: &Arc<Tally>) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..parallel {
+        let (client, tally, next) = (client.clone(), tally.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed) as u64;
+                if n >= sequences {
+                    return;
+                }
+                client.sequence(n, tally.clone()).await;
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs nginx (.ci/run installs it)"]
+async fn three_replicas_behind_round_robin_share_nothing_and_survive_the_loss_of_one() {
+    let scratch = Scratch::new();
+    let config = scratch.0.join("gateway.json");
+    let upstream =
+        json!({"mcpServers": {"demo": {"command": BIN, "args": ["demo-server", "--faults"]}}});
+    std::fs::write(&config, upstream.to_string()).unwrap();
+    let keys = scratch.0.join("keys");
+    std::fs::write(&keys, "a shared secret of the three replicas, 32+ bytes\n").unwrap();
+    let mut replicas: Vec<Replica> = (0..3).map(|_| Replica::start(&config, &keys)).collect();
+    let nginx = Nginx::start(&scratch.0, &replicas);
+    let client = Client {
+        http: reqwest::Client::builder().timeout(WAIT).build().unwrap(),
+        url: nginx.url.clone(),
+    };
+    // Every replica answers ready before the load starts.
+    for replica in &replicas {
+        let ready = format!("http://127.0.0.1:{}/readyz", replica.port);
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while client
+            .http
+            .get(&ready)
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .ok()
+            != Some(200)
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "a replica never got ready"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    // 2,000 sequences of 5 requests (6 with the `initialize` of the half in sessions).
+    let tally = Arc::new(Tally::default());
+    run(&client, 2_000, 16, &tally).await;
+    let ok = tally.ok.load(Ordering::Relaxed);
+    assert_eq!(
+        tally.session_errors.load(Ordering::Relaxed),
+        0,
+        "session errors"
+    );
+    assert_eq!(tally.failed.load(Ordering::Relaxed), 0, "failed requests");
+    assert_eq!(
+        ok,
+        2_000 * 5 + 1_000,
+        "every request answered, initialize included"
+    );
+
+    // One replica dies in the middle of a run: what was in flight on it fails, each with
+    // an error; nginx sends the rest to the others, and every client carries on.
+    let tally = Arc::new(Tally::default());
+    let load = {
+        let (client, tally) = (client.clone(), tally.clone());
+        tokio::spawn(async move { run(&client, 600, 16, &tally).await })
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while tally.ok.load(Ordering::Relaxed) < 500 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the second run did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    replicas[1].kill();
+    let after_kill = tally.ok.load(Ordering::Relaxed);
+    load.await.unwrap();
+    let (ok, failed) = (
+        tally.ok.load(Ordering::Relaxed),
+        tally.failed.load(Ordering::Relaxed),
+    );
+    let sessions = tally.session_errors.load(Ordering::Relaxed);
+    eprintln!("after the kill: {ok} answered, {failed} failed, {sessions} session errors");
+    assert!(
+        ok > after_kill + 1_000,
+        "the clients carried on: {ok} answered"
+    );
+    // At most what 16 workers had in flight at the kill, plus nginx's own retries of
+    // requests that had reached the dead replica's socket.
+    assert!(
+        failed + sessions <= 32,
+        "{failed} failed, {sessions} session errors"
+    );
+    assert_eq!(
+        ok + failed + sessions,
+        tally.sent.load(Ordering::Relaxed),
+        "every request answered or failed"
+    );
+
+    // And after it, nothing fails.
+    let tally = Arc::new(Tally::default());
+    run(&client, 200, 8, &tally).await;
+    assert_eq!(tally.ok.load(Ordering::Relaxed), 200 * 5 + 100);
+    drop(nginx);
+    drop(replicas);
+}
