@@ -4,7 +4,9 @@
 //! requests (no session at all) mix; then one replica is killed in the middle of a run, and
 //! only the calls in flight on it fail, each with an error, while every client carries on.
 //!
-//! nginx is a Debian package `.ci/run` installs; the test is ignored without it.
+//! nginx runs with the proxy directives of the deployment example
+//! (`runtime/gateway/deploy/nginx/mcp-proxy.conf`). It is a Debian package `.ci/run`
+//! installs; the test is ignored without it.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -101,17 +103,20 @@ impl Nginx {
             .map(|r| format!("    server 127.0.0.1:{};\n", r.port))
             .collect();
         let dir = dir.display();
+        // The proxy directives are the deployment example's own file.
+        let proxy = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../gateway/deploy/nginx/mcp-proxy.conf")
+            .canonicalize()
+            .unwrap();
+        let proxy = proxy.display();
         let conf = format!(
             "daemon off;\nworker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
              events {{ worker_connections 1024; }}\n\
              http {{\n  access_log off;\n\
              client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n\
              fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
-             upstream gateway {{\n{upstreams}    keepalive 16;\n  }}\n\
-             server {{\n    listen 127.0.0.1:{port};\n\
-             location / {{\n      proxy_pass http://gateway;\n      proxy_http_version 1.1;\n\
-             proxy_set_header Connection \"\";\n      proxy_set_header Host $host;\n      proxy_buffering off;\n\
-             proxy_read_timeout 60s;\n    }}\n  }}\n}}\n"
+             upstream switchboard {{\n{upstreams}    keepalive 16;\n  }}\n\
+             server {{\n    listen 127.0.0.1:{port};\n    location / {{ include {proxy}; }}\n  }}\n}}\n"
         );
         let path = format!("{dir}/nginx.conf");
         std::fs::write(&path, conf).unwrap();
