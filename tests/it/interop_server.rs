@@ -25,7 +25,7 @@ use switchboard::{Era, Protocol, RestartPolicy, Runtime, ServerConfig};
 use crate::peers::{free_port, python, ListeningPeer};
 
 /// The `switchboard` binary beside this test binary (`target/debug/switchboard`).
-fn switchboard_bin() -> PathBuf {
+pub(crate) fn switchboard_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let path = exe
         .parent()
@@ -67,7 +67,7 @@ fn stdio_demo_args(modern: bool) -> Vec<String> {
 }
 
 /// Runs a client script and returns the JSON document it printed.
-fn run_client(mut command: Command, what: &str) -> Value {
+pub(crate) fn run_client(mut command: Command, what: &str) -> Value {
     let output = command
         .stdin(Stdio::null())
         .output()

@@ -18,6 +18,7 @@ mod http_timeout;
 mod interop;
 mod interop_everything;
 mod interop_filesystem;
+mod interop_gateway;
 mod interop_python;
 mod interop_python_tasks;
 mod interop_rmcp;

@@ -2,8 +2,9 @@
 `echo`, then the conformance fixture's `test_sampling` and `test_elicitation`, answering the
 sampling and the elicitation, and prints what it saw as one JSON document.
 
-Usage: python_client.py MODE (URL | COMMAND ARGS...), MODE being `legacy`, `auto` or
-`2026-07-28`.
+Usage: python_client.py [--no-input] MODE (URL | COMMAND ARGS...), MODE being `legacy`,
+`auto` or `2026-07-28`. With `--no-input` the two tools that ask the client for input are
+not called (for a server that does not forward such requests, like `switchboard serve`).
 """
 
 import asyncio
@@ -30,7 +31,11 @@ def text(result):
 
 
 async def main():
-    mode, target = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    with_input = args[0] != "--no-input"
+    if not with_input:
+        args = args[1:]
+    mode, target = args[0], args[1:]
     if target[0].startswith("http"):
         server = target[0]
     else:
@@ -41,10 +46,12 @@ async def main():
         tools = await client.list_tools()
         seen = {"tools": [tool.name for tool in tools.tools]}
         seen["echo"] = text(await client.call_tool("echo", {"text": "hi"}))
-        seen["sampling"] = text(await client.call_tool("test_sampling", {"prompt": "p"}))
-        seen["elicitation"] = text(
-            await client.call_tool("test_elicitation", {"message": "m"})
-        )
+        seen["simple"] = text(await client.call_tool("test_simple_text", {}))
+        if with_input:
+            seen["sampling"] = text(await client.call_tool("test_sampling", {"prompt": "p"}))
+            seen["elicitation"] = text(
+                await client.call_tool("test_elicitation", {"message": "m"})
+            )
     print(json.dumps(seen))
 
 

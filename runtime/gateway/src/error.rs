@@ -12,6 +12,9 @@ use serde_json::json;
 use switchboard::{Error, ErrorKind};
 use switchboard_server::{ErrorObject, HandlerError};
 
+/// 2026-07-28's MissingRequiredClientCapabilityError.
+const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+
 /// What the front client gets for `error`, raised while serving `what` (a tool, prompt or
 /// resource name).
 pub(crate) fn to_front(error: &Error, what: &str) -> HandlerError {
@@ -26,6 +29,19 @@ pub(crate) fn to_front(error: &Error, what: &str) -> HandlerError {
         object.data = data
             .as_deref()
             .and_then(|d| serde_json::value::to_raw_value(d).ok());
+        return HandlerError::Rpc(object);
+    }
+    if let Error::MissingClientCapability {
+        missing, message, ..
+    } = error
+    {
+        // The upstream needs what the gateway's own client lacks (it answers no sampling,
+        // elicitation or roots yet): the front client hears it as the upstream said it.
+        let required: serde_json::Map<String, serde_json::Value> =
+            missing.iter().map(|c| (c.clone(), json!({}))).collect();
+        let mut object = ErrorObject::new(MISSING_REQUIRED_CLIENT_CAPABILITY, message.clone());
+        object.data =
+            serde_json::value::to_raw_value(&json!({ "requiredCapabilities": required })).ok();
         return HandlerError::Rpc(object);
     }
     if let Error::ResourceNotFound { uri, .. } = error {
@@ -83,6 +99,23 @@ mod tests {
         assert_eq!(object.code, -32042);
         assert_eq!(object.message, "needs a url");
         assert_eq!(object.data.unwrap().get(), r#"{"elicitations":[]}"#);
+    }
+
+    #[test]
+    fn a_missing_client_capability_stays_what_the_upstream_said() {
+        let error = Error::MissingClientCapability {
+            server: Arc::from("files"),
+            method: Arc::from("tools/call"),
+            tool: Some(Arc::from("ask")),
+            missing: Arc::from(vec!["sampling".to_owned()]),
+            message: "needs sampling".into(),
+        };
+        let object = object(to_front(&error, "ask"));
+        assert_eq!(object.code, -32021);
+        assert_eq!(
+            object.data.unwrap().get(),
+            r#"{"requiredCapabilities":{"sampling":{}}}"#
+        );
     }
 
     #[test]

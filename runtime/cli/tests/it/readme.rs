@@ -8,12 +8,17 @@ use crate::cli::{stderr, stdout, switchboard, BIN};
 
 /// The lines of the README's `## The command line` shell block.
 fn examples() -> Vec<String> {
+    shell_block("The command line")
+}
+
+/// The lines of the first shell block of the README's section `## {title}`.
+fn shell_block(title: &str) -> Vec<String> {
     let readme = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
     let text = std::fs::read_to_string(&readme).expect("the README");
     let section = text
-        .split("\n## The command line\n")
+        .split(&format!("\n## {title}\n"))
         .nth(1)
-        .expect("a `## The command line` section");
+        .unwrap_or_else(|| panic!("a `## {title}` section"));
     let block = section
         .split("```sh\n")
         .nth(1)
@@ -87,4 +92,31 @@ fn the_readmes_examples_against_the_demo_server_work_as_shown() {
         ran += 1;
     }
     assert!(ran >= 8, "only {ran} examples found");
+}
+
+/// The Gateway section's commands need a config file and run until interrupted: each is
+/// checked to be a valid command line (asked for its help, clap checks every argument first).
+#[test]
+fn the_readmes_gateway_commands_are_valid_command_lines() {
+    let mut checked = 0;
+    for line in shell_block("Gateway") {
+        let (words, _) = words(&line);
+        assert_eq!(
+            words.first().map(String::as_str),
+            Some("switchboard"),
+            "{line}"
+        );
+        let mut args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        args.push("--help");
+        let output = switchboard(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{line}: stderr: {}",
+            stderr(&output)
+        );
+        assert!(stdout(&output).contains("--listen"), "{line}");
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
 }
