@@ -223,7 +223,10 @@ impl Server {
 
     /// Serves the client that started this process, on stdin and stdout, until stdin ends.
     pub async fn serve_stdio(&self) -> Result<(), Error> {
-        self.serve(tokio::io::stdin(), tokio::io::stdout()).await
+        let config = self.core.options.stdio.clone();
+        transport::stdio::serve_stdio(Arc::new(self.clone()), config)
+            .await
+            .map_err(|e| self.io_error(e))
     }
 
     /// Serves Streamable HTTP on `listener` until accepting fails.
