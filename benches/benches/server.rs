@@ -1,12 +1,20 @@
-//! The server side over Streamable HTTP: the demo server on `switchboard-server` against a
-//! bare hyper JSON echo (`support/http_server.rs`: hyper, sessions in a set, every answer
-//! built by the blocking echo server's code), each alone on one thread of its own (a
-//! current-thread runtime, so each uses one core at most and its CPU clock reads its own
-//! cost), answering the same `tools/call echo` from the same client: hyper's pooled
-//! keep-alive client, sequential and 64 in flight, in turns in one run.
+//! The server side, over both transports, against servers that do the least.
 //!
-//! rmcp's `StreamableHttpService` is not in the comparison: its `server` feature needs
-//! `schemars`, which this offline build has no copy of.
+//! Over Streamable HTTP: the demo server on `switchboard-server`, a bare hyper JSON echo
+//! (`support/http_server.rs`: hyper, sessions in a set, every answer built by the blocking
+//! echo server's code) and rmcp's `StreamableHttpService` in stateless JSON mode
+//! (`support/rmcp_server.rs`), each alone on one thread of its own (a current-thread
+//! runtime, so each uses one core at most and its CPU clock reads its own cost), answering
+//! the same `tools/call echo` from the same client: hyper's pooled keep-alive client,
+//! sequential and 64 in flight, in turns in one run.
+//!
+//! Over stdio: the raw client of `baseline` (`support/raw.rs`) against the demo server, the
+//! blocking echo server (`support/echo_server.rs`) and the demo server on tokio's
+//! `stdin()`/`stdout()` (how it read its pipes before), each a child process, sequential
+//! and pipelined 64 in flight, in turns; each child's CPU is read from `/proc`.
+//!
+//! `cargo bench --bench server -- http` (or `-- stdio`) runs one half;
+//! `SWITCHBOARD_BENCH_ROUNDS=1` makes it short (to run under a profiler).
 
 mod support;
 
@@ -17,8 +25,11 @@ use std::time::Duration;
 use http_body_util::BodyExt;
 use support::http_server::HttpServer;
 use support::measure::{self, Profile};
+use support::raw::RawClient;
+use support::rmcp_server;
 
-const ROUNDS: u64 = 6;
+const HTTP_ROUNDS: u64 = 6;
+const STDIO_ROUNDS: u64 = 10;
 const SEQUENTIAL_PER_ROUND: u64 = 500;
 const IN_FLIGHT_PER_ROUND: u64 = 5_000;
 const IN_FLIGHT: u64 = 64;
@@ -29,27 +40,29 @@ type HyperClient = hyper_util::client::legacy::Client<
     http_body_util::Full<bytes::Bytes>,
 >;
 
-/// A session on one server, and hyper's pooled client to it.
+/// A session on one server (none on a stateless one), and hyper's pooled client to it.
 struct Caller {
     client: HyperClient,
     uri: hyper::Uri,
-    session: hyper::header::HeaderValue,
+    session: Option<hyper::header::HeaderValue>,
     next_id: AtomicU64,
 }
 
 impl Caller {
+    /// A POST of `body`; after `initialize` (`initialized`), with the session's headers.
     fn request(
         &self,
-        session: Option<&hyper::header::HeaderValue>,
+        initialized: bool,
         body: String,
     ) -> hyper::Request<http_body_util::Full<bytes::Bytes>> {
         let mut request = hyper::Request::post(self.uri.clone())
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json, text/event-stream");
-        if let Some(session) = session {
-            request = request
-                .header("mcp-session-id", session.clone())
-                .header("mcp-protocol-version", VERSION);
+        if initialized {
+            request = request.header("mcp-protocol-version", VERSION);
+            if let Some(session) = &self.session {
+                request = request.header("mcp-session-id", session.clone());
+            }
         }
         request
             .body(http_body_util::Full::new(bytes::Bytes::from(body)))
@@ -63,7 +76,7 @@ impl Caller {
         let mut caller = Caller {
             client,
             uri: url.parse().expect("the server's URI"),
-            session: hyper::header::HeaderValue::from_static("none"),
+            session: None,
             next_id: AtomicU64::new(1),
         };
         let init = format!(
@@ -71,16 +84,16 @@ impl Caller {
         );
         let response = caller
             .client
-            .request(caller.request(None, init))
+            .request(caller.request(false, init))
             .await
             .expect("initialize");
         assert_eq!(response.status(), hyper::StatusCode::OK);
-        caller.session = response.headers()["mcp-session-id"].clone();
+        caller.session = response.headers().get("mcp-session-id").cloned();
         let _ = response.into_body().collect().await;
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned();
         let response = caller
             .client
-            .request(caller.request(Some(&caller.session), initialized))
+            .request(caller.request(true, initialized))
             .await
             .expect("initialized");
         assert_eq!(response.status(), hyper::StatusCode::ACCEPTED);
@@ -95,7 +108,7 @@ impl Caller {
         );
         let response = self
             .client
-            .request(self.request(Some(&self.session), body))
+            .request(self.request(true, body))
             .await
             .expect("POST");
         assert_eq!(response.status(), hyper::StatusCode::OK);
@@ -124,45 +137,46 @@ fn switchboard_server() -> HttpServer {
     })
 }
 
-fn main() -> std::process::ExitCode {
-    if let Some(code) = support::child_main_from_env() {
-        return code;
-    }
-    let servers = [
+/// The HTTP servers of the comparison, each on a thread of its own, and a session on each.
+fn http_servers() -> Vec<(&'static str, HttpServer)> {
+    vec![
         ("switchboard_server", switchboard_server()),
         ("bare_hyper", HttpServer::start()),
-    ];
-    let rt = support::main_runtime();
+        ("rmcp_stateless_json", rmcp_server::start()),
+    ]
+}
+
+/// The Streamable HTTP comparison: every server in turns, the order rotating each round.
+fn http(rt: &tokio::runtime::Runtime) {
+    let servers = http_servers();
     let callers: Vec<Arc<Caller>> = servers
         .iter()
         .map(|(_, server)| rt.block_on(Caller::connect(&server.url())))
         .collect();
-    let mut profiles: Vec<Option<Profile>> = vec![None; 4];
-    let mut server_cpu = [Duration::ZERO; 4];
-    for round in 0..ROUNDS {
-        for (slot, (mode, n, window)) in [
+    let n = servers.len();
+    let mut profiles: Vec<Option<Profile>> = vec![None; 2 * n];
+    let mut server_cpu = vec![Duration::ZERO; 2 * n];
+    for round in 0..rounds(HTTP_ROUNDS) {
+        for (slot, (mode, calls, window)) in [
             ("sequential", SEQUENTIAL_PER_ROUND, 1),
             ("64_in_flight", IN_FLIGHT_PER_ROUND, IN_FLIGHT),
         ]
         .into_iter()
         .enumerate()
         {
-            for turn in 0..servers.len() {
-                let i = (round as usize + turn) % servers.len();
-                let name = format!("server/{}/{mode}", servers[i].0);
+            for turn in 0..n {
+                let i = (round as usize + turn) % n;
+                let name = format!("server/http/{}/{mode}", servers[i].0);
                 let caller = callers[i].clone();
                 let before = servers[i].1.cpu();
-                let mut p = rt.block_on(measure::profile(&name, n, window, move || {
+                let mut p = rt.block_on(measure::profile(&name, calls, window, move || {
                     caller.clone().call()
                 }));
                 let spent = servers[i].1.cpu().saturating_sub(before);
                 p.cpu = p.cpu.saturating_sub(spent);
-                let at = slot * servers.len() + i;
+                let at = slot * n + i;
                 server_cpu[at] += spent;
-                match &mut profiles[at] {
-                    Some(all) => all.absorb(p),
-                    empty => *empty = Some(p),
-                }
+                keep(&mut profiles[at], p);
             }
         }
     }
@@ -170,8 +184,136 @@ fn main() -> std::process::ExitCode {
         .into_iter()
         .map(|p| p.expect("every server ran"))
         .collect();
-    measure::print_summary("server: the demo server on switchboard-server and a bare hyper echo, over Streamable HTTP, interleaved", &profiles);
-    println!("\n== server: each server thread's CPU per call ==");
+    measure::print_summary(
+        "server/http: the demo server on switchboard-server, a bare hyper echo and rmcp's StreamableHttpService, interleaved",
+        &profiles,
+    );
+    print_server_cpu(&profiles, &server_cpu);
+    let per_call = |i: usize| server_cpu[i].as_secs_f64() / profiles[i].calls as f64;
+    let (ours, bare, rmcp) = (n, n + 1, n + 2);
+    measure::print_target(
+        "64 in flight calls/s, switchboard_server / bare_hyper",
+        profiles[ours].calls_per_sec() / profiles[bare].calls_per_sec(),
+        "x",
+        false,
+        0.8,
+    );
+    measure::print_target(
+        "64 in flight calls/s, switchboard_server / rmcp_stateless_json",
+        profiles[ours].calls_per_sec() / profiles[rmcp].calls_per_sec(),
+        "x",
+        false,
+        1.0,
+    );
+    measure::print_target(
+        "server CPU per call 64 in flight, switchboard_server / bare_hyper",
+        per_call(ours) / per_call(bare),
+        "x",
+        true,
+        1.3,
+    );
+    measure::print_ratio(
+        "server CPU per call 64 in flight, rmcp_stateless_json / bare_hyper",
+        per_call(rmcp) / per_call(bare),
+    );
+    measure::print_ratio(
+        "sequential p50, switchboard_server / bare_hyper",
+        profiles[0].quantile(0.5).as_secs_f64() / profiles[1].quantile(0.5).as_secs_f64(),
+    );
+}
+
+/// The stdio comparison: the raw client (blocking sequential calls, and a pipelining writer
+/// and reader thread) against the demo server and the blocking echo server, each a child
+/// of its own, in turns, the order rotating each round.
+fn stdio() {
+    let mut servers = [
+        ("demo", RawClient::spawn(support::demo_command(""))),
+        ("blocking", RawClient::spawn(support::echo_command())),
+        (
+            "demo_tokio_std",
+            RawClient::spawn(support::demo_tokio_std_command()),
+        ),
+    ];
+    let n = servers.len();
+    let mut profiles: Vec<Option<Profile>> = vec![None; 2 * n];
+    let mut server_cpu = vec![Duration::ZERO; 2 * n];
+    for round in 0..rounds(STDIO_ROUNDS) {
+        for slot in 0..2 {
+            for turn in 0..n {
+                let i = (round as usize + turn) % n;
+                let (label, client) = &mut servers[i];
+                let before = client.server_cpu();
+                let p = if slot == 0 {
+                    client.profile_sequential(
+                        &format!("server/stdio/{label}/sequential"),
+                        SEQUENTIAL_PER_ROUND,
+                    )
+                } else {
+                    client.profile_pipelined(
+                        &format!("server/stdio/{label}/64_in_flight"),
+                        IN_FLIGHT_PER_ROUND,
+                        IN_FLIGHT as usize,
+                    )
+                };
+                server_cpu[slot * n + i] += client.server_cpu().saturating_sub(before);
+                keep(&mut profiles[slot * n + i], p);
+            }
+        }
+    }
+    let profiles: Vec<Profile> = profiles
+        .into_iter()
+        .map(|p| p.expect("every server ran"))
+        .collect();
+    measure::print_summary(
+        "server/stdio: the raw client against the demo server on switchboard-server and the blocking echo server, interleaved",
+        &profiles,
+    );
+    print_server_cpu(&profiles, &server_cpu);
+    println!(
+        "\n== server/stdio: regime indicator, raw sequential p50 against the blocking echo server {:.1} µs ==",
+        profiles[1].quantile(0.5).as_secs_f64() * 1e6
+    );
+    measure::print_target(
+        "64 in flight calls/s, demo / blocking",
+        profiles[n].calls_per_sec() / profiles[n + 1].calls_per_sec(),
+        "x",
+        false,
+        0.8,
+    );
+    measure::print_ratio(
+        "server CPU per call 64 in flight, demo / blocking",
+        server_cpu[n].as_secs_f64()
+            / profiles[n].calls as f64
+            / (server_cpu[n + 1].as_secs_f64() / profiles[n + 1].calls as f64),
+    );
+    measure::print_ratio(
+        "64 in flight calls/s, demo_tokio_std / blocking (the demo server before it drove its pipes)",
+        profiles[n + 2].calls_per_sec() / profiles[n + 1].calls_per_sec(),
+    );
+    measure::print_ratio(
+        "sequential p50, demo / blocking",
+        profiles[0].quantile(0.5).as_secs_f64() / profiles[1].quantile(0.5).as_secs_f64(),
+    );
+}
+
+/// `default` rounds, or as many as `SWITCHBOARD_BENCH_ROUNDS` says (a short run under a
+/// profiler such as `valgrind --tool=callgrind`).
+fn rounds(default: u64) -> u64 {
+    std::env::var("SWITCHBOARD_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(default)
+}
+
+fn keep(slot: &mut Option<Profile>, p: Profile) {
+    match slot {
+        Some(all) => all.absorb(p),
+        empty => *empty = Some(p),
+    }
+}
+
+fn print_server_cpu(profiles: &[Profile], server_cpu: &[Duration]) {
+    println!("\n== each server's CPU per call ==");
     for (p, cpu) in profiles.iter().zip(server_cpu) {
         println!(
             "server  {:<48} {:>8.2} µs/call",
@@ -179,25 +321,21 @@ fn main() -> std::process::ExitCode {
             cpu.as_secs_f64() * 1e6 / p.calls as f64
         );
     }
-    let per_call = |i: usize| server_cpu[i].as_secs_f64() / profiles[i].calls as f64;
-    measure::print_target(
-        "64 in flight calls/s, switchboard_server / bare_hyper",
-        profiles[2].calls_per_sec() / profiles[3].calls_per_sec(),
-        "x",
-        false,
-        0.8,
-    );
-    measure::print_target(
-        "server CPU per call 64 in flight, switchboard_server / bare_hyper",
-        per_call(2) / per_call(3),
-        "x",
-        true,
-        1.3,
-    );
-    measure::print_ratio(
-        "sequential p50, switchboard_server / bare_hyper",
-        profiles[0].quantile(0.5).as_secs_f64() / profiles[1].quantile(0.5).as_secs_f64(),
-    );
-    drop(servers);
+}
+
+fn main() -> std::process::ExitCode {
+    if let Some(code) = support::child_main_from_env() {
+        return code;
+    }
+    // `cargo bench --bench server -- http` (or `-- stdio`) runs one half.
+    let only = std::env::args()
+        .skip(1)
+        .find(|a| a == "http" || a == "stdio");
+    if only.as_deref() != Some("stdio") {
+        http(&support::main_runtime());
+    }
+    if only.as_deref() != Some("http") {
+        stdio();
+    }
     std::process::ExitCode::SUCCESS
 }

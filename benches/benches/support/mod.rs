@@ -10,6 +10,7 @@ pub(crate) mod echo_server;
 pub(crate) mod http_server;
 pub(crate) mod measure;
 pub(crate) mod raw;
+pub(crate) mod rmcp_server;
 pub(crate) mod sdk;
 pub(crate) mod tokio_floor;
 pub(crate) mod tool_server;
@@ -51,11 +52,49 @@ pub(crate) fn echo_stdio() -> switchboard::ServerConfig<switchboard::transport::
     switchboard::ServerConfig::stdio(demo_exe()).env(echo_server::ENV_VAR, "1")
 }
 
+/// Set (to anything), this bench binary is the demo server on tokio's `stdin()` and
+/// `stdout()` (each read and write handed to a blocking-pool thread), which is how the
+/// demo server read and wrote its pipes before it drove them itself: the `server` bench's
+/// before, measured beside the after in the same run.
+pub(crate) const DEMO_TOKIO_STD_VAR: &str = "SWITCHBOARD_BENCH_DEMO_TOKIO_STD";
+
+/// The demo server on tokio's `stdin()`/`stdout()` ([`DEMO_TOKIO_STD_VAR`]) as a command.
+pub(crate) fn demo_tokio_std_command() -> Command {
+    let mut command = Command::new(demo_exe());
+    command.env(DEMO_TOKIO_STD_VAR, "1");
+    command
+}
+
 /// Runs this bench binary as one of the child servers if its environment asks for one (the
 /// echo server first, then the demo server), and returns that server's exit code; `None`
 /// when the binary is to run the benches.
 pub(crate) fn child_main_from_env() -> Option<ExitCode> {
-    echo_server::main_from_env().or_else(switchboard_demo::main_from_env)
+    echo_server::main_from_env()
+        .or_else(demo_tokio_std_main_from_env)
+        .or_else(switchboard_demo::main_from_env)
+}
+
+fn demo_tokio_std_main_from_env() -> Option<ExitCode> {
+    std::env::var_os(DEMO_TOKIO_STD_VAR)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let options = switchboard_demo::Options::default();
+    let served = runtime.block_on(switchboard_demo::serve(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        options,
+    ));
+    // tokio reads stdin on a blocking thread that may never return: do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    Some(match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench demo server (tokio std): {e}");
+            ExitCode::FAILURE
+        }
+    })
 }
 
 /// The arguments every call sends: `echo` with a short text.

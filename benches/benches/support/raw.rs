@@ -45,6 +45,22 @@ impl RawClient {
         client
     }
 
+    /// CPU time the server child has used so far: the sum over its live threads of their
+    /// time on a CPU (`/proc/<pid>/task/*/schedstat`, in ns); threads that have exited are
+    /// not counted.
+    pub(crate) fn server_cpu(&self) -> Duration {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let Ok(entries) = std::fs::read_dir(tasks) else {
+            return Duration::ZERO;
+        };
+        let ns: u64 = entries
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+            .filter_map(|line| line.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        Duration::from_nanos(ns)
+    }
+
     fn stdin(&mut self) -> &mut BufWriter<ChildStdin> {
         self.stdin.as_mut().expect("stdin is open")
     }

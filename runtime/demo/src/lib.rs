@@ -242,10 +242,15 @@ pub fn run_stdio(options: Options) -> ExitCode {
     };
     let result = match options.http.clone() {
         Some(addr) => runtime.block_on(serve_http(&addr, options)),
-        None => runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), options)),
+        None => runtime.block_on(async {
+            server(options)
+                .serve_stdio()
+                .await
+                .map_err(std::io::Error::other)
+        }),
     };
-    // tokio reads stdin on a blocking thread; if we stop because stdout broke, that read may
-    // never return, and a plain drop would wait for it forever.
+    // When stdin is no pipe, tokio reads it on a blocking thread; if we stop because stdout
+    // broke, that read may never return, and a plain drop would wait for it forever.
     runtime.shutdown_timeout(Duration::from_millis(500));
     match result {
         Ok(()) => ExitCode::SUCCESS,

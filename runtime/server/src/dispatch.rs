@@ -2,9 +2,9 @@
 //! (`initialize`, `ping`, `logging/setLevel`, subscriptions, `server/discover`,
 //! `subscriptions/listen`), and what goes to the handler.
 //!
-//! Every request runs on its own task, registered in its session so that
-//! `notifications/cancelled` (or, on HTTP, the client closing the response stream) stops
-//! it. The era is read from the request itself: one whose `_meta` names a protocol version
+//! Every request that cannot finish at once runs on its own task, registered in its
+//! session so that `notifications/cancelled` (or, on HTTP, the client closing the response
+//! stream) stops it; one that can is answered on the spot (`Session::spawn`). The era is read from the request itself: one whose `_meta` names a protocol version
 //! is a 2026-07-28 request, served without a session's state and answered with
 //! `resultType`, the caching hints and the server's identity; anything else belongs to the
 //! session `initialize` opened.
@@ -586,10 +586,11 @@ async fn feature(
         "tools/list" => list(&handler.tools(), "tools"),
         "tools/call" => {
             let name = str_param(&params, "name")?.to_owned();
+            let mut params = params;
             // The handler decides what bad arguments mean (an isError result, as MCP wants).
-            let args = match params.get("arguments") {
+            let args = match params.get_mut("arguments").map(Value::take) {
                 None | Some(Value::Null) => json!({}),
-                Some(args) => args.clone(),
+                Some(args) => args,
             };
             handler.call_tool(name, args, ctx).await
         }

@@ -13,8 +13,8 @@
 //!
 //! [`Server`] serves over stdio ([`Server::serve_stdio`], or any byte stream with
 //! [`Server::serve`]) and over Streamable HTTP ([`Server::serve_http`], feature `http`).
-//! Handlers run concurrently, each request on its own task; nothing a slow handler or a slow
-//! client does stalls another.
+//! Handlers run concurrently, each request that waits on its own task; nothing a slow
+//! handler or a slow client does stalls another.
 //!
 //! ```no_run
 //! use std::borrow::Cow;
@@ -248,7 +248,10 @@ impl Server {
 
     /// Serves the client that started this process, on stdin and stdout, until stdin ends.
     pub async fn serve_stdio(&self) -> Result<(), Error> {
-        self.serve(tokio::io::stdin(), tokio::io::stdout()).await
+        let config = self.core.options.stdio.clone();
+        transport::stdio::serve_stdio(Arc::new(self.clone()), config)
+            .await
+            .map_err(|e| self.io_error(e))
     }
 
     /// Serves Streamable HTTP on `listener` until accepting fails.

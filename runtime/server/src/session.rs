@@ -127,14 +127,35 @@ impl Session {
         self.closed.load(Ordering::Relaxed)
     }
 
-    /// Runs a request's task, registered under its id until it ends, so that a cancel can
-    /// stop it.
+    /// Runs a request: at once, and if it cannot finish without waiting, on a task of its
+    /// own, registered under its id until it ends, so that a cancel can stop it.
+    ///
+    /// Most requests (a list, a quick tool) need not wait for anything: the first poll, here
+    /// on the caller's task, answers them, which spares a task's spawn, scheduling and
+    /// registration per request. A request that waits is spawned after that first poll,
+    /// and its task's polls re-register whatever it waits on with the task's own waker (the
+    /// first poll's waker does nothing), as every future must allow.
     pub(crate) fn spawn<F>(self: &Arc<Self>, id: Id, task: F)
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         if self.is_closed() {
             return;
+        }
+        let mut task = Box::pin(task);
+        let mut first = std::task::Context::from_waker(noop_waker());
+        // A handler that panics loses its request, as it would on a task of its own, and
+        // not the caller's task (the stdio reader, an HTTP connection).
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            std::future::Future::poll(task.as_mut(), &mut first)
+        }));
+        match polled {
+            Ok(std::task::Poll::Ready(())) => return,
+            Ok(std::task::Poll::Pending) => {}
+            Err(_) => {
+                tracing::error!(?id, "a request's handler panicked");
+                return;
+            }
         }
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
         let session = self.clone();
@@ -200,4 +221,15 @@ impl Session {
         lock(&self.waiters).clear();
         self.notifier.detach();
     }
+}
+
+/// A waker that does nothing, for a request's first poll (`Waker::noop` is newer than
+/// this crate's MSRV).
+fn noop_waker() -> &'static std::task::Waker {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    static NOOP: std::sync::OnceLock<std::task::Waker> = std::sync::OnceLock::new();
+    NOOP.get_or_init(|| std::task::Waker::from(Arc::new(Noop)))
 }

@@ -112,8 +112,46 @@ where
 }
 
 /// Serves `service` on this process's stdin and stdout.
+///
+/// When they are pipes (as when a client started this process), they are read and written
+/// through the runtime's I/O driver; otherwise through tokio's `stdin()`
+/// and `stdout()`, which hand every read and every write to a blocking-pool thread.
 pub async fn serve_stdio<S: Service>(service: Arc<S>, config: Config) -> io::Result<()> {
-    serve(service, tokio::io::stdin(), tokio::io::stdout(), config).await
+    let (reader, writer) = std_streams();
+    serve(service, reader, writer, config).await
+}
+
+type Input = Box<dyn AsyncRead + Unpin + Send>;
+type Output = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// stdin and stdout as non-blocking pipes, each opened anew through `/proc/self/fd`.
+///
+/// A pipe must be non-blocking to be driven by the reactor, and `O_NONBLOCK` belongs to the
+/// open file description, not to the descriptor: setting it on fd 0 or 1 (or on a `dup` of
+/// them, which shares the description) would also make the pipe non-blocking for whoever
+/// else holds that description, such as the processes of a shell pipeline that inherited it
+/// with us or that run after us, and for anything in this process still using `std::io`
+/// on fd 1, each of which would then see `EAGAIN` it does not expect. Opening
+/// `/proc/self/fd/N` of a pipe on Linux creates a new description of the same pipe, whose
+/// flags are our own; the original descriptors stay as they were. Anything else (a file, a
+/// terminal, a socket, no `/proc`, another OS) falls back to tokio's `stdin()`/`stdout()`.
+#[cfg(target_os = "linux")]
+fn std_streams() -> (Input, Output) {
+    use tokio::net::unix::pipe;
+    let reader: Input = match pipe::OpenOptions::new().open_receiver("/proc/self/fd/0") {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let writer: Output = match pipe::OpenOptions::new().open_sender("/proc/self/fd/1") {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    (reader, writer)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn std_streams() -> (Input, Output) {
+    (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
 }
 
 fn flatten(joined: Result<io::Result<()>, tokio::task::JoinError>) -> io::Result<()> {

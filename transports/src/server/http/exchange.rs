@@ -265,11 +265,6 @@ impl<S: Service> Shared<S> {
                 return response(202, ResponseBody::empty());
             }
         };
-        let params: Value = request
-            .params
-            .as_deref()
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
-            .unwrap_or(Value::Null);
         let route = match session {
             Some((id, entry)) => {
                 if let Some(version) = headers.get(guard::PROTOCOL_VERSION) {
@@ -285,31 +280,12 @@ impl<S: Service> Shared<S> {
                 }
                 Route::Session(id, entry)
             }
-            None if request.method == "initialize" && guard::meta_version(&params).is_none() => {
-                Route::Opening
-            }
-            None if guard::is_stateless(headers, &params) => {
-                if let Err(refusal) = guard::modern_headers(headers, &request, &params) {
-                    return refused(refusal, Some(&request.id));
-                }
-                let tool = (request.method == "tools/call")
-                    .then(|| params.get("name").and_then(Value::as_str))
-                    .flatten();
-                if let Some(schema) = tool.and_then(|t| self.service.tool_input_schema(t)) {
-                    if let Err(refusal) = guard::param_headers(headers, &schema, &params) {
-                        return refused(refusal, Some(&request.id));
-                    }
-                }
-                Route::Stateless
-            }
-            None => {
-                return error(
-                    400,
-                    -32000,
-                    "missing Mcp-Session-Id: send initialize first, or a 2026-07-28 request",
-                    Some(&request.id),
-                )
-            }
+            // Only a request outside a session needs its params read here (the service
+            // reads them again): which era it is, and its headers' checks.
+            None => match self.sessionless_route(headers, &request) {
+                Ok(route) => route,
+                Err(refused) => return *refused,
+            },
         };
         if self.counters.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight {
             return error(
@@ -455,6 +431,44 @@ impl<S: Service> Shared<S> {
                 None
             }
         }
+    }
+
+    /// Where a request without `Mcp-Session-Id` goes: `initialize` opens a session, a
+    /// 2026-07-28 request (whose headers must agree with its body) is served statelessly,
+    /// anything else is refused.
+    fn sessionless_route(
+        &self,
+        headers: &hyper::HeaderMap,
+        request: &switchboard_codecs::jsonrpc::Request,
+    ) -> Result<Route<S>, Box<HttpResponse>> {
+        let params: Value = request
+            .params
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or(Value::Null);
+        if request.method == "initialize" && guard::meta_version(&params).is_none() {
+            return Ok(Route::Opening);
+        }
+        if !guard::is_stateless(headers, &params) {
+            return Err(Box::new(error(
+                400,
+                -32000,
+                "missing Mcp-Session-Id: send initialize first, or a 2026-07-28 request",
+                Some(&request.id),
+            )));
+        }
+        if let Err(refusal) = guard::modern_headers(headers, request, &params) {
+            return Err(Box::new(refused(refusal, Some(&request.id))));
+        }
+        let tool = (request.method == "tools/call")
+            .then(|| params.get("name").and_then(Value::as_str))
+            .flatten();
+        if let Some(schema) = tool.and_then(|t| self.service.tool_input_schema(t)) {
+            if let Err(refusal) = guard::param_headers(headers, &schema, &params) {
+                return Err(Box::new(refused(refusal, Some(&request.id))));
+            }
+        }
+        Ok(Route::Stateless)
     }
 
     fn get(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
