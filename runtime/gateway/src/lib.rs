@@ -18,8 +18,9 @@
 //! # }
 //! ```
 //!
-//! Not forwarded yet: logging, resource subscriptions, and the upstream's requests to the
-//! client (sampling, elicitation, roots).
+//! A resource a front client subscribes to is subscribed to upstream, and its updates reach
+//! the front clients subscribed to it. Not forwarded yet: logging, and the upstream's
+//! requests to the client (sampling, elicitation, roots).
 #![warn(
     missing_docs,
     missing_debug_implementations,
@@ -29,7 +30,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::Value;
 use switchboard::{Runtime, ServerState};
@@ -39,6 +40,7 @@ use tokio::task::JoinHandle;
 mod error;
 mod forward;
 mod lists;
+mod subscriptions;
 
 use lists::Lists;
 
@@ -46,6 +48,9 @@ use lists::Lists;
 pub struct Gateway {
     runtime: Runtime,
     lists: RwLock<Arc<Lists>>,
+    subscriptions: subscriptions::Requests,
+    /// Taken by [`serve`](Gateway::serve), which runs it.
+    upstream: Mutex<Option<subscriptions::Upstream>>,
 }
 
 impl fmt::Debug for Gateway {
@@ -61,9 +66,12 @@ impl Gateway {
     /// A gateway over `runtime`, listing its catalogue as it is now.
     pub fn new(runtime: Runtime) -> Arc<Gateway> {
         let lists = Lists::build(&runtime);
+        let (subscriptions, upstream) = subscriptions::channel();
         Arc::new(Gateway {
             runtime,
             lists: RwLock::new(Arc::new(lists)),
+            subscriptions,
+            upstream: Mutex::new(Some(upstream)),
         })
     }
 
@@ -81,12 +89,24 @@ impl Gateway {
             .all(|server| !matches!(server.status().state, ServerState::Starting))
     }
 
-    /// The server for this gateway, and the task that tells its clients when the catalogue
-    /// changes. Call it inside a tokio runtime.
+    /// The server for this gateway, and the tasks that tell its clients when the catalogue
+    /// changes and when a resource they subscribed to is updated. Call it inside a tokio
+    /// runtime; a gateway serves once (a second server hears of no resource updates).
     pub fn serve(self: Arc<Self>, options: Options) -> Front {
         let server = Server::from_arc(self.clone(), options);
+        let upstream = self
+            .upstream
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let subscriber = upstream
+            .map(|upstream| tokio::spawn(upstream.run(self.runtime.clone(), server.clone())));
         let follower = tokio::spawn(follow(self, server.clone()));
-        Front { server, follower }
+        Front {
+            server,
+            follower,
+            subscriber,
+        }
     }
 
     fn lists(&self) -> Arc<Lists> {
@@ -137,6 +157,7 @@ async fn follow(gateway: Arc<Gateway>, server: Server) {
 pub struct Front {
     server: Server,
     follower: JoinHandle<()>,
+    subscriber: Option<JoinHandle<()>>,
 }
 
 impl Front {
@@ -149,6 +170,9 @@ impl Front {
 impl Drop for Front {
     fn drop(&mut self) {
         self.follower.abort();
+        if let Some(subscriber) = &self.subscriber {
+            subscriber.abort();
+        }
     }
 }
 
@@ -193,6 +217,18 @@ impl Handler for Gateway {
         _: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
         Box::pin(async move { forward::read_resource(&self.runtime, &uri).await })
+    }
+
+    // The server crate keeps each session's subscriptions; upstream, the gateway subscribes
+    // once per URI and forwards the updates (see `subscriptions`).
+    fn check_subscription(&self, uri: &str) -> Result<(), HandlerError> {
+        if self.runtime.resource_owners(uri).is_empty() {
+            return Err(HandlerError::resource_not_found(uri));
+        }
+        if !self.subscriptions.ask(uri) {
+            tracing::warn!(%uri, "too many subscriptions waiting: not subscribed upstream");
+        }
+        Ok(())
     }
 
     fn prompts(&self) -> Cow<'_, [Value]> {

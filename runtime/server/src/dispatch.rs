@@ -504,8 +504,10 @@ async fn listen(
             .get("resourceSubscriptions")
             .and_then(Value::as_array)
             .map(|uris| {
+                // A URI the handler refuses is not granted (the ack leaves it out).
                 uris.iter()
                     .filter_map(Value::as_str)
+                    .filter(|uri| core.handler.check_subscription(uri).is_ok())
                     .map(str::to_owned)
                     .collect()
             })

@@ -255,7 +255,9 @@ pub trait Handler: Send + Sync + 'static {
         Box::pin(async move { Err(HandlerError::resource_not_found(&uri)) })
     }
 
-    /// Whether `uri` may be subscribed to (by default, any URI).
+    /// Whether `uri` may be subscribed to (by default, any URI): asked for a
+    /// `resources/subscribe` (an error answers it) and for each URI a
+    /// `subscriptions/listen` asks for (a refused one is left out of the grant).
     fn check_subscription(&self, uri: &str) -> Result<(), HandlerError> {
         let _ = uri;
         Ok(())

@@ -196,3 +196,38 @@ async fn a_catalogue_change_reaches_the_front_client_as_list_changed() {
     assert_eq!(echo.text(), "new");
     setup.stop().await;
 }
+
+#[tokio::test]
+async fn a_subscribed_resource_update_reaches_the_front_client() {
+    let setup = Setup::start().await;
+    let uri = "demo://text/hello";
+    let mut updates = setup.gateway.subscribe(uri).await.unwrap();
+    // The gateway subscribes upstream in the background: wait until the demo server has
+    // heard the subscription before touching the resource.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let stats = setup.upstream.call_tool("stats", json!({})).await.unwrap();
+        let counts = stats.structured_content.unwrap_or(Value::Null);
+        if counts["methods"]["resources/subscribe"].as_u64() >= Some(1) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never subscribed upstream"
+        );
+        tokio::task::yield_now().await;
+    }
+    let touched = setup
+        .upstream
+        .call_tool("touch", json!({"uri": uri}))
+        .await
+        .unwrap();
+    assert_eq!(touched.text(), "touched");
+    let update = tokio::time::timeout(WAIT, updates.recv())
+        .await
+        .expect("the update arrived")
+        .unwrap();
+    assert_eq!(update.uri, uri);
+    assert_eq!(&*update.server, "gateway");
+    setup.stop().await;
+}

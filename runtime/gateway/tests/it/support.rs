@@ -68,6 +68,15 @@ impl Setup {
             .expect("the front runtime");
         let gateway = front.server("gateway").expect("the gateway");
         assert!(gateway.status().is_ready(), "{:?}", gateway.status());
+        // The front runtime lists the gateway's resources and prompts in the background too.
+        let mut watch = front.watch();
+        tokio::time::timeout(WAIT, async {
+            while gateway.status().resources.is_empty() || gateway.status().prompts.is_empty() {
+                assert!(watch.changed().await, "the front runtime is gone");
+            }
+        })
+        .await
+        .expect("the gateway's resources and prompts are listed");
         Setup {
             upstream,
             front,
