@@ -18,13 +18,12 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::BodyExt;
 use support::http_server::HttpServer;
-use support::measure::{self, Profile};
+use support::hyper_caller::Caller;
+use support::measure::{self, keep, rounds, Profile};
 use support::raw::RawClient;
 use support::rmcp_server;
 
@@ -33,95 +32,6 @@ const STDIO_ROUNDS: u64 = 10;
 const SEQUENTIAL_PER_ROUND: u64 = 500;
 const IN_FLIGHT_PER_ROUND: u64 = 5_000;
 const IN_FLIGHT: u64 = 64;
-const VERSION: &str = "2025-11-25";
-
-type HyperClient = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    http_body_util::Full<bytes::Bytes>,
->;
-
-/// A session on one server (none on a stateless one), and hyper's pooled client to it.
-struct Caller {
-    client: HyperClient,
-    uri: hyper::Uri,
-    session: Option<hyper::header::HeaderValue>,
-    next_id: AtomicU64,
-}
-
-impl Caller {
-    /// A POST of `body`; after `initialize` (`initialized`), with the session's headers.
-    fn request(
-        &self,
-        initialized: bool,
-        body: String,
-    ) -> hyper::Request<http_body_util::Full<bytes::Bytes>> {
-        let mut request = hyper::Request::post(self.uri.clone())
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::ACCEPT, "application/json, text/event-stream");
-        if initialized {
-            request = request.header("mcp-protocol-version", VERSION);
-            if let Some(session) = &self.session {
-                request = request.header("mcp-session-id", session.clone());
-            }
-        }
-        request
-            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
-            .expect("a request")
-    }
-
-    async fn connect(url: &str) -> Arc<Caller> {
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build_http();
-        let mut caller = Caller {
-            client,
-            uri: url.parse().expect("the server's URI"),
-            session: None,
-            next_id: AtomicU64::new(1),
-        };
-        let init = format!(
-            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{VERSION}","capabilities":{{}},"clientInfo":{{"name":"server-bench","version":"0.1.0"}}}}}}"#
-        );
-        let response = caller
-            .client
-            .request(caller.request(false, init))
-            .await
-            .expect("initialize");
-        assert_eq!(response.status(), hyper::StatusCode::OK);
-        caller.session = response.headers().get("mcp-session-id").cloned();
-        let _ = response.into_body().collect().await;
-        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned();
-        let response = caller
-            .client
-            .request(caller.request(true, initialized))
-            .await
-            .expect("initialized");
-        assert_eq!(response.status(), hyper::StatusCode::ACCEPTED);
-        Arc::new(caller)
-    }
-
-    /// One `tools/call echo`, its answer read whole.
-    async fn call(self: Arc<Self>) {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello","message":"hello"}}}}}}"#
-        );
-        let response = self
-            .client
-            .request(self.request(true, body))
-            .await
-            .expect("POST");
-        assert_eq!(response.status(), hyper::StatusCode::OK);
-        let answer = response
-            .into_body()
-            .collect()
-            .await
-            .expect("the answer")
-            .to_bytes();
-        debug_assert!(answer.starts_with(format!(r#"{{"jsonrpc":"2.0","id":{id},"#).as_bytes()));
-    }
-}
-
 /// The demo server on `switchboard-server`, on a thread of its own.
 fn switchboard_server() -> HttpServer {
     HttpServer::start_with(|listener, stop| {
@@ -298,20 +208,6 @@ fn stdio() {
 
 /// `default` rounds, or as many as `SWITCHBOARD_BENCH_ROUNDS` says (a short run under a
 /// profiler such as `valgrind --tool=callgrind`).
-fn rounds(default: u64) -> u64 {
-    std::env::var("SWITCHBOARD_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(default)
-}
-
-fn keep(slot: &mut Option<Profile>, p: Profile) {
-    match slot {
-        Some(all) => all.absorb(p),
-        empty => *empty = Some(p),
-    }
-}
-
 fn print_server_cpu(profiles: &[Profile], server_cpu: &[Duration]) {
     println!("\n== each server's CPU per call ==");
     for (p, cpu) in profiles.iter().zip(server_cpu) {

@@ -294,3 +294,20 @@ pub(crate) fn print_target(what: &str, value: f64, unit: &str, at_most: bool, bo
 pub(crate) fn print_ratio(what: &str, value: f64) {
     println!("ratio   {what:<52} {value:>8.2}");
 }
+
+/// The rounds to run: `$SWITCHBOARD_BENCH_ROUNDS`, else `default` (1 makes a run short, to
+/// run under a profiler).
+pub(crate) fn rounds(default: u64) -> u64 {
+    std::env::var("SWITCHBOARD_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Keeps `p` in `slot`, or adds it to what is there (one profile per thing over all rounds).
+pub(crate) fn keep(slot: &mut Option<Profile>, p: Profile) {
+    match slot {
+        Some(all) => all.absorb(p),
+        empty => *empty = Some(p),
+    }
+}

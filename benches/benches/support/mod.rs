@@ -8,6 +8,7 @@
 
 pub(crate) mod echo_server;
 pub(crate) mod http_server;
+pub(crate) mod hyper_caller;
 pub(crate) mod measure;
 pub(crate) mod raw;
 pub(crate) mod rmcp_server;

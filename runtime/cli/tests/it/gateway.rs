@@ -44,16 +44,21 @@ async fn over_stdio() -> (Runtime, Option<Served>) {
 }
 
 /// `switchboard serve --listen` as a child process of the test.
-struct Served {
-    child: Child,
-    url: String,
+pub(crate) struct Served {
+    pub(crate) child: Child,
+    pub(crate) url: String,
 }
 
 impl Served {
     fn start() -> Served {
-        let config = config_file();
+        Served::start_with(&config_file(), &["--listen", "0"])
+    }
+
+    /// `switchboard serve -c config` with `args` (a `--listen` among them).
+    pub(crate) fn start_with(config: &std::path::Path, args: &[&str]) -> Served {
         let mut child = Command::new(BIN)
-            .args(["serve", "-c", config.to_str().unwrap(), "--listen", "0"])
+            .args(["serve", "-c", config.to_str().unwrap()])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -73,7 +78,7 @@ impl Served {
     }
 
     /// `SIGTERM`, then the exit status: 0, with the upstream shut down.
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let status = self.child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "serve after SIGTERM: {status}");

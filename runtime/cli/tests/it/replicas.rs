@@ -8,7 +8,6 @@
 //! (`runtime/gateway/deploy/nginx/mcp-proxy.conf`). It is a Debian package `.ci/run`
 //! installs; the test is ignored without it.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +17,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::BIN;
+use crate::gateway::Served;
 
 const WAIT: Duration = Duration::from_secs(30);
 const ACCEPT: &str = "application/json, text/event-stream";
@@ -49,42 +49,49 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// One `switchboard serve --listen` replica.
+/// One `switchboard serve --listen` replica, and its port.
 struct Replica {
-    child: Child,
+    served: Option<Served>,
     port: u16,
 }
 
 impl Replica {
     fn start(config: &Path, keys: &Path) -> Replica {
         let port = free_port();
-        let mut child = Command::new(BIN)
-            .args(["serve", "-c", config.to_str().unwrap()])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--session-keys", keys.to_str().unwrap()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        assert!(line.contains("serving"), "serve said {line:?}");
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Replica { child, port }
+        let listen = format!("127.0.0.1:{port}");
+        let args = [
+            "--listen",
+            &listen,
+            "--session-keys",
+            keys.to_str().unwrap(),
+        ];
+        let served = Served::start_with(config, &args);
+        Replica {
+            served: Some(served),
+            port,
+        }
     }
 
+    /// Killed at once (`SIGKILL`): what a crashed machine does.
     fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(mut served) = self.served.take() {
+            let _ = served.child.kill();
+            let _ = served.child.wait();
+        }
+    }
+
+    /// `SIGTERM`, and exit 0 (a replica that was not killed).
+    fn stop(mut self) {
+        if let Some(served) = self.served.take() {
+            served.stop();
+        }
     }
 }
 
 impl Drop for Replica {
+    /// A failed test leaves no replica behind.
     fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
@@ -447,5 +454,7 @@ async fn three_replicas_behind_round_robin_share_nothing_and_survive_the_loss_of
     run(&client, 200, 8, &tally).await;
     assert_eq!(tally.ok.load(Ordering::Relaxed), 200 * 5 + 100);
     drop(nginx);
-    drop(replicas);
+    for replica in replicas {
+        replica.stop();
+    }
 }

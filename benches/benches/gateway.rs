@@ -1,0 +1,166 @@
+//! The gateway's added cost per forwarded call: the same `tools/call echo` to the same kind
+//! of upstream (the blocking echo server over stdio, a child process of its own each time),
+//! made by the embedded runtime directly (`embedded`, the default set-up, as a user gets
+//! it) and through `switchboard serve`'s code over Streamable HTTP (`gateway`: the gateway
+//! crate on `switchboard-server`, its runtime's I/O and its HTTP serving on one thread of
+//! its own, so that thread's CPU clock reads the gateway's cost; called by hyper's pooled
+//! keep-alive client with a handshake-era session), with a bare hyper JSON echo
+//! (`bare_hyper`) for the HTTP floor, sequential and 64 in flight, in turns in one run.
+//!
+//! What the targets compare: the gateway's p50 and p99 minus the embedded runtime's,
+//! the gateway's calls/s at 64 in flight against the bare echo's, and the gateway thread's
+//! CPU per forwarded call. `SWITCHBOARD_BENCH_ROUNDS=1` makes it short.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use support::http_server::HttpServer;
+use support::hyper_caller::Caller;
+use support::measure::{self, keep, rounds, Profile};
+use switchboard::Runtime;
+
+const ROUNDS: u64 = 6;
+const SEQUENTIAL_PER_ROUND: u64 = 500;
+const IN_FLIGHT_PER_ROUND: u64 = 5_000;
+const IN_FLIGHT: u64 = 64;
+
+/// The gateway over a runtime whose one upstream is the blocking echo server, on a thread
+/// of its own: the HTTP server and the runtime's connections on that thread's runtime.
+fn gateway() -> HttpServer {
+    HttpServer::start_with(|listener, stop| {
+        Box::pin(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+            let runtime = Runtime::builder()
+                .server("echo", support::echo_stdio())
+                .io_runtime(tokio::runtime::Handle::current())
+                .build()
+                .await
+                .expect("the gateway's runtime");
+            let front = switchboard_gateway::Gateway::new(runtime.clone())
+                .serve(switchboard_server::Options::default());
+            let http = front
+                .server()
+                .http(listener, switchboard_server::http::Config::default());
+            tokio::select! {
+                _ = stop => {}
+                _ = http.run() => {}
+            }
+            drop(front);
+            runtime.shutdown().await;
+        })
+    })
+}
+
+async fn embedded() -> Runtime {
+    Runtime::builder()
+        .server("echo", support::echo_stdio())
+        .build()
+        .await
+        .expect("the embedded runtime")
+}
+
+async fn call_embedded(runtime: Runtime) {
+    let r = runtime.call_tool("echo", support::echo_args()).await;
+    assert!(r.is_ok(), "{r:?}");
+}
+
+fn main() -> std::process::ExitCode {
+    if let Some(code) = support::child_main_from_env() {
+        return code;
+    }
+    let rt = support::main_runtime();
+    let servers = [("gateway", gateway()), ("bare_hyper", HttpServer::start())];
+    let callers: Vec<Arc<Caller>> = servers
+        .iter()
+        .map(|(_, server)| rt.block_on(Caller::connect(&server.url())))
+        .collect();
+    let direct = rt.block_on(embedded());
+    // Slots: [embedded, gateway, bare_hyper] × [sequential, 64 in flight].
+    let mut profiles: Vec<Option<Profile>> = vec![None; 6];
+    let mut thread_cpu = [Duration::ZERO; 6];
+    let rounds = rounds(ROUNDS);
+    for round in 0..rounds {
+        for (mode_slot, (mode, n, window)) in [
+            ("sequential", SEQUENTIAL_PER_ROUND, 1),
+            ("64_in_flight", IN_FLIGHT_PER_ROUND, IN_FLIGHT),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for turn in 0..3 {
+                let who = (round as usize + turn) % 3;
+                let at = mode_slot * 3 + who;
+                if who == 0 {
+                    let name = format!("gateway/embedded/{mode}");
+                    let runtime = direct.clone();
+                    let p = rt.block_on(measure::profile(&name, n, window, move || {
+                        call_embedded(runtime.clone())
+                    }));
+                    keep(&mut profiles[at], p);
+                    continue;
+                }
+                let (label, server) = &servers[who - 1];
+                let name = format!("gateway/{label}/{mode}");
+                let caller = callers[who - 1].clone();
+                let before = server.cpu();
+                let mut p = rt.block_on(measure::profile(&name, n, window, move || {
+                    caller.clone().call()
+                }));
+                let spent = server.cpu().saturating_sub(before);
+                // The profile's CPU is the whole process's: the client's is what is left.
+                p.cpu = p.cpu.saturating_sub(spent);
+                thread_cpu[at] += spent;
+                keep(&mut profiles[at], p);
+            }
+        }
+    }
+    rt.block_on(direct.shutdown());
+    let profiles: Vec<Profile> = profiles
+        .into_iter()
+        .map(|p| p.expect("every set-up ran"))
+        .collect();
+    measure::print_summary(
+        "gateway: a forwarded call against the embedded runtime's direct one, and a bare hyper echo, interleaved",
+        &profiles,
+    );
+    println!("\n== the gateway's and the bare echo's thread CPU per call ==");
+    for at in [1, 2, 4, 5] {
+        println!(
+            "server  {:<48} {:>8.2} µs/call",
+            profiles[at].name,
+            thread_cpu[at].as_secs_f64() * 1e6 / profiles[at].calls as f64
+        );
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    for (q, label, bound) in [(0.5, "p50", 50.0), (0.99, "p99", 150.0)] {
+        measure::print_target(
+            &format!("sequential {label} added by the gateway, µs"),
+            us(profiles[1].quantile(q)) - us(profiles[0].quantile(q)),
+            "µs",
+            true,
+            bound,
+        );
+    }
+    measure::print_target(
+        "64 in flight calls/s, gateway / bare_hyper",
+        profiles[4].calls_per_sec() / profiles[5].calls_per_sec(),
+        "x",
+        false,
+        0.5,
+    );
+    measure::print_target(
+        "gateway thread CPU per forwarded call 64 in flight, µs",
+        thread_cpu[4].as_secs_f64() * 1e6 / profiles[4].calls as f64,
+        "µs",
+        true,
+        30.0,
+    );
+    measure::print_ratio(
+        "64 in flight calls/s, gateway / embedded",
+        profiles[4].calls_per_sec() / profiles[3].calls_per_sec(),
+    );
+    drop(servers);
+    std::process::ExitCode::SUCCESS
+}
