@@ -30,8 +30,9 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use arc_swap::ArcSwap;
 use serde_json::Value;
 use switchboard::{Runtime, ServerState};
 use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Options, Reply, Server};
@@ -47,7 +48,7 @@ use lists::Lists;
 /// The runtime's catalogue as an MCP server's handler.
 pub struct Gateway {
     runtime: Runtime,
-    lists: RwLock<Arc<Lists>>,
+    lists: ArcSwap<Lists>,
     subscriptions: subscriptions::Requests,
     /// Taken by [`serve`](Gateway::serve), which runs it.
     upstream: Mutex<Option<subscriptions::Upstream>>,
@@ -69,7 +70,7 @@ impl Gateway {
         let (subscriptions, upstream) = subscriptions::channel();
         Arc::new(Gateway {
             runtime,
-            lists: RwLock::new(Arc::new(lists)),
+            lists: ArcSwap::from_pointee(lists),
             subscriptions,
             upstream: Mutex::new(Some(upstream)),
         })
@@ -109,19 +110,17 @@ impl Gateway {
         }
     }
 
+    /// The lists now: no lock, since every list request and every HTTP `tools/call` reads them.
     fn lists(&self) -> Arc<Lists> {
-        self.lists
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.lists.load_full()
     }
 
-    /// Lists the catalogue again; says which lists changed.
+    /// Lists the catalogue again; says which lists changed. Only the follower task relists,
+    /// so nothing stores between its load and its store.
     fn relist(&self) -> lists::Changed {
         let fresh = Lists::build(&self.runtime);
-        let mut lists = self.lists.write().unwrap_or_else(PoisonError::into_inner);
-        let changed = fresh.changed_since(&lists);
-        *lists = Arc::new(fresh);
+        let changed = fresh.changed_since(&self.lists.load());
+        self.lists.store(Arc::new(fresh));
         changed
     }
 }
