@@ -3,8 +3,10 @@
 //!
 //! Lists are plain JSON values (the shapes of `tools/list` and friends); the server pages
 //! them and adds what each era needs (`ttlMs`, `resultType`, …). Calls are async and run
-//! concurrently, each on its own task, with a [`Context`](crate::Context) for progress, log
-//! messages and input from the client. A handler never sees which era or transport a
+//! concurrently, with a [`Context`](crate::Context) for progress, log messages and input from
+//! the client: a call is polled once where its request arrived (most answer at once, with no
+//! task to spawn) and moves to a task of its own when it first waits, so work that blocks or
+//! computes for long before its first `.await` belongs in `spawn_blocking`. A handler never sees which era or transport a
 //! request came by unless it asks.
 
 use std::borrow::Cow;
@@ -171,8 +173,9 @@ pub enum Seen<'a> {
 /// An application's side of an MCP server.
 ///
 /// Every method but [`info`](Self::info) has a default: no tools, no resources, no prompts.
-/// Handlers take `Arc<Self>` so that their futures own what they need and run on their own
-/// tasks; a slow one never holds back another.
+/// Handlers take `Arc<Self>` so that their futures own what they need and can move to a task
+/// of their own when they wait; one that waits never holds back another (see the module
+/// docs for one that computes before its first `.await`).
 ///
 /// ```
 /// use std::borrow::Cow;

@@ -13,8 +13,8 @@
 //!
 //! [`Server`] serves over stdio ([`Server::serve_stdio`], or any byte stream with
 //! [`Server::serve`]) and over Streamable HTTP ([`Server::serve_http`], feature `http`).
-//! Handlers run concurrently, each request that waits on its own task; nothing a slow
-//! handler or a slow client does stalls another.
+//! Handlers run concurrently, each request that waits on its own task; nothing a handler
+//! that waits or a slow client does stalls another.
 //!
 //! ```no_run
 //! use std::borrow::Cow;

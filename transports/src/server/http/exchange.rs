@@ -393,16 +393,23 @@ impl<S: Service> Shared<S> {
             seal.seal(&state)
         });
         let id = sealed.or_else(new_id)?;
-        match self.sessions.insert(id.clone(), entry) {
-            Inserted::Added { evicted } => {
-                if let Some(evicted) = evicted {
-                    self.close(&evicted);
-                }
-                Some(id)
-            }
+        match self.insert(id.clone(), entry) {
+            Inserted::Added { .. } => Some(id),
             // A fresh random or sealed id (its nonce is random) is never in the table.
             Inserted::Present(_) | Inserted::Refused => None,
         }
+    }
+
+    /// Puts `entry` in the table under `id`, ending the session it evicts to make room.
+    fn insert(&self, id: String, entry: Arc<Entry<S>>) -> Inserted<S> {
+        let inserted = self.sessions.insert(id, entry);
+        if let Inserted::Added {
+            evicted: Some(evicted),
+        } = &inserted
+        {
+            self.close(evicted);
+        }
+        inserted
     }
 
     /// The session a sealed id carries, rebuilt here and kept in the table.
@@ -415,13 +422,8 @@ impl<S: Service> Shared<S> {
         let notifier = Notifier::default();
         let session = self.service.restore(notifier.clone(), &state)?;
         let entry = Arc::new(Entry::new(session, notifier));
-        match self.sessions.insert(id.to_owned(), entry.clone()) {
-            Inserted::Added { evicted } => {
-                if let Some(evicted) = evicted {
-                    self.close(&evicted);
-                }
-                Some(entry)
-            }
+        match self.insert(id.to_owned(), entry.clone()) {
+            Inserted::Added { .. } => Some(entry),
             Inserted::Present(present) => {
                 self.close(&entry);
                 Some(present)
