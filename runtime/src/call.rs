@@ -22,18 +22,22 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
+use crate::call_scope::Scope;
 use crate::call_table::{Progress, ProgressFn};
 use crate::catalogue::tool_allowed;
+use crate::client::ClientHandlers;
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::exchange::{exchange, Params, Request};
 use crate::framer::TaskParams;
 use crate::handle::ServerHandle;
+use crate::logging::ServerLog;
 use crate::model::CallToolResult;
 use crate::routing::Registry;
 use crate::task::{TaskHandle, TaskOrResult, TaskShape};
 use crate::tool_result::Sent;
 use switchboard_codecs::mcp::tasks::{CreateTaskResult, Task};
+use switchboard_codecs::mcp::LoggingLevel;
 
 /// A `tools/call` request being built; `.await` it to send it.
 ///
@@ -63,10 +67,19 @@ pub(crate) struct CallSpec {
     pub(crate) tool: Arc<str>,
     pub(crate) arguments: serde_json::Value,
     pub(crate) options: ToolPolicy,
-    pub(crate) progress: Option<ProgressFn>,
     pub(crate) meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
     /// The time to live to ask for when the call runs as a task (2025-11-25).
     pub(crate) task_ttl: Option<Duration>,
+    /// The call's progress callback, handlers and log receiver (boxed: most calls have
+    /// none, and every call's future carries this).
+    pub(crate) listeners: Option<Box<Listeners>>,
+}
+
+/// What listens to a call besides its caller.
+#[derive(Default)]
+pub(crate) struct Listeners {
+    pub(crate) progress: Option<ProgressFn>,
+    pub(crate) scope: Scope,
 }
 
 /// Where a call goes.
@@ -112,9 +125,9 @@ impl Call {
                 tool,
                 arguments,
                 options: ToolPolicy::default(),
-                progress: None,
                 meta: None,
                 task_ttl: None,
+                listeners: None,
             }),
             running: None,
         }
@@ -148,13 +161,42 @@ impl Call {
     /// the server's connection: keep it short and never block in it (send to a channel for
     /// real work).
     pub fn on_progress(self, callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
-        self.configure(|s| s.progress = Some(Arc::new(callback)))
+        self.configure(|s| s.listeners().progress = Some(Arc::new(callback)))
     }
 
     /// `_meta` entries for the request, written beside the progress token and (for a
     /// stateless server) the era's own entries: give none of theirs.
     pub fn meta(self, meta: serde_json::Map<String, serde_json::Value>) -> Self {
         self.configure(|s| s.meta = Some(Arc::new(meta)))
+    }
+
+    /// Answers the requests the server sends the client because of this call (sampling,
+    /// elicitation, roots) with `handlers` instead of the server's, and (in 2026-07-28)
+    /// declares their capabilities in the call's `_meta`.
+    ///
+    /// A stateless server's requests come in the call's own answer, so they always reach
+    /// these handlers. A handshake-era server's requests carry no link to the call that
+    /// caused them: they reach these handlers only while this call is the server's one call
+    /// in flight with handlers of its own, and the server's handlers otherwise (one client's
+    /// request is never guessed onto another's call). The capabilities a handshake-era server
+    /// sees are the ones its connection declared.
+    pub fn client_handlers(self, handlers: ClientHandlers) -> Self {
+        self.configure(|s| s.listeners().scope.handlers = Some(handlers))
+    }
+
+    /// Receives the server's log messages about this call at `level` or above; a stateless
+    /// server is asked for them at that level in the call's `_meta`. The callback runs on the
+    /// server's actor: keep it short and never block in it.
+    ///
+    /// A log message carries no link to the call that caused it: it reaches this callback
+    /// only while the call is the server's one call in flight with a log callback (it always
+    /// reaches [`ServerHandle::logs`] and `tracing`).
+    pub fn on_log(
+        self,
+        level: LoggingLevel,
+        callback: impl Fn(ServerLog) + Send + Sync + 'static,
+    ) -> Self {
+        self.configure(|s| s.listeners().scope.logs = Some((level, Arc::new(callback))))
     }
 
     /// When the call runs as a task (2025-11-25), the time to live to ask the server for
@@ -202,6 +244,10 @@ enum Started {
 }
 
 impl CallSpec {
+    fn listeners(&mut self) -> &mut Listeners {
+        self.listeners.get_or_insert_with(Box::default)
+    }
+
     /// Routes and sends the call; the answer, with the server and tool it went to. A task
     /// the server runs the call as is watched to its end, and its result is the answer.
     async fn send(self) -> Result<Sent> {
@@ -224,9 +270,9 @@ impl CallSpec {
             tool,
             arguments,
             options,
-            progress,
             meta,
             task_ttl,
+            listeners,
         } = self;
         let started = std::time::Instant::now();
         let (handle, tool) = match route {
@@ -279,7 +325,11 @@ impl CallSpec {
             policy,
         );
         request.tool = Some(tool.clone());
-        request.progress = progress;
+        if let Some(listeners) = listeners {
+            let Listeners { progress, scope } = *listeners;
+            request.progress = progress;
+            request.scope = (!scope.is_empty()).then(|| Arc::new(scope));
+        }
         request.progress_token = true;
         let span = tracing::debug_span!(
             "request",

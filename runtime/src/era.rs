@@ -133,12 +133,17 @@ impl Modern {
         }
     }
 
-    /// The `_meta` entries of one request.
-    pub(crate) fn meta(&self, level: Option<LoggingLevel>) -> ModernMeta<'_> {
+    /// The `_meta` entries of one request, declaring `capabilities` instead of ours when
+    /// given.
+    pub(crate) fn meta<'a>(
+        &'a self,
+        level: Option<LoggingLevel>,
+        capabilities: Option<&'a Value>,
+    ) -> ModernMeta<'a> {
         ModernMeta {
             protocol_version: &self.version,
             client_info: &self.client_info,
-            client_capabilities: &self.capabilities,
+            client_capabilities: capabilities.unwrap_or(&self.capabilities),
             log_level: level,
         }
     }

@@ -101,6 +101,9 @@ pub(crate) struct Round<'a> {
     pub(crate) progress_token: bool,
     /// The stateless era's dialect, for a server spoken to in it.
     pub(crate) dialect: Option<&'a Modern>,
+    /// The capabilities a stateless request declares instead of the dialect's (a call with
+    /// handlers of its own).
+    pub(crate) capabilities: Option<&'a Value>,
     /// The log level a caller chose (sent in a stateless request's `_meta`).
     pub(crate) level: Option<LoggingLevel>,
     /// Whether the transport sends a stateless request's headers (Streamable HTTP).
@@ -113,7 +116,9 @@ pub(crate) struct Round<'a> {
 pub(crate) fn request(round: Round<'_>) -> Outbound {
     let meta = Meta {
         progress_token: round.progress_token.then_some(round.id),
-        modern: round.dialect.map(|m| m.meta(round.level)),
+        modern: round
+            .dialect
+            .map(|m| m.meta(round.level, round.capabilities)),
         caller: round.params.meta(),
     };
     let body = Body {
@@ -294,7 +299,7 @@ mod tests {
             None,
             Meta {
                 progress_token: Some(3),
-                modern: Some(modern.meta(Some(LoggingLevel::Info))),
+                modern: Some(modern.meta(Some(LoggingLevel::Info), None)),
                 caller,
             },
         );
@@ -369,6 +374,7 @@ mod header_tests {
             retry: None,
             progress_token: true,
             dialect: Some(&modern),
+            capabilities: None,
             level: None,
             sends_headers,
             param_headers: &headers,
@@ -410,6 +416,7 @@ mod header_tests {
             retry: None,
             progress_token: false,
             dialect: Some(&modern),
+            capabilities: None,
             level: None,
             sends_headers: true,
             param_headers: &[],

@@ -103,6 +103,23 @@ impl ServerHandle {
         exchange(&self.core, self.plain(method, params)).await
     }
 
+    /// [`request`](Self::request), with `handlers` of its own for what the server asks the
+    /// client because of it (see [`Call::client_handlers`](crate::Call::client_handlers)).
+    pub async fn request_with_handlers(
+        &self,
+        method: &str,
+        params: Option<serde_json::Value>,
+        handlers: crate::client::ClientHandlers,
+    ) -> Result<Box<RawValue>> {
+        let params = params.map_or_else(Params::empty, Params::from_value);
+        let mut request = self.plain(method, params);
+        request.scope = Some(Arc::new(crate::call_scope::Scope {
+            handlers: Some(handlers),
+            logs: None,
+        }));
+        exchange(&self.core, request).await
+    }
+
     /// One request of `method` (not a tool call) under the server's timeout, from now.
     pub(crate) fn plain(&self, method: &str, params: Params) -> Request {
         let policy = self.core.policy(None, &ToolPolicy::default());

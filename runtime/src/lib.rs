@@ -9,6 +9,7 @@
 mod actor;
 mod admission;
 mod call;
+mod call_scope;
 mod call_table;
 mod catalogue;
 pub mod client;

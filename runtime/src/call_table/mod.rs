@@ -32,6 +32,7 @@ use switchboard_transports::CloseReason;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::admission::Slot;
+use crate::call_scope::Scope;
 use crate::deadline::DeadlinePolicy;
 use crate::error::Error;
 use crate::framer;
@@ -72,9 +73,11 @@ pub(crate) struct Silence {
     pub(crate) timed_out: Instant,
 }
 
-/// A call's progress: its callback, and its deadline when progress may move it.
+/// A call's progress: its callback, and its deadline when progress may move it; and the
+/// call's own [`Scope`] for the server's messages about it.
 pub(crate) struct Track {
     callback: Option<ProgressFn>,
+    scope: Option<Arc<Scope>>,
     /// `Some` when each notification restarts the timeout.
     reset: Option<(Instant, DeadlinePolicy)>,
     /// The moved deadline, in nanoseconds after the call started (0: not moved).
@@ -83,16 +86,18 @@ pub(crate) struct Track {
 
 impl Track {
     /// A track for a round whose deadline rules count from `since`, or `None` when the call
-    /// neither listens to progress nor lets progress move its deadline (most calls: they
-    /// carry no track).
+    /// neither listens to progress nor lets progress move its deadline, and has no scope of
+    /// its own (most calls: they carry no track).
     pub(crate) fn new(
         policy: Option<(Instant, DeadlinePolicy)>,
         callback: Option<ProgressFn>,
+        scope: Option<Arc<Scope>>,
     ) -> Option<Arc<Track>> {
         let reset = policy.filter(|(_, p)| p.reset_on_progress);
-        (reset.is_some() || callback.is_some()).then(|| {
+        (reset.is_some() || callback.is_some() || scope.is_some()).then(|| {
             Arc::new(Track {
                 callback,
+                scope,
                 reset,
                 moved: AtomicU64::new(0),
             })
@@ -364,6 +369,9 @@ pub(crate) struct Table {
     silences: mpsc::UnboundedSender<Silence>,
     deadlines: Arc<Deadlines>,
     pub(crate) metrics: Arc<ServerMetrics>,
+    /// Whether the connection's reader settles in place ([`settle::settle_inline`] ran):
+    /// then the router leaves alone what the reader did already.
+    pub(crate) read_inline: AtomicBool,
 }
 
 impl Table {
@@ -390,6 +398,7 @@ impl Table {
                 wake: Notify::new(),
             }),
             metrics,
+            read_inline: AtomicBool::new(false),
         }
     }
 
@@ -604,6 +613,28 @@ impl Table {
             }
             None => false,
         }
+    }
+
+    /// The scope of the one pending call whose scope `wants` a message, or `None` when no
+    /// call or more than one does (see [`crate::call_scope`]: a message with no link to its
+    /// call is a call's only when nobody else could have caused it).
+    pub(crate) fn sole_scope(&self, wants: impl Fn(&Scope) -> bool) -> Option<Arc<Scope>> {
+        let mut found: Option<Arc<Scope>> = None;
+        for shard in self.shards.iter() {
+            let shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            for waiter in shard.waiters.values() {
+                let Some(scope) = waiter.track.as_ref().and_then(|t| t.scope.as_ref()) else {
+                    continue;
+                };
+                if wants(scope) {
+                    if found.is_some() {
+                        return None;
+                    }
+                    found = Some(scope.clone());
+                }
+            }
+        }
+        found
     }
 
     /// A progress notification: runs the call's callback and moves its deadline. `false`

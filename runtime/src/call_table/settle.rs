@@ -6,19 +6,22 @@
 //! Settled here, never in an actor: answers (results and JSON-RPC errors), malformed answers
 //! whose id can be read, HTTP send failures and 401s for a request, and progress
 //! notifications (they run the caller's callback and may move its deadline). Answers to ids
-//! nobody waits for are counted and logged here too. Passed on: every other notification,
+//! nobody waits for are counted and logged here too. Log messages are handed to the call they
+//! belong to here, and passed on too. Passed on: every other notification,
 //! every request from the server, session loss, and the close.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use switchboard_codecs::jsonrpc::{Id, Message, Outcome, Response};
-use switchboard_codecs::mcp::{methods, ProgressNotificationParams};
+use switchboard_codecs::jsonrpc::{Id, Message, Notification, Outcome, Response};
+use switchboard_codecs::mcp::{methods, LoggingMessageParams, ProgressNotificationParams};
 use switchboard_transports::connection::Event;
 use switchboard_transports::CloseReason;
 use tokio::sync::mpsc;
 
 use super::Table;
 use crate::error::Error;
+use crate::logging::ServerLog;
 
 /// Routes a connection's events until its stream ends.
 ///
@@ -58,12 +61,39 @@ pub(crate) async fn route(
 /// router task. Everything else is handed back untouched, for the router to count and pass
 /// on once.
 pub(crate) fn settle_inline(table: &Table, event: Event) -> Option<Event> {
+    table.read_inline.store(true, Ordering::Relaxed);
     match &event {
         Event::Message(Message::Response(_)) | Event::Skipped(_) => settle(table, event),
         Event::Message(Message::Notification(n)) if n.method == methods::PROGRESS => {
             settle(table, event)
         }
+        Event::Message(Message::Notification(n)) if n.method == methods::MESSAGE => {
+            log_to_call(table, n);
+            Some(event)
+        }
         _ => Some(event),
+    }
+}
+
+/// Hands a `notifications/message` to the call it belongs to, if one can be told (see
+/// [`crate::call_scope`]), before the answer that may follow it settles the call: where the
+/// connection is read, in order. The message goes on to the actor all the same (tracing and
+/// the server's log stream).
+fn log_to_call(table: &Table, n: &Notification) {
+    let Some(scope) = table.sole_scope(|scope| scope.logs.is_some()) else {
+        return;
+    };
+    let params = n
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<LoggingMessageParams>(p.get()).ok());
+    if let Some(params) = params {
+        scope.deliver_log(&ServerLog {
+            server: table.server().clone(),
+            level: params.level,
+            logger: params.logger,
+            data: params.data,
+        });
     }
 }
 
@@ -106,6 +136,13 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
                         }
                     }
                     None
+                }
+                Message::Notification(n) if n.method == methods::MESSAGE => {
+                    // Read inline, it was handed to its call there already.
+                    if !table.read_inline.load(Ordering::Relaxed) {
+                        log_to_call(table, &n);
+                    }
+                    Some(Event::Message(Message::Notification(n)))
                 }
                 other => Some(Event::Message(other)),
             }

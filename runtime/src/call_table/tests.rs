@@ -64,7 +64,7 @@ fn register(
         Some("echo".into()),
         Instant::now(),
         deadline,
-        Track::new(policy, progress),
+        Track::new(policy, progress, None),
         true,
         Some(slot),
         tx,
@@ -228,7 +228,7 @@ fn progress_runs_the_callback_and_moves_a_resetting_deadline_within_max_total() 
 fn a_plain_call_carries_no_track() {
     let policy =
         DeadlinePolicy::resolve(&ToolPolicy::default(), None, None, Duration::from_secs(1));
-    assert!(Track::new(Some((Instant::now(), policy)), None).is_none());
+    assert!(Track::new(Some((Instant::now(), policy)), None, None).is_none());
 }
 
 #[test]

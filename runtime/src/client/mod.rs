@@ -9,6 +9,10 @@
 //! provided is declared in the `initialize` capabilities: no handler, no capability, and the
 //! server's request is answered with JSON-RPC -32601.
 //!
+//! A call may bring handlers of its own ([`Call::client_handlers`](crate::Call::client_handlers)),
+//! which answer what the server asks because of that call; a [`ForwardHandler`] hands the
+//! requests on as they came (a gateway asking its own client).
+//!
 //! Each request is served in a task of its own, off the server's actor, so a slow handler
 //! never delays other answers or calls. Handlers get plain values (the server's name and the
 //! typed request), never wire ids. A handler that fails, panics, returns a malformed result or
@@ -74,6 +78,36 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// the server sets its own deadline.
 pub const HANDLER_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Hands the requests a server sends the client (`roots/list`, `sampling/createMessage`,
+/// `elicitation/create`) on as they came, and their answers back as they come: a gateway's
+/// bridge to its own client, which does the asking.
+pub trait ForwardHandler: Send + Sync + fmt::Debug + 'static {
+    /// The result of the server's request of `method`, or why there is none (the server is
+    /// answered with a JSON-RPC error).
+    fn forward(
+        &self,
+        server: &str,
+        method: &str,
+        params: Value,
+    ) -> BoxFuture<Result<Value, String>>;
+
+    /// The results of a stateless server's input requests of one round, all at once and by
+    /// the server's own keys: `requests` maps each key to its `{method, params}`, the answer
+    /// maps each key to its result.
+    fn forward_inputs(
+        &self,
+        server: &str,
+        requests: Map<String, Value>,
+    ) -> BoxFuture<Result<Map<String, Value>, String>>;
+
+    /// What to declare for the requests it forwards: the `roots`, `sampling` and
+    /// `elicitation` entries of the client's capabilities (others are ignored).
+    fn capabilities(&self) -> Value;
+}
+
+/// The client features a [`ForwardHandler`] answers.
+const FORWARDED: [&str; 3] = ["roots", "sampling", "elicitation"];
+
 /// The handlers an application provides; each one adds its capability.
 #[derive(Clone, Default)]
 #[non_exhaustive]
@@ -81,6 +115,7 @@ pub struct ClientHandlers {
     pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
     pub(crate) roots: Option<Arc<dyn RootsHandler>>,
     pub(crate) sampling: Option<Arc<dyn SamplingHandler>>,
+    pub(crate) forward: Option<Arc<dyn ForwardHandler>>,
 }
 
 impl fmt::Debug for ClientHandlers {
@@ -89,6 +124,7 @@ impl fmt::Debug for ClientHandlers {
             .field("elicitation", &self.elicitation.is_some())
             .field("roots", &self.roots.is_some())
             .field("sampling", &self.sampling.is_some())
+            .field("forward", &self.forward.is_some())
             .finish()
     }
 }
@@ -120,6 +156,13 @@ impl ClientHandlers {
         self
     }
 
+    /// Hands every `roots/list`, `sampling/createMessage` and `elicitation/create` to
+    /// `handler` as it came, instead of the typed handlers, and declares what it says.
+    pub fn forward(mut self, handler: impl ForwardHandler) -> Self {
+        self.forward = Some(Arc::new(handler));
+        self
+    }
+
     /// The `capabilities` object of `initialize`.
     pub(crate) fn capabilities(handlers: Option<&ClientHandlers>) -> Value {
         let mut caps = Map::new();
@@ -147,6 +190,15 @@ impl ClientHandlers {
                 json!({"form": {}})
             };
             caps.insert("elicitation".into(), declared);
+        }
+        if let Some(forward) = &handlers.forward {
+            let declared = forward.capabilities();
+            for feature in FORWARDED {
+                caps.remove(feature);
+                if let Some(entry) = declared.get(feature) {
+                    caps.insert(feature.into(), entry.clone());
+                }
+            }
         }
         Value::Object(caps)
     }

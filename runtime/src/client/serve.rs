@@ -31,6 +31,19 @@ pub(crate) fn prepare(
             format!("method not found: {method}"),
         )
     };
+    if let Some(forward) = handlers.forward.clone() {
+        if matches!(
+            method,
+            methods::ROOTS_LIST | methods::SAMPLING_CREATE_MESSAGE | methods::ELICITATION_CREATE
+        ) {
+            let params = params.map_err(invalid_params)?;
+            let method = method.to_owned();
+            return Ok((
+                "forwarded",
+                Box::pin(async move { forward.forward(&server, &method, params).await }),
+            ));
+        }
+    }
     match method {
         methods::ROOTS_LIST => {
             let handler = handlers.roots.clone().ok_or_else(not_found)?;

@@ -191,6 +191,7 @@ async fn input_round(
         &request.tool,
         input.input_requests.unwrap_or_default(),
         hard_end,
+        request.scope.as_deref(),
     )
     .await
     .map_err(|e| e.unwrap_or_else(|| out_of_time(core, request)))?;
@@ -206,17 +207,48 @@ async fn input_round(
 }
 
 /// Answers every embedded request of a request of `method` (and `tool`) with the
-/// application's handlers, one at a time, by `hard_end` (the input requests of an
-/// input-required result, or of a task of the tasks extension); `Err(None)` when the time
-/// ran out.
+/// application's handlers (the call's own `scope`'s, when it has them), one at a time, by
+/// `hard_end` (the input requests of an input-required result, or of a task of the tasks
+/// extension); `Err(None)` when the time ran out.
 pub(crate) async fn fulfil(
     core: &ServerCore,
     method: &Arc<str>,
     tool: &Option<Arc<str>>,
     requests: Map<String, serde_json::Value>,
     hard_end: Instant,
+    scope: Option<&crate::call_scope::Scope>,
 ) -> std::result::Result<Map<String, serde_json::Value>, Option<Error>> {
-    let handlers = core.config.handlers.clone().unwrap_or_default();
+    let handlers = scope
+        .and_then(|s| s.handlers.clone())
+        .or_else(|| core.config.handlers.clone())
+        .unwrap_or_default();
+    if let Some(forward) = &handlers.forward {
+        // Handed on whole, under the server's keys: the client asked next answers them.
+        let limit = core
+            .config
+            .handler_timeout_value()
+            .min(hard_end.saturating_duration_since(Instant::now()));
+        let running = AbortOnDrop(tokio::spawn(forward.forward_inputs(&core.name, requests)));
+        let failed = |detail: String| {
+            Some(Error::InputUnsupported {
+                server: core.name.clone(),
+                method: method.clone(),
+                tool: tool.clone(),
+                request: None,
+                detail,
+            })
+        };
+        return match tokio::time::timeout(limit, running).await {
+            Ok(Ok(Ok(responses))) => Ok(responses),
+            Ok(Ok(Err(e))) => Err(failed(format!(
+                "the client's forwarded handler failed: {e}"
+            ))),
+            Ok(Err(_)) => Err(failed(
+                "the client's forwarded handler panicked or was cancelled".to_owned(),
+            )),
+            Err(_) => Err(None),
+        };
+    }
     let mut responses = Map::new();
     for (key, embedded) in requests {
         let unsupported = |embedded: Option<String>, detail: String| {

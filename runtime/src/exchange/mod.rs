@@ -43,6 +43,7 @@ use switchboard_transports::CloseReason;
 use tokio::sync::oneshot;
 
 use crate::admission::{Refused, Slot};
+use crate::call_scope::Scope;
 use crate::call_table::{ProgressFn, Table, Track, Unsent, Waiter};
 use crate::core::{Gate, ServerCore};
 use crate::deadline::DeadlinePolicy;
@@ -82,6 +83,8 @@ pub(crate) struct Request {
     /// (`initialize`, which the startup timeout bounds by closing the connection).
     pub(crate) deadline: Option<(Instant, DeadlinePolicy)>,
     pub(crate) progress: Option<ProgressFn>,
+    /// The call's own handlers and log receiver, if it has them.
+    pub(crate) scope: Option<Arc<Scope>>,
     /// Whether each round carries its id as `_meta.progressToken` (as `tools/call` does).
     pub(crate) progress_token: bool,
     pub(crate) origin: Origin,
@@ -103,6 +106,7 @@ impl Request {
             started,
             deadline: Some((started, policy)),
             progress: None,
+            scope: None,
             progress_token: false,
             origin: Origin::Caller,
         }
@@ -125,6 +129,7 @@ impl Request {
             started,
             deadline,
             progress: None,
+            scope: None,
             progress_token: false,
             origin: Origin::Actor {
                 table,
@@ -335,6 +340,12 @@ fn frame(
         }
         _ => &[],
     };
+    let scope = request.scope.as_deref();
+    // A call with handlers of its own declares their capabilities (a stateless request
+    // declares them in every `_meta`; a handshake-era connection declared its own).
+    let capabilities = scope
+        .zip(dialect)
+        .and_then(|(s, m)| s.capabilities(&m.capabilities));
     let outbound = framer::request(Round {
         id,
         method: &request.method,
@@ -342,7 +353,10 @@ fn frame(
         retry: request.retry.as_deref(),
         progress_token: request.progress_token,
         dialect,
-        level: core.logging.level(),
+        capabilities: capabilities.as_ref(),
+        level: scope
+            .and_then(Scope::log_level)
+            .or_else(|| core.logging.level()),
         sends_headers,
         param_headers,
     });
@@ -374,7 +388,11 @@ async fn send(
         request.tool.clone(),
         request.started,
         deadline,
-        Track::new(request.deadline, request.progress.clone()),
+        Track::new(
+            request.deadline,
+            request.progress.clone(),
+            request.scope.clone(),
+        ),
         request.cancellable(),
         slot,
         tx,

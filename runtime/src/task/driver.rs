@@ -462,6 +462,7 @@ impl Watcher {
             &Some(self.tool.clone()),
             fresh,
             self.hard_end,
+            None,
         )
         .await
         .map_err(|e| e.unwrap_or_else(|| self.timeout_error()))?;

@@ -27,6 +27,7 @@ impl ServerActor {
             methods::MESSAGE => {
                 if let Some(params) = n.params {
                     match serde_json::from_str::<mcp::LoggingMessageParams>(params.get()) {
+                        // The call it belongs to had it where the connection is read.
                         Ok(log) => self.core.logging.log(log),
                         Err(_) => {
                             tracing::debug!(server = %self.name, "malformed notifications/message")

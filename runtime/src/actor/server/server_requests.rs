@@ -30,7 +30,13 @@ impl ServerActor {
     pub(super) fn on_server_request(&mut self, request: Request) {
         let Some(link) = &self.link else { return };
         let table = link.table.clone();
-        let handlers = self.core.config.handlers.clone().unwrap_or_default();
+        // The call that caused the request answers it, when it brought handlers and nobody
+        // else could have caused it (see `crate::call_scope`).
+        let handlers = table
+            .sole_scope(|scope| scope.handlers.is_some())
+            .and_then(|scope| scope.handlers.clone())
+            .or_else(|| self.core.config.handlers.clone())
+            .unwrap_or_default();
         let server = self.name.clone();
         let method = request.method.as_str();
         // Absent params read as `null`: `roots/list` and `ping` need none, the others refuse it.
