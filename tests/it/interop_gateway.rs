@@ -1,7 +1,8 @@
 //! `switchboard serve` against clients nobody here wrote: the Python SDK (both eras) and the
 //! TypeScript SDK, over stdio and over Streamable HTTP, through the gateway to the demo
-//! server's conformance fixture (over stdio, names passed through). The tools that ask the
-//! client for input are left out: the gateway does not forward such requests yet.
+//! server's conformance fixture (over stdio, names passed through, in the handshake era, and
+//! over HTTP in the stateless one too). The fixture's sampling and elicitation reach the
+//! client that called, and its answers go back.
 //!
 //! `#[ignore = "needs …"]`, as the other interop tests: the Python SDK in `.ci/venv`, the
 //! TypeScript SDK in `.ci/peers`; the gateway is the `switchboard` binary of this build.
@@ -11,21 +12,29 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::interop_server::{run_client, switchboard_bin};
+use crate::interop_server::{assert_served, run_client, switchboard_bin};
 use crate::peers::{free_port, python, ListeningPeer};
 
-/// A config file whose one server is the conformance fixture, in a folder of its own.
-fn config_file(name: &str) -> PathBuf {
+/// A config file whose one server is the conformance fixture (handshake era, or stateless
+/// with `modern`), in a folder of its own.
+fn config_file(name: &str, modern: bool) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "switchboard-interop-gateway-{}-{name}",
         std::process::id()
     ));
     std::fs::create_dir_all(&dir).expect("a temporary folder");
     let path = dir.join("gateway.json");
-    let config = serde_json::json!({"mcpServers": {"conformance": {
-        "command": switchboard_bin(),
-        "args": ["demo-server", "--conformance"],
-    }}});
+    let config = match modern {
+        false => serde_json::json!({"mcpServers": {"conformance": {
+            "command": switchboard_bin(),
+            "args": ["demo-server", "--conformance"],
+        }}}),
+        true => serde_json::json!({"mcpServers": {"conformance": {
+            "command": switchboard_bin(),
+            "args": ["demo-server", "--conformance", "--modern"],
+            "protocol": "modern",
+        }}}),
+    };
     std::fs::write(&path, config.to_string()).expect("the config file");
     path
 }
@@ -36,28 +45,29 @@ fn stdio_gateway(name: &str) -> Vec<String> {
         switchboard_bin().display().to_string(),
         "serve".to_owned(),
         "-c".to_owned(),
-        config_file(name).display().to_string(),
+        config_file(name, false).display().to_string(),
     ]
 }
 
 /// `switchboard serve --listen` on a free port; stopped on drop.
-fn http_gateway(name: &str) -> (ListeningPeer, String) {
+fn http_gateway(name: &str, modern: bool) -> (ListeningPeer, String) {
     let port = free_port();
     let mut command = Command::new(switchboard_bin());
     command
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "-c"])
-        .arg(config_file(name));
+        .arg(config_file(name, modern));
     let peer = ListeningPeer::start(command, port, "switchboard serve --listen");
     (peer, format!("http://127.0.0.1:{port}/mcp"))
 }
 
-/// What every client must have seen through the gateway.
-fn assert_forwarded(seen: &Value) {
-    let tools = seen["tools"].as_array().expect("tools");
-    for name in ["echo", "test_simple_text", "test_sampling"] {
-        assert!(tools.iter().any(|t| t == name), "{name} in {seen}");
-    }
-    assert_eq!(seen["echo"], "hi", "{seen}");
+/// What every client must have seen through the gateway: the fixture's tools, their
+/// results, and its sampling and elicitation answered by this client.
+fn assert_forwarded(seen: &Value, client: &str) {
+    assert_served(
+        seen,
+        &format!("sampled by {client}"),
+        &format!("answered by {client}"),
+    );
     assert_eq!(
         seen["simple"], "This is a simple text response for testing.",
         "{seen}"
@@ -67,7 +77,7 @@ fn assert_forwarded(seen: &Value) {
 fn python_client(mode: &str, target: &[String]) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/python_client.py");
     let mut command = Command::new(python());
-    command.arg(script).arg("--no-input").arg(mode).args(target);
+    command.arg(script).arg(mode).args(target);
     run_client(
         command,
         &format!("the Python SDK client ({mode}) through serve"),
@@ -79,17 +89,20 @@ fn python_client(mode: &str, target: &[String]) -> Value {
 fn the_python_sdk_client_is_served_through_the_gateway_over_stdio_in_both_eras() {
     for mode in ["legacy", "auto", "2026-07-28"] {
         let seen = python_client(mode, &stdio_gateway(&format!("python-stdio-{mode}")));
-        assert_forwarded(&seen);
+        assert_forwarded(&seen, "python");
     }
 }
 
 #[test]
 #[ignore = "needs the Python SDK in .ci/venv (SWITCHBOARD_PYTHON)"]
 fn the_python_sdk_client_is_served_through_the_gateway_over_http_in_both_eras() {
-    let (_gateway, url) = http_gateway("python-http");
-    for mode in ["legacy", "auto", "2026-07-28"] {
-        let seen = python_client(mode, std::slice::from_ref(&url));
-        assert_forwarded(&seen);
+    for upstream_modern in [false, true] {
+        let (_gateway, url) =
+            http_gateway(&format!("python-http-{upstream_modern}"), upstream_modern);
+        for mode in ["legacy", "auto", "2026-07-28"] {
+            let seen = python_client(mode, std::slice::from_ref(&url));
+            assert_forwarded(&seen, "python");
+        }
     }
 }
 
@@ -105,11 +118,10 @@ fn the_typescript_sdk_client_is_served_through_the_gateway_over_stdio_and_http()
         command
             .arg(root.join("tests/peers/ts_client.mjs"))
             .arg(&modules)
-            .arg("--no-input")
             .args(target);
         run_client(command, "the TypeScript SDK client through serve")
     };
-    assert_forwarded(&client(&stdio_gateway("typescript-stdio")));
-    let (_gateway, url) = http_gateway("typescript-http");
-    assert_forwarded(&client(&[url]));
+    assert_forwarded(&client(&stdio_gateway("typescript-stdio")), "typescript");
+    let (_gateway, url) = http_gateway("typescript-http", true);
+    assert_forwarded(&client(&[url]), "typescript");
 }

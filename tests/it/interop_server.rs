@@ -84,7 +84,7 @@ pub(crate) fn run_client(mut command: Command, what: &str) -> Value {
 }
 
 /// What every client must have seen.
-fn assert_served(seen: &Value, sampled_by: &str, answered_by: &str) {
+pub(crate) fn assert_served(seen: &Value, sampled_by: &str, answered_by: &str) {
     let tools = seen["tools"].as_array().expect("tools");
     for name in [
         "echo",

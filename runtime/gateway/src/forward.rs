@@ -1,31 +1,48 @@
 //! The requests the gateway forwards: a front request in, the upstream's answer out.
 //!
 //! A tool call goes through [`Runtime::call_tool`] (the catalogue routes it), with the
-//! upstream's progress passed on to the front client when the front request asked for it.
+//! upstream's progress passed on to the front client when the front request asked for it,
+//! its log messages at the front's level, and its requests to the client asked of the front
+//! client ([`crate::asks`]).
 //! Prompts, resources and completion are routed by the runtime to their owner and sent
 //! there as they came, the upstream's answer passed back untouched but for being checked as
 //! JSON. Dropping any of these futures (the front client cancelled, or closed its HTTP
 //! stream) drops the upstream request, which sends the upstream `notifications/cancelled`.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
-use switchboard::{Progress, Runtime, ServerHandle};
+use switchboard::client::ClientHandlers;
+use switchboard::model::LoggingLevel;
+use switchboard::{Progress, Runtime, ServerHandle, ServerLog};
 use switchboard_server::{Context, HandlerError, Reply};
 use tokio::sync::mpsc;
 
+use crate::asks::{Bridge, FrontWait, Need};
 use crate::error::{to_front, unreadable};
 
 /// How many progress notifications may wait for room toward the front client; past that
 /// they are dropped (the next one says as much as the lost ones did).
 const PROGRESS_QUEUE: usize = 64;
 
-/// Calls catalogue tool `name` and answers its result, an `isError` one included.
+/// How many log messages may wait for room toward the front client; past that they are
+/// dropped (they stay in the gateway's own log).
+const LOG_QUEUE: usize = 256;
+
+/// Calls catalogue tool `name` and answers its result, an `isError` one included. The
+/// upstream's requests to the client and its log messages about the call go to the front
+/// client (see [`crate::asks`]).
 pub(crate) async fn call_tool(
     runtime: &Runtime,
     name: &str,
     arguments: Value,
     ctx: &Context,
 ) -> Result<Reply, HandlerError> {
-    let mut call = runtime.call_tool(name, arguments);
+    let wait = Arc::new(FrontWait::default());
+    let bridge = Bridge::new(ctx.clone(), wait.clone());
+    let mut call = runtime
+        .call_tool(name, arguments)
+        .client_handlers(ClientHandlers::new().forward(bridge));
     let (progress_tx, mut progress) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
     if ctx.progress_token().is_some() {
         // The callback runs on the upstream's reader: it must not wait, so it only queues.
@@ -35,20 +52,55 @@ pub(crate) async fn call_tool(
     } else {
         drop(progress_tx);
     }
+    let (log_tx, mut logs) = mpsc::channel::<ServerLog>(LOG_QUEUE);
+    match ctx.log_level().and_then(level_of) {
+        Some(level) => {
+            call = call.on_log(level, move |log| {
+                let _ = log_tx.try_send(log);
+            })
+        }
+        None => drop(log_tx),
+    }
     let sent = call.raw();
     tokio::pin!(sent);
     let answered = loop {
         tokio::select! {
-            answered = &mut sent => break answered,
+            answered = &mut sent => break Some(answered),
             Some(p) = progress.recv() => report(ctx, &p).await,
+            Some(log) = logs.recv() => pass_log(ctx, log).await,
+            // The front client must answer first, or cannot: this upstream call is over.
+            () = wait.raised() => break None,
         }
     };
-    // Progress the upstream sent before its answer goes out before the answer.
+    // What the upstream sent before its answer goes out before the answer.
     while let Ok(p) = progress.try_recv() {
         report(ctx, &p).await;
     }
+    while let Ok(log) = logs.try_recv() {
+        pass_log(ctx, log).await;
+    }
+    let answered = match (wait.need(), answered) {
+        (None, Some(answered)) => answered,
+        // Only a need ends the loop without an answer.
+        (need, _) => return Err(need.unwrap_or(Need::Input).into_error()),
+    };
     let raw = answered.map_err(|e| to_front(&e, name))?;
     parse(raw.get(), name).map(Reply::Result)
+}
+
+/// The runtime's level for the front's level name.
+fn level_of(name: &str) -> Option<LoggingLevel> {
+    serde_json::from_value(Value::String(name.to_owned())).ok()
+}
+
+async fn pass_log(ctx: &Context, log: ServerLog) {
+    let level = serde_json::to_value(log.level).unwrap_or(Value::Null);
+    ctx.log(
+        level.as_str().unwrap_or("info"),
+        log.logger.as_deref(),
+        log.data,
+    )
+    .await;
 }
 
 async fn report(ctx: &Context, p: &Progress) {
@@ -56,18 +108,25 @@ async fn report(ctx: &Context, p: &Progress) {
         .await;
 }
 
-/// Gets prompt `name` (a prompt catalogue name) from its owner.
+/// Gets prompt `name` (a prompt catalogue name) from its owner; what the upstream asks the
+/// client for it is asked of the front client.
 pub(crate) async fn get_prompt(
     runtime: &Runtime,
     name: &str,
     arguments: Value,
+    ctx: &Context,
 ) -> Result<Value, HandlerError> {
     let (server, prompt) = runtime
         .prompt_owner(name)
         .await
         .map_err(|e| to_front(&e, name))?;
     let params = json!({"name": prompt, "arguments": arguments});
-    request(&server, "prompts/get", params, name).await
+    asking(
+        ctx,
+        |handlers| server.request_with_handlers("prompts/get", Some(params), handlers),
+        name,
+    )
+    .await
 }
 
 /// Reads `uri` from the one upstream that lists it (or a template matching it).
@@ -81,6 +140,33 @@ pub(crate) async fn read_resource(runtime: &Runtime, uri: &str) -> Result<Value,
         .await
         .map_err(|e| to_front(&e, uri))?;
     parse(raw.get(), uri)
+}
+
+/// Sends the request `send` makes with a bridge to the front client, and answers its result,
+/// or that the front client must answer first (see [`crate::asks`]).
+async fn asking<F>(
+    ctx: &Context,
+    send: impl FnOnce(ClientHandlers) -> F,
+    what: &str,
+) -> Result<Value, HandlerError>
+where
+    F: std::future::Future<Output = switchboard::Result<Box<serde_json::value::RawValue>>>,
+{
+    let wait = Arc::new(FrontWait::default());
+    let handlers = ClientHandlers::new().forward(Bridge::new(ctx.clone(), wait.clone()));
+    let sent = send(handlers);
+    tokio::pin!(sent);
+    let answered = tokio::select! {
+        answered = &mut sent => Some(answered),
+        () = wait.raised() => None,
+    };
+    match (wait.need(), answered) {
+        (None, Some(answered)) => {
+            let raw = answered.map_err(|e| to_front(&e, what))?;
+            parse(raw.get(), what)
+        }
+        (need, _) => Err(need.unwrap_or(Need::Input).into_error()),
+    }
 }
 
 /// Completes an argument of a prompt (by its catalogue name) or of a resource template (by

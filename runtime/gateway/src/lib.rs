@@ -38,10 +38,13 @@ use switchboard::{Runtime, ServerState};
 use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Options, Reply, Server};
 use tokio::task::JoinHandle;
 
+mod asks;
 mod error;
 mod forward;
 mod lists;
 mod subscriptions;
+
+pub use asks::upstream_handlers;
 
 use lists::Lists;
 
@@ -238,9 +241,9 @@ impl Handler for Gateway {
         self: Arc<Self>,
         name: String,
         arguments: Value,
-        _: Context,
+        ctx: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
-        Box::pin(async move { forward::get_prompt(&self.runtime, &name, arguments).await })
+        Box::pin(async move { forward::get_prompt(&self.runtime, &name, arguments, &ctx).await })
     }
 
     fn complete(

@@ -197,7 +197,11 @@ async fn start(
     file: &switchboard::ConfigFile,
     interrupt: &mut Interrupt,
 ) -> Result<Runtime, Failure> {
-    let builder = Runtime::builder().with_env_defaults().config(file.clone());
+    // Upstreams' requests to the client go to the front client whose call caused them.
+    let builder = Runtime::builder()
+        .with_env_defaults()
+        .config(file.clone())
+        .client_handlers(switchboard_gateway::upstream_handlers());
     let starting = format!("the servers of {} were starting", file.path.display());
     super::start(builder, starting, interrupt).await
 }

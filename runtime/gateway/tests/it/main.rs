@@ -3,5 +3,6 @@
 //! memory too. The real processes (`switchboard serve`, a demo server that crashes) are the
 //! CLI's tests.
 
+mod asks;
 mod forwarding;
 mod support;
