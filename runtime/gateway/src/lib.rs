@@ -39,6 +39,7 @@ use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Option
 use tokio::task::JoinHandle;
 
 mod asks;
+pub mod auth;
 mod error;
 mod forward;
 mod lists;

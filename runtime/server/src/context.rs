@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use switchboard_codecs::jsonrpc::{Id, Outcome};
-use switchboard_transports::server::Responder;
+use switchboard_transports::server::{Principal, Responder};
 
 use crate::audience::{Audience, Change};
 use crate::error::HandlerError;
@@ -147,6 +147,12 @@ impl Context {
             .capabilities
             .get(capability)
             .is_some_and(|c| !c.is_null())
+    }
+
+    /// Who sent the request, when the transport authenticates its clients (HTTP with
+    /// [`Auth`](switchboard_transports::server::http::Auth)); `None` otherwise.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.inner.session.principal().map(|p| &**p)
     }
 
     /// The request's progress token, if it asked for progress.

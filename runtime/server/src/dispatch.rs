@@ -585,9 +585,31 @@ async fn feature(
     let page_size = core.options.page_size;
     let list = |all: &[Value], key: &str| page(all, key, &params, page_size).map(Reply::Result);
     match method {
-        "tools/list" => list(&handler.tools(), "tools"),
+        "tools/list" => match ctx.principal().filter(|p| p.tools.is_some()) {
+            // A principal limited to some tools sees only those.
+            Some(principal) => {
+                let tools = handler.tools();
+                let visible: Vec<Value> = tools
+                    .iter()
+                    .filter(|t| {
+                        t["name"]
+                            .as_str()
+                            .is_some_and(|n| principal.may_use_tool(n))
+                    })
+                    .cloned()
+                    .collect();
+                list(&visible, "tools")
+            }
+            None => list(&handler.tools(), "tools"),
+        },
         "tools/call" => {
             let name = str_param(&params, "name")?.to_owned();
+            if ctx.principal().is_some_and(|p| !p.may_use_tool(&name)) {
+                // As for a tool that does not exist: its existence is not this client's.
+                return Err(HandlerError::invalid_params(format!(
+                    "unknown tool: {name}"
+                )));
+            }
             let mut params = params;
             // The handler decides what bad arguments mean (an isError result, as MCP wants).
             let args = match params.get_mut("arguments").map(Value::take) {

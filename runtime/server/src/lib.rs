@@ -71,6 +71,7 @@ pub use error::{HandlerError, RESOURCE_NOT_FOUND};
 pub use handler::{BoxFuture, Handler, Info, Reply, Seen};
 pub use session::Session;
 pub use switchboard_codecs::jsonrpc::{ErrorObject, Id, Outcome};
+pub use switchboard_transports::server::Principal;
 
 #[cfg(feature = "http")]
 pub use switchboard_transports::server::http;
@@ -318,6 +319,10 @@ impl Service for Server {
         let session = self.open(notifier, false);
         session.initialize(version.to_owned(), capabilities.clone());
         Some(session)
+    }
+
+    fn authenticated(&self, session: &Arc<Session>, principal: &Arc<Principal>) {
+        session.authenticated(principal);
     }
 
     fn close(&self, session: &Arc<Session>) {

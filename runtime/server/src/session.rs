@@ -12,11 +12,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use serde_json::Value;
 use switchboard_codecs::jsonrpc::{Id, Outcome};
-use switchboard_transports::server::Notifier;
+use switchboard_transports::server::{Notifier, Principal};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
@@ -42,6 +42,8 @@ pub struct Session {
     waiters: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
     next_client_id: AtomicU64,
     closed: AtomicBool,
+    /// Who its requests come from, with inbound authentication.
+    principal: OnceLock<Arc<Principal>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -79,7 +81,19 @@ impl Session {
             waiters: Mutex::default(),
             next_client_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
+            principal: OnceLock::new(),
         }
+    }
+
+    /// Its requests come from `principal` (the first one told; the transport lets nobody
+    /// else use the session).
+    pub(crate) fn authenticated(&self, principal: &Arc<Principal>) {
+        let _ = self.principal.set(principal.clone());
+    }
+
+    /// Who its requests come from, with inbound authentication.
+    pub(crate) fn principal(&self) -> Option<&Arc<Principal>> {
+        self.principal.get()
     }
 
     /// `initialize` answered: the session speaks `version` with a client that can `capabilities`.

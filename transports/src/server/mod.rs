@@ -37,7 +37,10 @@ use tokio::sync::mpsc;
 
 #[cfg(feature = "server-http")]
 pub mod http;
+mod principal;
 pub mod stdio;
+
+pub use principal::Principal;
 
 /// A message from a client, as the protocol layer receives it.
 #[derive(Debug)]
@@ -245,6 +248,12 @@ pub trait Service: Send + Sync + 'static {
     fn restore(&self, notifier: Notifier, state: &serde_json::Value) -> Option<Arc<Self::Session>> {
         let _ = (notifier, state);
         None
+    }
+
+    /// The session's requests come from `principal` (HTTP with inbound authentication):
+    /// told before each of its requests; the default ignores it.
+    fn authenticated(&self, session: &Arc<Self::Session>, principal: &Arc<Principal>) {
+        let _ = (session, principal);
     }
 
     /// The session ended (input closed, DELETE, or its one stateless request answered):

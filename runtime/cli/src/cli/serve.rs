@@ -45,11 +45,19 @@ $SWITCHBOARD_SESSION_KEYS (comma-separated). Handshake-era session ids are then 
 serves any request behind a round-robin load balancer. Without them each process has its
 own random keys and its sessions are its own. A secret must be 32 bytes or more.
 
+Authentication: with --auth FILE only the clients that FILE names get in (static keys,
+and JWTs verified against an issuer's JWKS; its fields are in the README's Gateway section):
+others get 401 with WWW-Authenticate naming the protected-resource metadata (RFC 9728),
+served at /.well-known/oauth-protected-resource/mcp; a token without a required scope
+gets 403. A key or a token may limit its client to some tools. Without --auth, anyone who
+reaches the address gets in: bind loopback, or put an authenticating proxy in front.
+
 SIGINT or SIGTERM stops serving and shuts the servers down; exit 0.
 
 Examples:
   switchboard serve -c .mcp.json
-  switchboard serve -c .mcp.json --listen 8080";
+  switchboard serve -c .mcp.json --listen 8080
+  switchboard serve -c .mcp.json --listen 0.0.0.0:8080 --auth auth.json";
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -66,6 +74,10 @@ pub(crate) struct Args {
     /// $SWITCHBOARD_SESSION_KEYS, comma-separated.
     #[arg(long = "session-keys", value_name = "FILE", requires = "listen")]
     session_keys: Option<std::path::PathBuf>,
+    /// Let in only the clients this file names: static keys and JWTs from an issuer (JSON:
+    /// `resource`, `keys`, `jwt`, `requiredScopes`).
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    auth: Option<std::path::PathBuf>,
     #[command(flatten)]
     config: ConfigArgs,
 }
@@ -111,6 +123,14 @@ fn session_keys(file: Option<&std::path::Path>) -> Result<Vec<String>, Failure> 
     Ok(keys)
 }
 
+/// `--auth FILE`, read and checked before any server starts.
+fn auth_file(file: &std::path::Path) -> Result<switchboard_gateway::auth::AuthConfig, Failure> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", file.display())))?;
+    switchboard_gateway::auth::AuthConfig::parse(&text)
+        .map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))
+}
+
 /// The `requestState` key replicas share, derived from the first secret so that it is not
 /// the session ids' key.
 fn request_state_key(secret: &str) -> Vec<u8> {
@@ -145,6 +165,10 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         Some(_) => session_keys(args.session_keys.as_deref())?,
         None => Vec::new(),
     };
+    let auth = match &args.auth {
+        Some(file) => Some(auth_file(file)?),
+        None => None,
+    };
     let runtime = start(&file, interrupt).await?;
     let gateway = Gateway::new(runtime.clone());
     let mut options = switchboard_server::Options::default();
@@ -171,6 +195,9 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
                 hosts.push(addr.ip().to_string());
             }
             config = config.allow_hosts(hosts).with_session_keys(&keys);
+            if let Some(auth) = auth {
+                config = config.with_auth(auth.into_auth());
+            }
             eprintln!("switchboard: serving {servers} server{plural} at http://{addr}/mcp");
             interrupt
                 .guard(front.server().serve_http(listener, config))

@@ -8,6 +8,7 @@ mod cli_interop;
 mod cli_tasks;
 mod cli_user;
 mod gateway;
+mod gateway_auth;
 mod readme;
 mod replicas;
 

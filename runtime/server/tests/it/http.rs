@@ -719,3 +719,69 @@ async fn health_probes_answer_alive_and_ready_only_once_ready() {
         .unwrap();
     assert_eq!(healthz.status(), 404);
 }
+
+/// Lets in two clients by their tokens.
+struct TwoClients;
+
+impl switchboard_server::http::Authenticate for TwoClients {
+    fn authenticate(&self, token: Option<&str>) -> switchboard_server::http::AuthFuture {
+        use switchboard_server::http::AuthRefusal;
+        let answer = match token {
+            None => Err(AuthRefusal::Missing),
+            Some("a-token") => Ok(std::sync::Arc::new(switchboard_server::Principal::new("a"))),
+            Some("b-token") => Ok(std::sync::Arc::new(switchboard_server::Principal::new("b"))),
+            Some(_) => Err(AuthRefusal::Invalid("unknown token".into())),
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+#[tokio::test]
+async fn a_session_is_its_openers_on_every_replica() {
+    use switchboard_server::http::Auth;
+    let auth = || Auth::new(TwoClients, "http://mcp.test/mcp", &[], &[]);
+    let replica = || {
+        start(
+            Config::default()
+                .with_session_keys(&["key"])
+                .with_auth(auth()),
+        )
+    };
+    let (one, two) = (replica().await, replica().await);
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    assert_eq!(one.post(&body).send().await.unwrap().status(), 401);
+    let opened = one.post(&body).bearer_auth("a-token").send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let echo = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    for replica in [&one, &two] {
+        let send = |token: Option<&'static str>| {
+            let mut request = replica.post(&echo).header("mcp-session-id", &session);
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            request.send()
+        };
+        assert_eq!(send(Some("a-token")).await.unwrap().status(), 200);
+        assert_eq!(send(Some("b-token")).await.unwrap().status(), 403);
+        assert_eq!(send(None).await.unwrap().status(), 401);
+    }
+    // The metadata is served without credentials.
+    let metadata: Value = one
+        .http
+        .get(format!(
+            "http://{}/.well-known/oauth-protected-resource/mcp",
+            one.addr
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], "http://mcp.test/mcp");
+}

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::{
+    HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use hyper::{Method, Request as HttpRequest, Response, StatusCode};
 use serde_json::Value;
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message};
@@ -16,6 +18,7 @@ use tokio::sync::mpsc;
 
 use super::super::stdio::error_frame;
 use super::super::{Inbound, Notifier, Outgoing, Responder, Service};
+use super::auth::{self, AuthRefusal, Principal};
 use super::body::ResponseBody;
 use super::guard::{self, Refusal, SESSION_ID};
 use super::sessions::{new_id, Busy, Entry, Inserted, Sessions};
@@ -121,6 +124,12 @@ enum Lookup<S: Service> {
     Found(String, Arc<Entry<S>>),
     /// No session of ours (ended, or never opened): 404, so that the client starts anew.
     Unknown,
+    /// A session another principal opened: 403.
+    Foreign,
+}
+
+fn foreign_session() -> HttpResponse {
+    error(403, -32000, "the session belongs to another client", None)
 }
 
 fn session_not_found() -> HttpResponse {
@@ -150,15 +159,23 @@ impl<S: Service> Shared<S> {
             if let Some(answer) = self.probe(&request) {
                 return answer;
             }
+            if let Some(answer) = self.metadata(&request) {
+                return answer;
+            }
             return error(404, -32000, "not found", None);
         }
         if let Err(refusal) = guard::origin_and_host(request.headers(), &self.config) {
             return refused(refusal, None);
         }
+        let principal = match self.authenticate(&request).await {
+            Ok(principal) => principal,
+            Err(refusal) => return refusal,
+        };
+        let principal = principal.as_ref();
         match *request.method() {
-            Method::POST => self.post(request).await,
-            Method::GET => self.get(request),
-            Method::DELETE => self.delete(request),
+            Method::POST => self.post(request, principal).await,
+            Method::GET => self.get(request, principal),
+            Method::DELETE => self.delete(request, principal),
             _ => {
                 let mut response = error(405, -32000, "method not allowed", None);
                 response
@@ -167,6 +184,54 @@ impl<S: Service> Shared<S> {
                 response
             }
         }
+    }
+
+    /// Who sent `request`, with inbound authentication (`None` without it); the `401` or
+    /// `403` to answer when it is nobody let in.
+    async fn authenticate(
+        &self,
+        request: &HttpRequest<Incoming>,
+    ) -> Result<Option<Arc<Principal>>, HttpResponse> {
+        let Some(auth) = &self.config.auth else {
+            return Ok(None);
+        };
+        let token = request
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(auth::bearer);
+        match auth.authenticator.authenticate(token).await {
+            Ok(principal) => Ok(Some(principal)),
+            Err(refusal) => {
+                let (status, message) = match &refusal {
+                    AuthRefusal::Missing => (401, "authentication required".to_owned()),
+                    AuthRefusal::Invalid(why) => {
+                        tracing::debug!("a token was refused: {why}");
+                        (401, "invalid token".to_owned())
+                    }
+                    AuthRefusal::InsufficientScope(scope) => {
+                        (403, format!("insufficient scope: needs {scope}"))
+                    }
+                };
+                let mut response = error(status, -32000, &message, None);
+                if let Ok(value) = HeaderValue::from_str(&auth.challenge(&refusal)) {
+                    response.headers_mut().insert(WWW_AUTHENTICATE, value);
+                }
+                Err(response)
+            }
+        }
+    }
+
+    /// The protected-resource metadata (RFC 9728), when `request` asks for it.
+    fn metadata(&self, request: &HttpRequest<Incoming>) -> Option<HttpResponse> {
+        let auth = self.config.auth.as_ref()?;
+        if request.method() != Method::GET
+            || !auth.serves_metadata(request.uri().path(), &self.config.path)
+        {
+            return None;
+        }
+        let frame = serde_json::to_vec(&*auth.metadata).ok()?;
+        Some(json(200, Bytes::from(frame)))
     }
 
     /// The answer of a health probe, when `request` is one.
@@ -185,19 +250,30 @@ impl<S: Service> Shared<S> {
         Some(answer)
     }
 
-    /// The session a request names with `Mcp-Session-Id`.
-    fn session_of(&self, request: &HttpRequest<Incoming>) -> Lookup<S> {
+    /// The session a request names with `Mcp-Session-Id`, if `principal` may use it.
+    fn session_of(
+        &self,
+        request: &HttpRequest<Incoming>,
+        principal: Option<&Arc<Principal>>,
+    ) -> Lookup<S> {
         let Some(id) = request.headers().get(SESSION_ID) else {
             return Lookup::Unnamed;
         };
         let id = id.to_str().unwrap_or("");
         match self.sessions.get(id).or_else(|| self.restore(id)) {
-            Some(entry) => Lookup::Found(id.to_owned(), entry),
+            Some(entry) if entry.admits(principal.map(|p| &**p)) => {
+                Lookup::Found(id.to_owned(), entry)
+            }
+            Some(_) => Lookup::Foreign,
             None => Lookup::Unknown,
         }
     }
 
-    async fn post(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
+    async fn post(
+        self: &Arc<Self>,
+        request: HttpRequest<Incoming>,
+        principal: Option<&Arc<Principal>>,
+    ) -> HttpResponse {
         if let Err(refusal) = guard::post(request.headers()) {
             return refused(refusal, None);
         }
@@ -217,10 +293,11 @@ impl<S: Service> Shared<S> {
         if declared.is_some_and(|n| n > self.config.max_body as u64) {
             return too_large();
         }
-        let session = match self.session_of(&request) {
+        let session = match self.session_of(&request, principal) {
             Lookup::Found(id, entry) => Some((id, entry)),
             Lookup::Unnamed => None,
             Lookup::Unknown => return session_not_found(),
+            Lookup::Foreign => return foreign_session(),
         };
         let (parts, body) = request.into_parts();
         let bytes = match http_body_util::Limited::new(body, self.config.max_body)
@@ -323,6 +400,10 @@ impl<S: Service> Shared<S> {
                 (None, entry, false, true)
             }
         };
+        if let Some(principal) = principal {
+            let _ = entry.owner.set(principal.subject.as_str().into());
+            self.service.authenticated(&entry.session, principal);
+        }
         let mut guards: Guards = vec![
             Box::new(Count::new(&self.counters.in_flight)),
             Box::new(Busy::new(&entry)),
@@ -390,7 +471,10 @@ impl<S: Service> Shared<S> {
     fn admit(&self, entry: Arc<Entry<S>>) -> Option<String> {
         let sealed = self.config.sealing.as_ref().and_then(|seal| {
             let state = self.service.session_state(&entry.session)?;
-            seal.seal(&state)
+            // The owner travels with the state: every replica refuses it to anyone else.
+            seal.seal(
+                &serde_json::json!({"state": state, "owner": entry.owner.get().map(|o| &**o)}),
+            )
         });
         let id = sealed.or_else(new_id)?;
         match self.insert(id.clone(), entry) {
@@ -418,10 +502,15 @@ impl<S: Service> Shared<S> {
         if self.sessions.has_ended(id) {
             return None;
         }
-        let state = seal.open(id)?;
+        let sealed = seal.open(id)?;
         let notifier = Notifier::default();
-        let session = self.service.restore(notifier.clone(), &state)?;
+        let session = self
+            .service
+            .restore(notifier.clone(), sealed.get("state")?)?;
         let entry = Arc::new(Entry::new(session, notifier));
+        if let Some(owner) = sealed.get("owner").and_then(Value::as_str) {
+            let _ = entry.owner.set(owner.into());
+        }
         match self.insert(id.to_owned(), entry.clone()) {
             Inserted::Added { .. } => Some(entry),
             Inserted::Present(present) => {
@@ -473,8 +562,13 @@ impl<S: Service> Shared<S> {
         Ok(Route::Stateless)
     }
 
-    fn get(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
-        let session = match self.session_of(&request) {
+    fn get(
+        self: &Arc<Self>,
+        request: HttpRequest<Incoming>,
+        principal: Option<&Arc<Principal>>,
+    ) -> HttpResponse {
+        let session = match self.session_of(&request, principal) {
+            Lookup::Foreign => return foreign_session(),
             Lookup::Found(_, entry) => entry,
             Lookup::Unnamed => {
                 // A stateless server has no stream of its own to offer.
@@ -494,8 +588,13 @@ impl<S: Service> Shared<S> {
         event_stream(ResponseBody::session_stream(rx))
     }
 
-    fn delete(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
-        match self.session_of(&request) {
+    fn delete(
+        self: &Arc<Self>,
+        request: HttpRequest<Incoming>,
+        principal: Option<&Arc<Principal>>,
+    ) -> HttpResponse {
+        match self.session_of(&request, principal) {
+            Lookup::Foreign => foreign_session(),
             Lookup::Found(id, _) => {
                 self.end(&id);
                 response(200, ResponseBody::empty())

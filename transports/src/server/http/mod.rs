@@ -39,12 +39,14 @@ use tokio::net::TcpListener;
 
 use super::Service;
 
+mod auth;
 mod body;
 mod exchange;
 mod guard;
 mod sealed;
 mod sessions;
 
+pub use auth::{Auth, AuthFuture, AuthRefusal, Authenticate, Principal};
 pub use body::ResponseBody;
 
 /// How the HTTP server checks, bounds and routes.
@@ -80,6 +82,9 @@ pub struct Config {
     sealing: Option<Arc<sealed::SessionSeal>>,
     /// `/healthz` and `/readyz`, when set (404 without).
     pub probes: Option<Probes>,
+    /// Who may call, when set ([`with_auth`](Self::with_auth)); without it, anyone who
+    /// reaches the address.
+    pub auth: Option<Auth>,
 }
 
 /// The health endpoints: `GET /healthz` answers 200 while the server runs, `GET /readyz`
@@ -139,6 +144,7 @@ impl Default for Config {
             stream_queue: 64,
             sealing: None,
             probes: None,
+            auth: None,
         }
     }
 }
@@ -213,6 +219,13 @@ impl Config {
     /// Serves `/healthz` and `/readyz` (see [`Probes`]).
     pub fn with_probes(mut self, probes: Probes) -> Self {
         self.probes = Some(probes);
+        self
+    }
+
+    /// Lets in only the requests `auth` authenticates (see [`Auth`]): `401`/`403` with
+    /// `WWW-Authenticate` otherwise, and the protected-resource metadata served.
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = Some(auth);
         self
     }
 

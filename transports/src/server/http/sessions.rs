@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use super::super::{Notifier, Service};
+use super::Principal;
 
 /// One open session.
 pub(crate) struct Entry<S: Service> {
@@ -26,6 +27,8 @@ pub(crate) struct Entry<S: Service> {
     pub(crate) in_flight: Arc<AtomicUsize>,
     /// When it was last used, in microseconds since [`epoch`].
     last_used: AtomicU64,
+    /// The principal that opened it, with inbound authentication: nobody else may use it.
+    pub(crate) owner: OnceLock<Arc<str>>,
 }
 
 impl<S: Service> Entry<S> {
@@ -35,6 +38,17 @@ impl<S: Service> Entry<S> {
             notifier,
             in_flight: Arc::default(),
             last_used: AtomicU64::new(now_us()),
+            owner: OnceLock::new(),
+        }
+    }
+
+    /// Whether `principal` may use it: the one that opened it, or anyone when it was opened
+    /// without authentication.
+    pub(crate) fn admits(&self, principal: Option<&Principal>) -> bool {
+        match (self.owner.get(), principal) {
+            (None, _) => true,
+            (Some(owner), Some(principal)) => **owner == *principal.subject,
+            (Some(_), None) => false,
         }
     }
 
