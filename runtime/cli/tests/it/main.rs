@@ -8,6 +8,9 @@ mod cli_interop;
 mod cli_tasks;
 mod cli_user;
 mod gateway;
+// Reads the gateway's descriptors and memory in /proc.
+#[cfg(target_os = "linux")]
+mod gateway_faults;
 mod readme;
 mod replicas;
 
