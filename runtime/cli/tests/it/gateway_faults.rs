@@ -70,6 +70,26 @@ fn modern_call(id: u64, tool: &str, arguments: Value, progress_token: Option<&st
     )
 }
 
+/// One 2026-07-28 `tools/call` on a connection of its own: the answer's status and its
+/// JSON-RPC message, within [`WAIT`].
+fn call_once(addr: SocketAddr, tool: &str, arguments: Value) -> (u16, Value) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let request =
+        modern_call(1, tool, arguments, None).replacen("\r\n", "\r\nconnection: close\r\n", 1);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .unwrap_or_else(|e| panic!("no answer to {tool} within {WAIT:?}: {e}"));
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok());
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    (status.unwrap_or(0), answer_of(body))
+}
+
 /// A handshake-era `initialize`, as the bytes of an HTTP/1.1 request.
 fn initialize(id: u64) -> String {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
@@ -293,22 +313,7 @@ async fn an_upstream_crash_looping_beside_nine_healthy_ones_fails_no_other_call(
 
     // A call to the looping server's tool, named as it would be, fails at once, with an
     // error naming it: there is no such tool, and no call waits for it.
-    let mut request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "looping__echo", "arguments": {"text": "x"}}});
-    request["params"]["_meta"] = modern_meta();
-    let refused = http
-        .post(&served.url)
-        .header("content-type", "application/json")
-        .header("accept", ACCEPT)
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "looping__echo")
-        .body(request.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = refused.status().as_u16();
-    let answer = answer_of(&refused.text().await.unwrap());
+    let (status, answer) = call_once(addr_of(&served), "looping__echo", json!({"text": "x"}));
     let error = &answer["error"];
     assert_eq!(error["code"], -32602, "{status} {answer}");
     assert!(
@@ -391,23 +396,9 @@ async fn a_front_client_that_stops_reading_holds_up_no_other_client() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     run_calls(&front, 10, 2, echo).await;
-    let mut fresh = TcpStream::connect(addr).unwrap();
-    fresh.set_read_timeout(Some(WAIT)).expect("a read timeout");
-    let call = modern_call(3, "add", json!({"a": 2, "b": 3}), None).replacen(
-        "\r\n",
-        "\r\nconnection: close\r\n",
-        1,
-    );
-    fresh.write_all(call.as_bytes()).unwrap();
-    let mut answer = String::new();
-    fresh.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    assert_eq!(
-        answer_of(body)["result"]["structuredContent"],
-        json!({"sum": 5}),
-        "{answer}"
-    );
+    let (status, answer) = call_once(addr, "add", json!({"a": 2, "b": 3}));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"], json!({"sum": 5}));
     front.shutdown().await;
     served.stop();
 }
