@@ -88,10 +88,12 @@ impl Gateway {
     /// Whether every configured upstream has started or failed (none is still in its first
     /// start): the catalogue is as complete as it is going to be. What `/readyz` says.
     pub fn is_ready(&self) -> bool {
-        self.runtime
-            .servers()
-            .iter()
-            .all(|server| !matches!(server.status().state, ServerState::Starting))
+        self.runtime.servers().iter().all(|server| {
+            let status = server.status();
+            // A restart's attempt is `Starting` too, with the restart counted: an upstream
+            // that crash-loops must not make the gateway flap to not ready (fail open).
+            !matches!(status.state, ServerState::Starting) || status.restarts > 0
+        })
     }
 
     /// The server for this gateway, and the tasks that tell its clients when the catalogue

@@ -22,6 +22,13 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// A config file fronting the demo server with its fault tools, in a folder of its own.
 fn config_file() -> PathBuf {
+    config_file_of(
+        json!({"mcpServers": {"demo": {"command": BIN, "args": ["demo-server", "--faults"]}}}),
+    )
+}
+
+/// A config file holding `config`, in a folder of its own.
+pub(crate) fn config_file_of(config: Value) -> PathBuf {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(
         "switchboard-gateway-{}-{}",
@@ -30,8 +37,6 @@ fn config_file() -> PathBuf {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("gateway.json");
-    let config =
-        json!({"mcpServers": {"demo": {"command": BIN, "args": ["demo-server", "--faults"]}}});
     std::fs::write(&path, config.to_string()).unwrap();
     path
 }
@@ -50,7 +55,8 @@ pub(crate) struct Served {
 }
 
 impl Served {
-    fn start() -> Served {
+    /// `switchboard serve --listen 0` fronting the demo server with its fault tools.
+    pub(crate) fn start() -> Served {
         Served::start_with(&config_file(), &["--listen", "0"])
     }
 
@@ -65,13 +71,18 @@ impl Served {
             .spawn()
             .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_owned();
+        // The line with the address, after whatever an upstream that failed to start logged.
+        let mut seen = String::new();
+        let url = loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                panic!("serve ended before saying its address: {seen}");
+            }
+            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+                break url.to_owned();
+            }
+            seen.push_str(&line);
+        };
         // Keep draining, so that logging never blocks the gateway.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         Served { child, url }
@@ -85,13 +96,24 @@ impl Served {
     }
 }
 
+impl Drop for Served {
+    /// A failed test leaves no gateway behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 async fn over_http() -> (Runtime, Option<Served>) {
     let served = Served::start();
     let server = ServerConfig::http(served.url.clone(), HttpKind::StreamableHttp);
     (front(server).await, Some(served))
 }
 
-async fn front(server: impl Into<ServerConfig>) -> Runtime {
+/// A front runtime whose one server, `gateway`, is `server`: ready, or the test fails.
+pub(crate) async fn front(server: impl Into<ServerConfig>) -> Runtime {
     let runtime = Runtime::builder()
         .server("gateway", server)
         .build()
