@@ -52,7 +52,9 @@ pub(crate) enum Gate {
 }
 
 /// Live kill handles of every server of a runtime, for the synchronous kill on drop.
-pub(crate) type Kills = Arc<Mutex<HashMap<Arc<str>, KillHandle>>>;
+/// Every running server's kill, by its core ([`ServerCore::kill_key`]): a server being
+/// replaced and its successor share a name, never a core.
+pub(crate) type Kills = Arc<Mutex<HashMap<usize, KillHandle>>>;
 
 /// What server actors tell the supervisor.
 #[derive(Debug)]
@@ -184,6 +186,35 @@ impl ServerCore {
             self.config.timeout,
             self.default_timeout,
         )
+    }
+
+    /// The key of this server's kill in [`Kills`].
+    pub(crate) fn kill_key(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as usize
+    }
+
+    /// How long the server's calls may take at most under its own settings and its tools'
+    /// (a call's own longer timeout aside): how long a server being removed waits for them.
+    pub(crate) fn longest_deadline(&self) -> Duration {
+        let none = ToolPolicy::default();
+        let longest = |p: DeadlinePolicy| match p.reset_on_progress {
+            true => p.max_total.max(p.timeout),
+            false => p.timeout,
+        };
+        self.config
+            .tools
+            .keys()
+            .map(|tool| longest(self.policy(Some(tool), &none)))
+            .fold(longest(self.policy(None, &none)), std::cmp::max)
+    }
+
+    /// Waits until none of the server's callers' requests are in flight, for at most
+    /// `limit`.
+    pub(crate) async fn drain(&self, limit: Duration) {
+        let until = Instant::now() + limit;
+        while self.admission.taken() > 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// The deadline of a request of `tool` (or of any other method, with `None`) made at

@@ -16,7 +16,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::actor::server::{IoPlaces, Kills};
 use crate::actor::supervisor::{
-    AddServer, PanicServer, RemoveServer, RestartServer, RootsChanged, StopAll, Supervisor,
+    AddServer, PanicServer, RemoveServer, ReplaceServer, RestartServer, RootsChanged, StopAll,
+    Supervisor,
 };
 use crate::call::{Call, Route};
 use crate::catalogue::{Catalogue, Naming};
@@ -385,13 +386,44 @@ impl Runtime {
         Ok(handle)
     }
 
-    /// Stops a server gracefully and removes it (and its tools).
+    /// Stops a server gracefully and removes it (and its tools): its tools leave the
+    /// catalogue at once, and the calls in flight there finish (within the longest deadline
+    /// its settings and its tools' give; a call's own longer timeout is cut short) before it
+    /// stops.
+    ///
+    /// What a reload calls for a server that is gone from the configuration.
     pub async fn remove_server(&self, name: &str) -> Result<()> {
         self.inner
             .supervisor
             .send(RemoveServer { name: name.into() })
             .await
             .map_err(|_| Error::Shutdown)?
+    }
+
+    /// Runs server `name` with `config` from now on, without failing a call in flight: the
+    /// new server takes the name at once (calls routed from now on wait for it to start,
+    /// within their deadlines), while the old one finishes the calls it has (within the
+    /// longest deadline its settings give) and then stops. Waits until the new one is ready
+    /// or has failed; the old one is stopped in the background.
+    ///
+    /// What a reload calls for a server whose configuration changed.
+    pub async fn replace_server(
+        &self,
+        name: &str,
+        config: impl Into<ServerConfig>,
+    ) -> Result<ServerHandle> {
+        let new = self
+            .inner
+            .supervisor
+            .send(ReplaceServer {
+                name: name.into(),
+                config: config.into(),
+            })
+            .await
+            .map_err(|_| Error::Shutdown)??;
+        new.wait_started().await;
+        self.inner.registry.rebuild();
+        Ok(new)
     }
 
     /// Starts a server that is down or failed (for example after a crash loop) again, with

@@ -223,7 +223,14 @@ impl Handler<RemoveServer> for Supervisor {
             return Box::pin(async move { Err(error) }.into_actor(self));
         };
         managed.removing = true;
-        let close = managed.addr.send(Shutdown);
+        // Out of the catalogue first, so that nothing new is routed to it; then the calls
+        // in flight there finish (within the longest deadline it gives them) before it stops.
+        let core = managed.handle.core.clone();
+        let addr = managed.addr.clone();
+        let close = async move {
+            core.drain(core.longest_deadline()).await;
+            addr.send(Shutdown).await
+        };
         self.publish_servers();
         let name = msg.name;
         Box::pin(close.into_actor(self).map(move |_, act, _| {
@@ -231,6 +238,46 @@ impl Handler<RemoveServer> for Supervisor {
             act.publish_servers();
             Ok(())
         }))
+    }
+}
+
+/// Start a server anew under a name in use, with another configuration: the new one takes
+/// the name (and every call routed from now on) at once; the old one finishes the calls it
+/// has, then stops, in the background.
+pub(crate) struct ReplaceServer {
+    pub(crate) name: Arc<str>,
+    pub(crate) config: ServerConfig,
+}
+
+impl ActixMessage for ReplaceServer {
+    type Result = Result<ServerHandle, Error>;
+}
+
+impl Handler<ReplaceServer> for Supervisor {
+    type Result = Result<ServerHandle, Error>;
+
+    fn handle(&mut self, msg: ReplaceServer, ctx: &mut Context<Self>) -> Self::Result {
+        let Some(old) = self.servers.remove(&msg.name) else {
+            return Err(Error::UnknownServer { name: msg.name });
+        };
+        match self.add(msg.name.clone(), msg.config) {
+            Ok(new) => {
+                let core = old.handle.core.clone();
+                let registry = self.registry.clone();
+                let retire = async move {
+                    core.drain(core.longest_deadline()).await;
+                    let _ = old.addr.send(Shutdown).await;
+                    registry.rebuild();
+                };
+                ctx.spawn(actix::fut::wrap_future(retire));
+                Ok(new)
+            }
+            Err(error) => {
+                self.servers.insert(msg.name, old);
+                self.publish_servers();
+                Err(error)
+            }
+        }
     }
 }
 

@@ -118,7 +118,7 @@ impl ServerActor {
         };
         if let Some(kill) = conn.control.kill_handle() {
             if let Ok(mut kills) = self.core.kills.lock() {
-                kills.insert(self.name.clone(), kill);
+                kills.insert(self.core.kill_key(), kill);
             }
         }
         let table = Arc::new(Table::new(

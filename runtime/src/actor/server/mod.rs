@@ -290,7 +290,7 @@ impl ServerActor {
 
     fn unregister_kill(&self) {
         if let Ok(mut kills) = self.core.kills.lock() {
-            kills.remove(&self.name);
+            kills.remove(&self.core.kill_key());
         }
     }
 
