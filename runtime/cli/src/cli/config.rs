@@ -39,7 +39,7 @@ const DEFAULT_FILE: &str = ".mcp.json";
 const SETTLE: Duration = Duration::from_secs(1);
 
 /// Where the config file comes from.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct ConfigArgs {
     /// The config file (`mcpServers` or VS Code's `servers`) [default: $SWITCHBOARD_CONFIG,
     /// else ./.mcp.json].

@@ -47,6 +47,7 @@ mod print;
 mod progress;
 mod prompts;
 mod protocol;
+mod reload;
 mod resources;
 mod roots;
 mod serve;

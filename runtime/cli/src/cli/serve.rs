@@ -52,6 +52,10 @@ served at /.well-known/oauth-protected-resource/mcp; a token without a required 
 gets 403. A key or a token may limit its client to some tools. Without --auth, anyone who
 reaches the address gets in: bind loopback, or put an authenticating proxy in front.
 
+Reload: SIGHUP, or a change of the config file, reads it again: new servers start, removed
+ones stop once their calls in flight finish, changed ones start anew while the old ones
+finish theirs. A file that does not read changes nothing.
+
 SIGINT or SIGTERM stops serving and shuts the servers down; exit 0.
 
 Examples:
@@ -123,6 +127,15 @@ fn session_keys(file: Option<&std::path::Path>) -> Result<Vec<String>, Failure> 
     Ok(keys)
 }
 
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// `--auth FILE`, read and checked before any server starts.
 fn auth_file(file: &std::path::Path) -> Result<switchboard_gateway::auth::AuthConfig, Failure> {
     let text = std::fs::read_to_string(file)
@@ -170,6 +183,13 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         None => None,
     };
     let runtime = start(&file, interrupt).await?;
+    // Dropped (and so stopped) when serving ends.
+    let reloading = tokio::spawn(super::reload::watch(
+        runtime.clone(),
+        args.config.clone(),
+        file.path.clone(),
+    ));
+    let _stop_reloading = AbortOnDrop(reloading);
     let gateway = Gateway::new(runtime.clone());
     let mut options = switchboard_server::Options::default();
     if let Some(first) = keys.first() {

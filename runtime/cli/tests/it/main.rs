@@ -9,6 +9,7 @@ mod cli_tasks;
 mod cli_user;
 mod gateway;
 mod gateway_auth;
+mod gateway_reload;
 // Reads the gateway's descriptors and memory in /proc.
 #[cfg(target_os = "linux")]
 mod gateway_faults;
