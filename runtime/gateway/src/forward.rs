@@ -43,6 +43,12 @@ pub(crate) async fn call_tool(
     let mut call = runtime
         .call_tool(name, arguments)
         .client_handlers(ClientHandlers::new().forward(bridge));
+    // The front's trace goes on upstream (the front's other `_meta` speaks its own era).
+    if let Some(traceparent) = ctx.traceparent() {
+        let mut meta = serde_json::Map::new();
+        meta.insert("traceparent".into(), Value::String(traceparent.to_owned()));
+        call = call.meta(meta);
+    }
     let (progress_tx, mut progress) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
     if ctx.progress_token().is_some() {
         // The callback runs on the upstream's reader: it must not wait, so it only queues.

@@ -205,7 +205,16 @@ impl Handler for Gateway {
         arguments: Value,
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
-        Box::pin(async move { forward::call_tool(&self.runtime, &name, arguments, &ctx).await })
+        // The call's span names the front's trace, so that the gateway's own events join it.
+        let span = tracing::debug_span!(
+            "forward",
+            tool = %name,
+            trace_id = ctx.traceparent().and_then(|t| t.get(3..35)).unwrap_or(""),
+        );
+        Box::pin(tracing::Instrument::instrument(
+            async move { forward::call_tool(&self.runtime, &name, arguments, &ctx).await },
+            span,
+        ))
     }
 
     fn resources(&self) -> Cow<'_, [Value]> {

@@ -49,6 +49,7 @@ struct Inner {
     era: Era,
     version: String,
     progress_token: Option<Value>,
+    traceparent: Option<String>,
     capabilities: Value,
     /// The stateless request's `_meta` log level (none: no log messages at all).
     meta_log_level: Option<usize>,
@@ -81,6 +82,7 @@ pub(crate) struct Origin {
     pub(crate) era: Era,
     pub(crate) version: String,
     pub(crate) progress_token: Option<Value>,
+    pub(crate) traceparent: Option<String>,
     pub(crate) capabilities: Value,
     pub(crate) meta_log_level: Option<usize>,
     pub(crate) inputs: Inputs,
@@ -104,6 +106,7 @@ impl Context {
                 era: origin.era,
                 version: origin.version,
                 progress_token: origin.progress_token,
+                traceparent: origin.traceparent,
                 capabilities: origin.capabilities,
                 meta_log_level: origin.meta_log_level,
                 inputs: Mutex::new(origin.inputs),
@@ -153,6 +156,12 @@ impl Context {
     /// [`Auth`](switchboard_transports::server::http::Auth)); `None` otherwise.
     pub fn principal(&self) -> Option<&Principal> {
         self.inner.session.principal().map(|p| &**p)
+    }
+
+    /// The request's W3C trace context (`_meta.traceparent`, else the HTTP `traceparent`
+    /// header), when well-formed.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.inner.traceparent.as_deref()
     }
 
     /// The request's progress token, if it asked for progress.

@@ -201,6 +201,30 @@ fn into_error(error: HandlerError, stateless: bool) -> ErrorObject {
     }
 }
 
+/// The request's W3C trace context: its `_meta.traceparent`, else what its transport carried
+/// (an HTTP `traceparent` header); only a well-formed one (version `00`, non-zero ids).
+fn traceparent(params: &Value, responder: &Responder) -> Option<String> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("traceparent"))
+        .and_then(Value::as_str)
+        .or_else(|| responder.traceparent())
+        .filter(|t| well_formed_traceparent(t))
+        .map(str::to_owned)
+}
+
+fn well_formed_traceparent(t: &str) -> bool {
+    let parts: Vec<&str> = t.split('-').collect();
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    matches!(parts.as_slice(), [version, trace, parent, flags]
+        if *version == "00" && hex(trace, 32) && hex(parent, 16) && hex(flags, 2)
+            && trace.bytes().any(|b| b != b'0') && parent.bytes().any(|b| b != b'0'))
+}
+
 fn progress_token(params: &Value) -> Option<Value> {
     params
         .get("_meta")
@@ -249,6 +273,7 @@ async fn handshake_answer(
         era: Era::Handshake,
         version,
         progress_token: progress_token(&params),
+        traceparent: traceparent(&params, &responder),
         capabilities,
         meta_log_level: None,
         inputs: Inputs::default(),
@@ -452,6 +477,7 @@ async fn stateless_answer(
         era: Era::Stateless,
         version,
         progress_token: progress_token(&params),
+        traceparent: traceparent(&params, &responder),
         capabilities,
         meta_log_level,
         inputs,
@@ -663,4 +689,25 @@ fn page(all: &[Value], key: &str, params: &Value, page_size: usize) -> Result<Va
         result["nextCursor"] = json!(end.to_string());
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::well_formed_traceparent;
+
+    #[test]
+    fn only_a_well_formed_traceparent_is_taken() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert!(well_formed_traceparent(good));
+        for bad in [
+            "",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        ] {
+            assert!(!well_formed_traceparent(bad), "{bad}");
+        }
+    }
 }

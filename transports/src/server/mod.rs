@@ -93,6 +93,8 @@ pub struct Closed;
 #[derive(Clone)]
 pub struct Responder {
     tx: mpsc::Sender<Outgoing>,
+    /// The W3C `traceparent` the request's transport carried beside it (an HTTP header).
+    traceparent: Option<Arc<str>>,
 }
 
 impl fmt::Debug for Responder {
@@ -107,12 +109,32 @@ impl Responder {
     /// A responder over a fresh queue of `capacity` messages, and the queue's receiving end.
     pub fn channel(capacity: usize) -> (Responder, mpsc::Receiver<Outgoing>) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        (Responder { tx }, rx)
+        (
+            Responder {
+                tx,
+                traceparent: None,
+            },
+            rx,
+        )
+    }
+
+    /// With the `traceparent` the transport carried beside the request.
+    pub fn with_traceparent(mut self, traceparent: Option<Arc<str>>) -> Self {
+        self.traceparent = traceparent;
+        self
+    }
+
+    /// The `traceparent` the transport carried beside the request, if any (unchecked).
+    pub fn traceparent(&self) -> Option<&str> {
+        self.traceparent.as_deref()
     }
 
     /// A responder that writes into an existing queue (stdio's writer).
     pub fn from_sender(tx: mpsc::Sender<Outgoing>) -> Responder {
-        Responder { tx }
+        Responder {
+            tx,
+            traceparent: None,
+        }
     }
 
     /// Sends a message about the request (progress, a log message, a request to the

@@ -6,3 +6,4 @@
 mod asks;
 mod forwarding;
 mod support;
+mod trace;

@@ -415,6 +415,12 @@ impl<S: Service> Shared<S> {
             }));
         }
         let (responder, mut rx) = Responder::channel(self.config.stream_queue);
+        let responder = responder.with_traceparent(
+            headers
+                .get("traceparent")
+                .and_then(|v| v.to_str().ok())
+                .map(Arc::from),
+        );
         self.service
             .receive(&entry.session, Inbound::Request { request, responder });
         // Dropped with this future if the client goes away first: that cancels the request.

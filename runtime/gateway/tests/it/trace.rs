@@ -1,0 +1,77 @@
+//! A front request's W3C trace context reaches the upstream: the front's
+//! `_meta.traceparent` goes on in the upstream call's `_meta`, and a malformed one does not.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use switchboard::{Runtime, ServerConfig};
+use switchboard_gateway::Gateway;
+use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Server};
+
+/// An upstream with one tool, `trace`, which answers the trace context it was given.
+struct Traced;
+
+impl Handler for Traced {
+    fn info(&self) -> Info {
+        Info::new("traced", "1")
+    }
+
+    fn tools(&self) -> Cow<'_, [Value]> {
+        Cow::Owned(vec![
+            json!({"name": "trace", "inputSchema": {"type": "object"}}),
+        ])
+    }
+
+    fn call_tool(
+        self: Arc<Self>,
+        _name: String,
+        _arguments: Value,
+        ctx: Context,
+    ) -> BoxFuture<Result<Reply, HandlerError>> {
+        let seen = ctx.traceparent().unwrap_or("none").to_owned();
+        Box::pin(async move { Ok(Reply::text(seen)) })
+    }
+}
+
+fn in_memory(server: Server) -> ServerConfig {
+    ServerConfig::memory(move |io| {
+        let server = server.clone();
+        async move {
+            let (reader, writer) = tokio::io::split(io);
+            let _ = server.serve(reader, writer).await;
+        }
+    })
+    .into()
+}
+
+#[tokio::test]
+async fn the_front_requests_trace_context_reaches_the_upstream() {
+    let upstream = Runtime::builder()
+        .server("traced", in_memory(Server::new(Traced)))
+        .build()
+        .await
+        .unwrap();
+    let served = Gateway::new(upstream.clone()).serve(switchboard_server::Options::default());
+    let front = Runtime::builder()
+        .server("gateway", in_memory(served.server().clone()))
+        .build()
+        .await
+        .unwrap();
+    let gateway = front.server("gateway").unwrap();
+    let call = |traceparent: Option<&str>| {
+        let mut call = gateway.call_tool("trace", json!({}));
+        if let Some(traceparent) = traceparent {
+            let mut meta = serde_json::Map::new();
+            meta.insert("traceparent".into(), json!(traceparent));
+            call = call.meta(meta);
+        }
+        call
+    };
+    let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    assert_eq!(call(Some(good)).await.unwrap().text(), good);
+    assert_eq!(call(None).await.unwrap().text(), "none");
+    assert_eq!(call(Some("not-a-trace")).await.unwrap().text(), "none");
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
