@@ -250,6 +250,7 @@ impl RuntimeBuilder {
         #[cfg(not(feature = "prometheus"))]
         let sink = self.metrics;
         let metrics = Arc::new(RuntimeMetrics::new(sink.unwrap_or(Sink::Global)));
+        let kept_metrics = metrics.clone();
         let (system_tx, system_rx) = oneshot::channel();
         let (done_tx, done_rx) = oneshot::channel();
         std::thread::Builder::new()
@@ -297,6 +298,7 @@ impl RuntimeBuilder {
                 Supervisor::new(registry, defaults, kills, events_tx, metrics, io)
             })
         };
+        let metrics = kept_metrics;
         let runtime = Runtime {
             inner: Arc::new(Inner {
                 registry,
@@ -306,6 +308,7 @@ impl RuntimeBuilder {
                 done: Mutex::new(Some(done_rx)),
                 stopped: AtomicBool::new(false),
                 task_store,
+                metrics,
                 #[cfg(feature = "prometheus")]
                 exporter,
             }),
@@ -347,6 +350,8 @@ pub(crate) struct Inner {
     stopped: AtomicBool,
     /// Where the runtime's tasks are kept.
     pub(crate) task_store: Arc<dyn crate::task_store::TaskStore>,
+    /// What the runtime records into.
+    metrics: Arc<RuntimeMetrics>,
     /// Dropped with the runtime, which stops the listener.
     #[cfg(feature = "prometheus")]
     exporter: Option<crate::metrics::Exporter>,
@@ -573,6 +578,14 @@ impl Runtime {
     /// soon as the processes are reaped. HTTP and in-process servers are not affected.
     pub fn kill(&self) {
         self.inner.kill_all();
+    }
+
+    /// Runs `f` with the recorder this runtime's metrics go to (its own, with
+    /// [`RuntimeBuilder::metrics_listener`] or [`RuntimeBuilder::metrics_recorder`], else the
+    /// global one), so that a layer built on the runtime (the gateway) registers its series
+    /// where the runtime's are exported.
+    pub fn with_metrics_recorder<T>(&self, f: impl FnOnce(&dyn ::metrics::Recorder) -> T) -> T {
+        self.inner.metrics.with_recorder(f)
     }
 
     /// The address the metrics endpoint listens on, with

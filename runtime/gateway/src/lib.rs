@@ -43,7 +43,10 @@ pub mod auth;
 mod error;
 mod forward;
 mod lists;
+mod metrics;
 mod subscriptions;
+
+use metrics::Method;
 
 pub use asks::upstream_handlers;
 
@@ -56,6 +59,7 @@ pub struct Gateway {
     subscriptions: subscriptions::Requests,
     /// Taken by [`serve`](Gateway::serve), which runs it.
     upstream: Mutex<Option<subscriptions::Upstream>>,
+    metrics: metrics::FrontMetrics,
 }
 
 impl fmt::Debug for Gateway {
@@ -73,6 +77,7 @@ impl Gateway {
         let lists = Lists::build(&runtime);
         let (subscriptions, upstream) = subscriptions::channel();
         Arc::new(Gateway {
+            metrics: metrics::FrontMetrics::new(&runtime),
             runtime,
             lists: ArcSwap::from_pointee(lists),
             subscriptions,
@@ -212,7 +217,16 @@ impl Handler for Gateway {
             trace_id = ctx.traceparent().and_then(|t| t.get(3..35)).unwrap_or(""),
         );
         Box::pin(tracing::Instrument::instrument(
-            async move { forward::call_tool(&self.runtime, &name, arguments, &ctx).await },
+            async move {
+                let forwarded = forward::call_tool(&self.runtime, &name, arguments, &ctx);
+                let is_error = |reply: &Reply| match reply {
+                    Reply::Result(result) => result["isError"] == Value::Bool(true),
+                    _ => false,
+                };
+                self.metrics
+                    .measure(Method::CallTool, forwarded, is_error)
+                    .await
+            },
             span,
         ))
     }
@@ -230,7 +244,12 @@ impl Handler for Gateway {
         uri: String,
         _: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
-        Box::pin(async move { forward::read_resource(&self.runtime, &uri).await })
+        Box::pin(async move {
+            let forwarded = forward::read_resource(&self.runtime, &uri);
+            self.metrics
+                .measure(Method::ReadResource, forwarded, |_| false)
+                .await
+        })
     }
 
     // The server crate keeps each session's subscriptions; upstream, the gateway subscribes
@@ -255,7 +274,12 @@ impl Handler for Gateway {
         arguments: Value,
         ctx: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
-        Box::pin(async move { forward::get_prompt(&self.runtime, &name, arguments, &ctx).await })
+        Box::pin(async move {
+            let forwarded = forward::get_prompt(&self.runtime, &name, arguments, &ctx);
+            self.metrics
+                .measure(Method::GetPrompt, forwarded, |_| false)
+                .await
+        })
     }
 
     fn complete(
@@ -263,6 +287,11 @@ impl Handler for Gateway {
         params: Value,
         _: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
-        Box::pin(async move { forward::complete(&self.runtime, params).await })
+        Box::pin(async move {
+            let forwarded = forward::complete(&self.runtime, params);
+            self.metrics
+                .measure(Method::Complete, forwarded, |_| false)
+                .await
+        })
     }
 }

@@ -262,6 +262,11 @@ pub(crate) struct RuntimeMetrics {
 }
 
 impl RuntimeMetrics {
+    /// Runs `f` with the recorder the runtime records into.
+    pub(crate) fn with_recorder<T>(&self, f: impl FnOnce(&dyn Recorder) -> T) -> T {
+        self.sink.with(f)
+    }
+
     pub(crate) fn new(sink: Sink) -> Self {
         sink.describe();
         RuntimeMetrics {

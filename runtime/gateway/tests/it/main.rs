@@ -5,5 +5,6 @@
 
 mod asks;
 mod forwarding;
+mod front_metrics;
 mod support;
 mod trace;

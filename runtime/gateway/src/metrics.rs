@@ -1,0 +1,156 @@
+//! The gateway's front side, measured: every forwarded request, by method and outcome, its
+//! duration, and how many are in flight. Recorded where the runtime records (its own
+//! exporter with `--metrics`, else the global recorder), beside the upstream series.
+//!
+//! | name | kind | labels | what |
+//! |---|---|---|---|
+//! | `switchboard_front_requests_total` | counter | `method`, `outcome` | forwarded front requests, by how they ended |
+//! | `switchboard_front_request_duration_seconds` | histogram | `method` | from the front request to its answer |
+//! | `switchboard_front_requests_in_flight` | gauge | — | forwarded front requests not answered yet |
+//!
+//! `method` is `tools/call`, `resources/read`, `prompts/get` or `completion/complete` (the
+//! lists are answered from the gateway's snapshot, not forwarded); `outcome` is `ok`,
+//! `tool_error` (a result with `isError: true`), `error`, `input_required` (the front client
+//! answers first) or `cancelled` (the front went away). Nothing else is a label: a fixed set
+//! of series, whatever the clients send.
+
+use std::future::Future;
+use std::time::Instant;
+
+use metrics::{Counter, Gauge, Histogram, Key, Label, Metadata};
+use switchboard::Runtime;
+use switchboard_server::HandlerError;
+
+const REQUESTS: &str = "switchboard_front_requests_total";
+const DURATION: &str = "switchboard_front_request_duration_seconds";
+const IN_FLIGHT: &str = "switchboard_front_requests_in_flight";
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+
+/// A forwarded method.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Method {
+    CallTool = 0,
+    ReadResource = 1,
+    GetPrompt = 2,
+    Complete = 3,
+}
+
+const METHODS: [&str; 4] = [
+    "tools/call",
+    "resources/read",
+    "prompts/get",
+    "completion/complete",
+];
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    Ok = 0,
+    ToolError = 1,
+    Error = 2,
+    InputRequired = 3,
+    Cancelled = 4,
+}
+
+const OUTCOMES: [&str; 5] = ["ok", "tool_error", "error", "input_required", "cancelled"];
+
+/// Every front series, registered once.
+pub(crate) struct FrontMetrics {
+    requests: Vec<Counter>,
+    durations: Vec<Histogram>,
+    in_flight: Gauge,
+}
+
+impl std::fmt::Debug for FrontMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrontMetrics").finish_non_exhaustive()
+    }
+}
+
+impl FrontMetrics {
+    /// The series, in the recorder `runtime` records into.
+    pub(crate) fn new(runtime: &Runtime) -> FrontMetrics {
+        runtime.with_metrics_recorder(|recorder| {
+            recorder.describe_counter(
+                REQUESTS.into(),
+                None,
+                "Front requests forwarded by the gateway, by outcome.".into(),
+            );
+            recorder.describe_histogram(
+                DURATION.into(),
+                Some(metrics::Unit::Seconds),
+                "From a forwarded front request to its answer.".into(),
+            );
+            recorder.describe_gauge(
+                IN_FLIGHT.into(),
+                None,
+                "Forwarded front requests not answered yet.".into(),
+            );
+            let mut requests = Vec::with_capacity(METHODS.len() * OUTCOMES.len());
+            for method in METHODS {
+                for outcome in OUTCOMES {
+                    let key = Key::from_parts(
+                        REQUESTS,
+                        vec![Label::new("method", method), Label::new("outcome", outcome)],
+                    );
+                    requests.push(recorder.register_counter(&key, &METADATA));
+                }
+            }
+            let durations = METHODS
+                .iter()
+                .map(|method| {
+                    let key = Key::from_parts(DURATION, vec![Label::new("method", *method)]);
+                    recorder.register_histogram(&key, &METADATA)
+                })
+                .collect();
+            let in_flight = recorder.register_gauge(&Key::from_name(IN_FLIGHT), &METADATA);
+            FrontMetrics {
+                requests,
+                durations,
+                in_flight,
+            }
+        })
+    }
+
+    /// Runs `request` of `method`, measured; `is_tool_error` reads its result.
+    pub(crate) async fn measure<T>(
+        &self,
+        method: Method,
+        request: impl Future<Output = Result<T, HandlerError>>,
+        is_tool_error: impl FnOnce(&T) -> bool,
+    ) -> Result<T, HandlerError> {
+        let mut measuring = Measuring {
+            metrics: self,
+            method,
+            started: Instant::now(),
+            outcome: Outcome::Cancelled,
+        };
+        self.in_flight.increment(1.0);
+        let answer = request.await;
+        measuring.outcome = match &answer {
+            Ok(result) if is_tool_error(result) => Outcome::ToolError,
+            Ok(_) => Outcome::Ok,
+            Err(HandlerError::InputRequired) => Outcome::InputRequired,
+            Err(_) => Outcome::Error,
+        };
+        answer
+    }
+}
+
+/// Records a request when it ends, however it ends (dropped: cancelled).
+struct Measuring<'a> {
+    metrics: &'a FrontMetrics,
+    method: Method,
+    started: Instant,
+    outcome: Outcome,
+}
+
+impl Drop for Measuring<'_> {
+    fn drop(&mut self) {
+        let m = self.metrics;
+        m.in_flight.decrement(1.0);
+        m.requests[self.method as usize * OUTCOMES.len() + self.outcome as usize].increment(1);
+        m.durations[self.method as usize].record(self.started.elapsed().as_secs_f64());
+    }
+}

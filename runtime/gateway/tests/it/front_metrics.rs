@@ -1,0 +1,67 @@
+//! The gateway's front-side series land where the runtime exports its own, counted by
+//! method and outcome.
+
+use serde_json::json;
+use switchboard::{Runtime, ServerConfig};
+use switchboard_gateway::Gateway;
+
+use crate::support::demo;
+
+/// The value of the series `line_start` (name and labels) in a Prometheus exposition.
+fn value(exposition: &str, line_start: &str) -> Option<f64> {
+    exposition
+        .lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[tokio::test]
+async fn forwarded_requests_are_counted_by_method_and_outcome_beside_the_runtimes_series() {
+    let upstream = Runtime::builder()
+        .metrics_listener(([127, 0, 0, 1], 0).into())
+        .server("demo", demo(&[]))
+        .build()
+        .await
+        .unwrap();
+    let served = Gateway::new(upstream.clone()).serve(switchboard_server::Options::default());
+    let server = served.server().clone();
+    let front = Runtime::builder()
+        .server(
+            "gateway",
+            ServerConfig::memory(move |io| {
+                let server = server.clone();
+                async move {
+                    let (reader, writer) = tokio::io::split(io);
+                    let _ = server.serve(reader, writer).await;
+                }
+            }),
+        )
+        .build()
+        .await
+        .unwrap();
+    let gateway = front.server("gateway").unwrap();
+    for _ in 0..3 {
+        gateway
+            .call_tool("echo", json!({"text": "hi"}))
+            .await
+            .unwrap();
+    }
+    assert!(gateway.call_tool("nope", json!({})).await.is_err());
+    let exposition = upstream
+        .render_metrics()
+        .expect("the runtime's own exporter");
+    let ok = r#"switchboard_front_requests_total{method="tools/call",outcome="ok"}"#;
+    let error = r#"switchboard_front_requests_total{method="tools/call",outcome="error"}"#;
+    assert_eq!(value(&exposition, ok), Some(3.0), "{exposition}");
+    assert_eq!(value(&exposition, error), Some(1.0), "{exposition}");
+    assert_eq!(
+        value(&exposition, "switchboard_front_requests_in_flight"),
+        Some(0.0)
+    );
+    assert!(exposition.contains("switchboard_front_request_duration_seconds"));
+    // The upstream series are there too, in the same exposition.
+    assert!(exposition.contains(r#"switchboard_requests_total{server="demo""#));
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
