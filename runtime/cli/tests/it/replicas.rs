@@ -4,6 +4,10 @@
 //! requests (no session at all) mix; then one replica is killed in the middle of a run, and
 //! only the calls in flight on it fail, each with an error, while every client carries on.
 //!
+//! What needs affinity is tested both ways: the answer to a request the gateway sends a
+//! handshake-era client (an upstream's sampling request) is lost under round-robin, and
+//! arrives with nginx hashing on the session id (the README's setting).
+//!
 //! nginx runs with the proxy directives of the deployment example
 //! (`runtime/gateway/deploy/nginx/mcp-proxy.conf`). It is a Debian package `.ci/run`
 //! installs; the test is ignored without it.
@@ -27,7 +31,12 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new() -> Scratch {
-        let dir = std::env::temp_dir().join(format!("switchboard-replicas-{}", std::process::id()));
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "switchboard-replicas-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
@@ -103,7 +112,14 @@ struct Nginx {
 }
 
 impl Nginx {
+    /// Round-robin over `replicas`.
     fn start(dir: &Path, replicas: &[Replica]) -> Nginx {
+        Nginx::start_balanced(dir, replicas, "")
+    }
+
+    /// Over `replicas`, with `balance` as the upstream's balancing directive (empty:
+    /// round-robin).
+    fn start_balanced(dir: &Path, replicas: &[Replica], balance: &str) -> Nginx {
         let port = free_port();
         let upstreams: String = replicas
             .iter()
@@ -122,7 +138,7 @@ impl Nginx {
              http {{\n  access_log off;\n\
              client_body_temp_path {dir}/body;\n  proxy_temp_path {dir}/proxy;\n\
              fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
-             upstream switchboard {{\n{upstreams}    keepalive 16;\n  }}\n\
+             upstream switchboard {{\n    {balance}\n{upstreams}    keepalive 16;\n  }}\n\
              server {{\n    listen 127.0.0.1:{port};\n    location / {{ include {proxy}; }}\n  }}\n}}\n"
         );
         let path = format!("{dir}/nginx.conf");
@@ -173,6 +189,9 @@ struct Tally {
     session_errors: AtomicUsize,
     /// Calls that failed some other way, each with an error (a replica killed under them).
     failed: AtomicUsize,
+    /// Calls the client gave up on (closed their response, and in a session sent
+    /// `notifications/cancelled`), as it meant to.
+    cancelled: AtomicUsize,
 }
 
 /// A client of the gateway through nginx: raw HTTP, so that every status is seen.
@@ -296,7 +315,38 @@ impl Client {
         }
     }
 
-    /// A sequence: a session (or none, in 2026-07-28), a list, calls, a progress call.
+    /// A call of `sleep` for 5 s given up after 30 ms: its response closed, and in a session
+    /// `notifications/cancelled` sent.
+    async fn cancel(&self, session: Option<&str>, tally: &Tally) {
+        let mut params = json!({"name": "sleep", "arguments": {"ms": 5000}});
+        let modern = session.is_none();
+        if modern {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": params});
+        tally.sent.fetch_add(1, Ordering::Relaxed);
+        let given_up =
+            tokio::time::timeout(Duration::from_millis(30), self.post(session, modern, body))
+                .await
+                .is_err();
+        if !given_up {
+            eprintln!("a 5 s call answered within 30 ms");
+            tally.failed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if let Some(session) = session {
+            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 10, "reason": "given up"}});
+            let _ = self.post(Some(session), false, cancel).await;
+        }
+        tally.cancelled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A sequence: a session (or none, in 2026-07-28), a list, calls, a progress call, and
+    /// in one of five a call given up.
     async fn sequence(&self, n: u64, tally: Arc<Tally>) {
         let handshake = n % 2 == 0;
         let session = if handshake {
@@ -324,6 +374,11 @@ impl Client {
         let slow = json!({"name": "sleep", "arguments": {"ms": 2, "steps": 2},
             "_meta": {"progressToken": format!("p{n}")}});
         self.step(session, 9, "tools/call", slow, &tally).await;
+        // One in five sequences gives up on a long call: the gateway cancels it upstream
+        // (a pile of sleeping calls would fill the upstreams' in-flight slots otherwise).
+        if n % 5 == 3 || n % 5 == 4 {
+            self.cancel(session, &tally).await;
+        }
         if let Some(session) = session {
             let _ = self
                 .http
@@ -393,9 +448,10 @@ async fn three_replicas_behind_round_robin_share_nothing_and_survive_the_loss_of
         }
     }
 
-    // 2,000 sequences of 5 requests (6 with the `initialize` of the half in sessions).
+    // 10,000 sequences of 5 requests (6 with the `initialize` of the half in sessions), and
+    // 4,000 calls given up.
     let tally = Arc::new(Tally::default());
-    run(&client, 2_000, 16, &tally).await;
+    run(&client, 10_000, 16, &tally).await;
     let ok = tally.ok.load(Ordering::Relaxed);
     assert_eq!(
         tally.session_errors.load(Ordering::Relaxed),
@@ -405,8 +461,13 @@ async fn three_replicas_behind_round_robin_share_nothing_and_survive_the_loss_of
     assert_eq!(tally.failed.load(Ordering::Relaxed), 0, "failed requests");
     assert_eq!(
         ok,
-        2_000 * 5 + 1_000,
+        10_000 * 5 + 5_000,
         "every request answered, initialize included"
+    );
+    assert_eq!(
+        tally.cancelled.load(Ordering::Relaxed),
+        4_000,
+        "calls given up"
     );
 
     // One replica dies in the middle of a run: what was in flight on it fails, each with
@@ -444,9 +505,9 @@ async fn three_replicas_behind_round_robin_share_nothing_and_survive_the_loss_of
         "{failed} failed, {sessions} session errors"
     );
     assert_eq!(
-        ok + failed + sessions,
+        ok + failed + sessions + tally.cancelled.load(Ordering::Relaxed),
         tally.sent.load(Ordering::Relaxed),
-        "every request answered or failed"
+        "every request answered, failed or given up"
     );
 
     // And after it, nothing fails.
@@ -457,4 +518,85 @@ async fn three_replicas_behind_round_robin_share_nothing_and_survive_the_loss_of
     for replica in replicas {
         replica.stop();
     }
+}
+
+/// Samples by saying which call asked.
+#[derive(Debug)]
+struct Sampler;
+
+impl switchboard::client::SamplingHandler for Sampler {
+    fn create_message(
+        &self,
+        _server: &str,
+        request: switchboard::client::SamplingRequest,
+    ) -> switchboard::client::BoxFuture<Result<switchboard::client::SamplingResponse, String>> {
+        let prompt = format!("{:?}", request.messages.len());
+        Box::pin(async move {
+            Ok(switchboard::client::SamplingResponse::new(
+                "m",
+                [switchboard::model::Content::text(format!(
+                    "sampled {prompt}"
+                ))],
+            ))
+        })
+    }
+}
+
+/// Nine sampling calls of a handshake-era client through three replicas behind nginx with
+/// `balance`: how many succeeded.
+async fn sampling_calls_through(balance: &str) -> usize {
+    let scratch = Scratch::new();
+    let config = scratch.0.join("gateway.json");
+    // A stateless upstream: its input requests belong to their calls, whatever runs at once.
+    let upstream = json!({"mcpServers": {"fixture": {"command": BIN,
+        "args": ["demo-server", "--conformance", "--modern"], "protocol": "modern"}}});
+    std::fs::write(&config, upstream.to_string()).unwrap();
+    let keys = scratch.0.join("keys");
+    std::fs::write(&keys, "a shared secret of the three replicas, 32+ bytes\n").unwrap();
+    let replicas: Vec<Replica> = (0..3).map(|_| Replica::start(&config, &keys)).collect();
+    let nginx = Nginx::start_balanced(&scratch.0, &replicas, balance);
+    let front = switchboard::Runtime::builder()
+        .client_handlers(switchboard::client::ClientHandlers::new().sampling(Sampler))
+        .server(
+            "gateway",
+            switchboard::ServerConfig::http(
+                nginx.url.clone(),
+                switchboard::transport::HttpKind::StreamableHttp,
+            )
+            .protocol(switchboard::Protocol::Legacy),
+        )
+        .build()
+        .await
+        .unwrap();
+    let gateway = front.server("gateway").unwrap();
+    assert!(gateway.status().is_ready(), "{:?}", gateway.status());
+    let calls = (0..9).map(|_| {
+        gateway
+            .call_tool("test_sampling", json!({"prompt": "p"}))
+            .timeout(Duration::from_secs(3))
+    });
+    let results = futures_util::future::join_all(calls).await;
+    let ok = results
+        .iter()
+        .filter(|r| matches!(r, Ok(result) if result.text() == "LLM response: sampled 1"))
+        .count();
+    front.shutdown().await;
+    for replica in replicas {
+        replica.stop();
+    }
+    drop(nginx);
+    ok
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs nginx (.ci/run installs it)"]
+async fn a_request_to_a_handshake_era_client_needs_affinity_and_works_with_it() {
+    // The answer POST lands on the replica that sent the request: every call succeeds.
+    let with_affinity = sampling_calls_through("hash $http_mcp_session_id consistent;").await;
+    assert_eq!(with_affinity, 9, "with affinity");
+    // Round-robin sends most answers to a replica that never asked: those calls fail
+    // (each lands elsewhere with odds 2 in 3; all nine arriving is 1 in 19,683).
+    let round_robin = sampling_calls_through("").await;
+    eprintln!("round-robin: {round_robin} of 9 sampling calls succeeded");
+    assert!(round_robin < 9, "round-robin: {round_robin} of 9 succeeded");
 }
