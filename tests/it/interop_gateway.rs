@@ -1,6 +1,6 @@
-//! `switchboard serve` against clients nobody here wrote: the Python SDK (both eras) and the
-//! TypeScript SDK, over stdio and over Streamable HTTP, through the gateway to the demo
-//! server's conformance fixture (over stdio, names passed through, in the handshake era, and
+//! `switchboard serve` against clients nobody here wrote: the Python SDK (both eras), the
+//! TypeScript SDK and the Rust SDK (rmcp), over stdio and over Streamable HTTP, through the
+//! gateway to the demo server's conformance fixture (over stdio, names passed through, in the handshake era, and
 //! over HTTP in the stateless one too). The fixture's sampling and elicitation reach the
 //! client that called, and its answers go back.
 //!
@@ -12,7 +12,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::interop_server::{assert_served, run_client, switchboard_bin};
+use crate::interop_server::{assert_served, rmcp_is_served, run_client, switchboard_bin};
 use crate::peers::{free_port, python, ListeningPeer};
 
 /// A config file whose one server is the conformance fixture (handshake era, or stateless
@@ -124,4 +124,22 @@ fn the_typescript_sdk_client_is_served_through_the_gateway_over_stdio_and_http()
     assert_forwarded(&client(&stdio_gateway("typescript-stdio")), "typescript");
     let (_gateway, url) = http_gateway("typescript-http", true);
     assert_forwarded(&client(&[url]), "typescript");
+}
+
+#[tokio::test]
+#[ignore = "needs the switchboard binary (cargo build -p switchboard-cli)"]
+async fn the_rust_sdk_client_is_served_through_the_gateway_over_stdio_and_http() {
+    let stdio = stdio_gateway("rmcp-stdio");
+    let mut command = tokio::process::Command::new(&stdio[0]);
+    command.args(&stdio[1..]);
+    let child = rmcp::transport::TokioChildProcess::new(command).expect("spawn serve");
+    rmcp_is_served(child).await;
+    for upstream_modern in [false, true] {
+        let (_gateway, url) =
+            http_gateway(&format!("rmcp-http-{upstream_modern}"), upstream_modern);
+        rmcp_is_served(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url,
+        ))
+        .await;
+    }
 }

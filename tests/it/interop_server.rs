@@ -292,7 +292,7 @@ impl rmcp::ClientHandler for RmcpClient {
     }
 }
 
-async fn rmcp_is_served<T, E, A>(transport: T)
+pub(crate) async fn rmcp_is_served<T, E, A>(transport: T)
 where
     T: rmcp::transport::IntoTransport<rmcp::RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
