@@ -314,3 +314,88 @@ async fn one_clients_request_is_never_handed_to_another_clients_call() {
     b_front.shutdown().await;
     gatewayed.upstream.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_http_upstreams_log_messages_and_sampling_reach_the_front_client_that_called() {
+    // Over HTTP the upstream's messages come through the connection's router, not the
+    // reader: the same calls must get them, in both upstream eras.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    // Both eras over HTTP, as `demo-server --http` serves them.
+    let options =
+        switchboard_demo::Options::from_args(["--conformance".to_owned(), "--modern".to_owned()])
+            .expect("options");
+    tokio::spawn(async move {
+        let _ = switchboard_demo::serve_http(&format!("127.0.0.1:{port}"), options).await;
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the demo server did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for upstream in ERAS {
+        let runtime = Runtime::builder()
+            .client_handlers(upstream_handlers())
+            .server(
+                "fixture",
+                ServerConfig::http(
+                    url.clone(),
+                    switchboard::transport::HttpKind::StreamableHttp,
+                )
+                .protocol(upstream),
+            )
+            .build()
+            .await
+            .expect("the upstream runtime");
+        let listed = std::time::Instant::now() + WAIT;
+        while runtime.catalogue().get("test_sampling").is_none() {
+            assert!(
+                std::time::Instant::now() < listed,
+                "upstream {upstream:?}: never listed: {:?}",
+                runtime.server("fixture").map(|s| s.status())
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let gatewayed = Gatewayed {
+            served: Gateway::new(runtime.clone()).serve(switchboard_server::Options::default()),
+            upstream: runtime,
+        };
+        let model = Model::new("front");
+        let (front, gateway) = gatewayed
+            .client(
+                Protocol::Legacy,
+                ClientHandlers::new().sampling(model.clone()),
+            )
+            .await;
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let hearing = heard.clone();
+        let logged = gateway
+            .call_tool("test_tool_with_logging", json!({}))
+            .on_log(LoggingLevel::Info, move |log| {
+                hearing.lock().unwrap().push(log.data.clone())
+            })
+            .timeout(WAIT)
+            .await
+            .unwrap_or_else(|e| panic!("upstream {upstream:?}: {e}"));
+        assert_eq!(logged.text(), "Tool with logging executed successfully");
+        assert_eq!(
+            heard.lock().unwrap().len(),
+            3,
+            "upstream {upstream:?}: {heard:?}"
+        );
+        let sampled = gateway
+            .call_tool("test_sampling", json!({"prompt": "over http"}))
+            .timeout(WAIT)
+            .await
+            .unwrap_or_else(|e| panic!("upstream {upstream:?}: {e}"));
+        assert_eq!(sampled.text(), "LLM response: front read over http");
+        front.shutdown().await;
+        gatewayed.upstream.shutdown().await;
+    }
+}
