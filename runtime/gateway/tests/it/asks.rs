@@ -14,7 +14,7 @@ use switchboard::model::{Content, LoggingLevel};
 use switchboard::{Protocol, Runtime, ServerConfig, ServerHandle};
 use switchboard_gateway::{upstream_handlers, Front, Gateway};
 
-use crate::support::{demo, WAIT};
+use crate::support::{demo, in_memory, WAIT};
 
 /// A front client's model: answers with its own name and the prompt it was given, and
 /// remembers every prompt it was asked.
@@ -105,19 +105,11 @@ impl Gatewayed {
 
     /// A front client in `era` with `handlers`.
     async fn client(&self, era: Protocol, handlers: ClientHandlers) -> (Runtime, ServerHandle) {
-        let server = self.served.server().clone();
         let front = Runtime::builder()
             .client_handlers(handlers)
             .server(
                 "gateway",
-                ServerConfig::memory(move |io| {
-                    let server = server.clone();
-                    async move {
-                        let (reader, writer) = tokio::io::split(io);
-                        let _ = server.serve(reader, writer).await;
-                    }
-                })
-                .protocol(era),
+                in_memory(self.served.server().clone()).protocol(era),
             )
             .build()
             .await

@@ -2,10 +2,10 @@
 //! method and outcome.
 
 use serde_json::json;
-use switchboard::{Runtime, ServerConfig};
+use switchboard::Runtime;
 use switchboard_gateway::Gateway;
 
-use crate::support::demo;
+use crate::support::{demo, in_memory};
 
 /// The value of the series `line_start` (name and labels) in a Prometheus exposition.
 fn value(exposition: &str, line_start: &str) -> Option<f64> {
@@ -25,18 +25,8 @@ async fn forwarded_requests_are_counted_by_method_and_outcome_beside_the_runtime
         .await
         .unwrap();
     let served = Gateway::new(upstream.clone()).serve(switchboard_server::Options::default());
-    let server = served.server().clone();
     let front = Runtime::builder()
-        .server(
-            "gateway",
-            ServerConfig::memory(move |io| {
-                let server = server.clone();
-                async move {
-                    let (reader, writer) = tokio::io::split(io);
-                    let _ = server.serve(reader, writer).await;
-                }
-            }),
-        )
+        .server("gateway", in_memory(served.server().clone()))
         .build()
         .await
         .unwrap();

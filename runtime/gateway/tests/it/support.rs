@@ -22,6 +22,19 @@ pub(crate) fn demo(args: &[&str]) -> ServerConfig {
     .into()
 }
 
+/// An MCP server of this process (a gateway's, or a test upstream's), as a runtime's server
+/// over an in-memory line stream.
+pub(crate) fn in_memory(server: switchboard_server::Server) -> ServerConfig {
+    ServerConfig::memory(move |io| {
+        let server = server.clone();
+        async move {
+            let (reader, writer) = tokio::io::split(io);
+            let _ = server.serve(reader, writer).await;
+        }
+    })
+    .into()
+}
+
 /// The gateway's side and the front client's.
 pub(crate) struct Setup {
     pub(crate) upstream: Runtime,
@@ -51,18 +64,8 @@ impl Setup {
         .await
         .expect("the demo server's resources and prompts are listed");
         let served = Gateway::new(upstream.clone()).serve(switchboard_server::Options::default());
-        let server = served.server().clone();
         let front = Runtime::builder()
-            .server(
-                "gateway",
-                ServerConfig::memory(move |io| {
-                    let server = server.clone();
-                    async move {
-                        let (reader, writer) = tokio::io::split(io);
-                        let _ = server.serve(reader, writer).await;
-                    }
-                }),
-            )
+            .server("gateway", in_memory(served.server().clone()))
             .build()
             .await
             .expect("the front runtime");

@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use switchboard::{Runtime, ServerConfig};
+use switchboard::Runtime;
+
+use crate::support::in_memory;
 use switchboard_gateway::Gateway;
 use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Server};
 
@@ -32,17 +34,6 @@ impl Handler for Traced {
         let seen = ctx.traceparent().unwrap_or("none").to_owned();
         Box::pin(async move { Ok(Reply::text(seen)) })
     }
-}
-
-fn in_memory(server: Server) -> ServerConfig {
-    ServerConfig::memory(move |io| {
-        let server = server.clone();
-        async move {
-            let (reader, writer) = tokio::io::split(io);
-            let _ = server.serve(reader, writer).await;
-        }
-    })
-    .into()
 }
 
 #[tokio::test]
