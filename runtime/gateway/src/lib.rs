@@ -155,8 +155,15 @@ async fn follow(gateway: Arc<Gateway>, server: Server) {
         if !watch.changed().await {
             return;
         }
+        // Debounced: a burst of changes (servers starting together, a reload, a crash loop)
+        // is announced once; what changes meanwhile is in the next listing.
+        tokio::time::sleep(LIST_CHANGED_DEBOUNCE).await;
     }
 }
+
+/// How long the gateway waits after a change of its catalogue before it lists again and
+/// announces what changed.
+const LIST_CHANGED_DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A gateway's MCP server, kept up to date with the runtime's catalogue.
 ///
