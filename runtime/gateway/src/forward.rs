@@ -21,17 +21,20 @@ use tokio::sync::mpsc;
 use crate::asks::{Bridge, FrontWait, Need};
 use crate::error::{to_front, unreadable};
 
-/// How many progress notifications may wait for room toward the front client; past that
-/// they are dropped (the next one says as much as the lost ones did).
-const PROGRESS_QUEUE: usize = 64;
+/// How many progress notifications and log messages may wait for room toward the front
+/// client; past that they are dropped (the next progress says as much as the lost ones did;
+/// a lost log line stays in the gateway's own log).
+const SAID_QUEUE: usize = 256;
 
-/// How many log messages may wait for room toward the front client; past that they are
-/// dropped (they stay in the gateway's own log).
-const LOG_QUEUE: usize = 256;
+/// What the upstream said about a call before its answer, on its way to the front client.
+enum Said {
+    Progress(Progress),
+    Log(ServerLog),
+}
 
 /// Calls catalogue tool `name` and answers its result, an `isError` one included. The
-/// upstream's requests to the client and its log messages about the call go to the front
-/// client (see [`crate::asks`]).
+/// upstream's progress and log messages about the call go to the front client, and so do
+/// its requests to the client (see [`crate::asks`]).
 pub(crate) async fn call_tool(
     runtime: &Runtime,
     name: &str,
@@ -49,41 +52,34 @@ pub(crate) async fn call_tool(
         meta.insert("traceparent".into(), Value::String(traceparent.to_owned()));
         call = call.meta(meta);
     }
-    let (progress_tx, mut progress) = mpsc::channel::<Progress>(PROGRESS_QUEUE);
+    // The callbacks run where the upstream is read: they must not wait, so they only queue.
+    let (said_tx, mut said) = mpsc::channel::<Said>(SAID_QUEUE);
     if ctx.progress_token().is_some() {
-        // The callback runs on the upstream's reader: it must not wait, so it only queues.
+        let tx = said_tx.clone();
         call = call.on_progress(move |p| {
-            let _ = progress_tx.try_send(p);
+            let _ = tx.try_send(Said::Progress(p));
         });
-    } else {
-        drop(progress_tx);
     }
-    let (log_tx, mut logs) = mpsc::channel::<ServerLog>(LOG_QUEUE);
-    match ctx.log_level().and_then(level_of) {
-        Some(level) => {
-            call = call.on_log(level, move |log| {
-                let _ = log_tx.try_send(log);
-            })
-        }
-        None => drop(log_tx),
+    if let Some(level) = ctx.log_level().and_then(level_of) {
+        let tx = said_tx.clone();
+        call = call.on_log(level, move |log| {
+            let _ = tx.try_send(Said::Log(log));
+        });
     }
+    drop(said_tx);
     let sent = call.raw();
     tokio::pin!(sent);
     let answered = loop {
         tokio::select! {
             answered = &mut sent => break Some(answered),
-            Some(p) = progress.recv() => report(ctx, &p).await,
-            Some(log) = logs.recv() => pass_log(ctx, log).await,
+            Some(message) = said.recv() => pass_on(ctx, message).await,
             // The front client must answer first, or cannot: this upstream call is over.
             () = wait.raised() => break None,
         }
     };
     // What the upstream sent before its answer goes out before the answer.
-    while let Ok(p) = progress.try_recv() {
-        report(ctx, &p).await;
-    }
-    while let Ok(log) = logs.try_recv() {
-        pass_log(ctx, log).await;
+    while let Ok(message) = said.try_recv() {
+        pass_on(ctx, message).await;
     }
     let answered = match (wait.need(), answered) {
         (None, Some(answered)) => answered,
@@ -94,24 +90,27 @@ pub(crate) async fn call_tool(
     parse(raw.get(), name).map(Reply::Result)
 }
 
+async fn pass_on(ctx: &Context, said: Said) {
+    match said {
+        Said::Progress(p) => {
+            ctx.progress(p.progress, p.total, p.message.as_deref())
+                .await;
+        }
+        Said::Log(log) => {
+            let level = serde_json::to_value(log.level).unwrap_or(Value::Null);
+            ctx.log(
+                level.as_str().unwrap_or("info"),
+                log.logger.as_deref(),
+                log.data,
+            )
+            .await;
+        }
+    }
+}
+
 /// The runtime's level for the front's level name.
 fn level_of(name: &str) -> Option<LoggingLevel> {
     serde_json::from_value(Value::String(name.to_owned())).ok()
-}
-
-async fn pass_log(ctx: &Context, log: ServerLog) {
-    let level = serde_json::to_value(log.level).unwrap_or(Value::Null);
-    ctx.log(
-        level.as_str().unwrap_or("info"),
-        log.logger.as_deref(),
-        log.data,
-    )
-    .await;
-}
-
-async fn report(ctx: &Context, p: &Progress) {
-    ctx.progress(p.progress, p.total, p.message.as_deref())
-        .await;
 }
 
 /// Gets prompt `name` (a prompt catalogue name) from its owner; what the upstream asks the
