@@ -222,7 +222,8 @@ async fn wait_for_resource(gateway: &ServerHandle, uri: &str) {
     {
         assert!(
             Instant::now() < deadline,
-            "{uri} not listed through the gateway: {:?}",
+            "{uri} not listed through the gateway (front in {:?}): {:?}",
+            gateway.status().era,
             gateway.status().resources
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -538,4 +539,49 @@ async fn the_python_sdk_server_in_the_handshake_era_through_serve() {
 #[ignore = "needs the Python SDK in .ci/venv (SWITCHBOARD_PYTHON)"]
 async fn the_python_sdk_server_in_2026_07_28_through_serve() {
     python_in("modern").await;
+}
+
+/// An upstream that comes up after the front's handshake: server-everything over Streamable
+/// HTTP started once a front is connected to `serve` (which retries it with its backoff).
+/// Its tools, resources and prompts all reach the front, by `list_changed`.
+#[tokio::test]
+#[ignore = "needs server-everything in .ci/peers (.ci/run installs it)"]
+async fn server_everything_ready_after_the_fronts_handshake_reaches_it_whole() {
+    let port = free_port();
+    let config = config_file(json!({"mcpServers": {"everything": {
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "type": "streamable-http",
+    }}}));
+    let (_served, url) = http_gateway(&config);
+    let mut upstream = None;
+    for protocol in [Protocol::Auto, Protocol::Legacy] {
+        let front = Front::default();
+        let (rt, gateway) = over_http(&url, protocol, &front).await;
+        if upstream.is_none() {
+            let mut command = Command::new(npm_bin("mcp-server-everything"));
+            command.arg("streamableHttp").env("PORT", port.to_string());
+            upstream = Some(ListeningPeer::start(
+                command,
+                port,
+                "server-everything streamableHttp",
+            ));
+        }
+        wait_for_tools(&gateway, &["echo"]).await;
+        wait_for_resource(&gateway, "demo://resource/static/document/features.md").await;
+        let deadline = Instant::now() + LISTED_WITHIN;
+        while !gateway
+            .status()
+            .prompts
+            .iter()
+            .any(|p| p.name == "args-prompt")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "args-prompt not listed: {:?}",
+                gateway.status().prompts
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        rt.shutdown().await;
+    }
 }
