@@ -19,6 +19,7 @@ mod interop;
 mod interop_everything;
 mod interop_filesystem;
 mod interop_gateway;
+mod interop_gateway_upstreams;
 mod interop_python;
 mod interop_python_tasks;
 mod interop_rmcp;
