@@ -178,7 +178,8 @@ impl Call {
     /// these handlers. A handshake-era server's requests carry no link to the call that
     /// caused them: they reach these handlers only while this call is the server's one call
     /// in flight with handlers of its own, and the server's handlers otherwise (one client's
-    /// request is never guessed onto another's call). The capabilities a handshake-era server
+    /// request is never guessed onto another's call); its `roots/list` always goes to the
+    /// server's handlers (servers ask for roots by themselves, not for a call). The capabilities a handshake-era server
     /// sees are the ones its connection declared.
     pub fn client_handlers(self, handlers: ClientHandlers) -> Self {
         self.configure(|s| s.listeners().scope.handlers = Some(handlers))

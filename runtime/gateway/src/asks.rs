@@ -1,4 +1,5 @@
-//! The upstream's requests to the client (sampling, elicitation, roots), taken to the front
+//! The upstream's requests to the client (sampling, elicitation; roots from a stateless
+//! upstream), taken to the front
 //! client whose call caused them, and its answer back.
 //!
 //! Each forwarded tool call brings a [`Bridge`] to its front request's [`Context`]: the
@@ -12,11 +13,15 @@
 //! input requests; a handshake-era upstream runs its tool again (the upstream call of the
 //! first round is cancelled as soon as the front must answer first).
 //!
-//! What the front client did not declare is never asked: the upstream is refused, and the
-//! front call ends with -32021 (missing capability), as it would have at an upstream that
-//! knew the front client's capabilities. A handshake-era upstream connection serves every
-//! front client, so it declares everything the gateway can forward ([`upstream_handlers`]),
-//! and a request nobody's call can be told to own is refused with a message saying so.
+//! What the front client did not declare is never asked. A stateless upstream's input
+//! requests are its call's for certain: that front call ends with -32021 (missing
+//! capability), as it would have at an upstream that knew the front client's capabilities.
+//! A handshake-era upstream's request is a call's only by the one-call rule: it is refused
+//! to the upstream, and the front call goes on. A handshake-era upstream connection serves
+//! every front client, so it declares sampling and elicitation for all of them
+//! ([`upstream_handlers`]), but not roots (a server asks for roots by itself, for its
+//! connection, not for a call); a request nobody's call can be told to own is refused with
+//! a message saying so.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -57,9 +62,10 @@ impl ForwardHandler for Unclaimed {
         Box::pin(async move { Err(message) })
     }
 
+    // Not roots: a handshake-era server asks for them by itself, for its connection, which
+    // serves every front client; no one client's roots are the connection's.
     fn capabilities(&self) -> Value {
         json!({
-            "roots": {},
             "sampling": {"tools": {}},
             "elicitation": {"form": {}, "url": {}},
         })
@@ -146,15 +152,18 @@ impl ForwardHandler for Bridge {
         let wait = self.wait.clone();
         let method = method.to_owned();
         Box::pin(async move {
+            // Given to this call by the one-call rule, not by the protocol: what the front
+            // client lacks is refused to the upstream, and the front call goes on (the
+            // upstream decides what its tool makes of it).
+            let lacking =
+                |capability: String| format!("the gateway's client did not declare `{capability}`");
             if let Some(capability) = front_lacks(&method, &params, ctx.client_capabilities()) {
-                return Err(refused(
-                    HandlerError::MissingCapability { capability },
-                    &wait,
-                ));
+                return Err(lacking(capability));
             }
-            ctx.input(&key, &method, params)
-                .await
-                .map_err(|error| refused(error, &wait))
+            match ctx.input(&key, &method, params).await {
+                Err(HandlerError::MissingCapability { capability }) => Err(lacking(capability)),
+                answer => answer.map_err(|error| refused(error, &wait)),
+            }
         })
     }
 

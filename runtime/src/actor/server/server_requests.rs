@@ -31,9 +31,12 @@ impl ServerActor {
         let Some(link) = &self.link else { return };
         let table = link.table.clone();
         // The call that caused the request answers it, when it brought handlers and nobody
-        // else could have caused it (see `crate::call_scope`).
-        let handlers = table
-            .sole_scope(|scope| scope.handlers.is_some())
+        // else could have caused it (see `crate::call_scope`). Never `roots/list`: servers
+        // ask for the roots by themselves (after the handshake, after a change), so it is
+        // the connection's question, not a call's, whatever is in flight then.
+        let handlers = (request.method != methods::ROOTS_LIST)
+            .then(|| table.sole_scope(|scope| scope.handlers.is_some()))
+            .flatten()
             .and_then(|scope| scope.handlers.clone())
             .or_else(|| self.core.config.handlers.clone())
             .unwrap_or_default();
