@@ -81,13 +81,24 @@ pub(crate) async fn call_tool(
     while let Ok(message) = said.try_recv() {
         pass_on(ctx, message).await;
     }
-    let answered = match (wait.need(), answered) {
-        (None, Some(answered)) => answered,
-        // Only a need ends the loop without an answer.
-        (need, _) => return Err(need.unwrap_or(Need::Input).into_error()),
-    };
-    let raw = answered.map_err(|e| to_front(&e, name))?;
-    parse(raw.get(), name).map(Reply::Result)
+    answer_or_need(&wait, answered, name).map(Reply::Result)
+}
+
+/// The upstream's answer for the front client, or what the front client must do first (a
+/// need raised while the call ran wins over its answer: the upstream was refused input).
+/// `answered` is `None` when the need ended the wait.
+fn answer_or_need(
+    wait: &FrontWait,
+    answered: Option<switchboard::Result<Box<serde_json::value::RawValue>>>,
+    what: &str,
+) -> Result<Value, HandlerError> {
+    match (wait.need(), answered) {
+        (None, Some(answered)) => {
+            let raw = answered.map_err(|e| to_front(&e, what))?;
+            parse(raw.get(), what)
+        }
+        (need, _) => Err(need.unwrap_or(Need::Input).into_error()),
+    }
 }
 
 async fn pass_on(ctx: &Context, said: Said) {
@@ -165,13 +176,7 @@ where
         answered = &mut sent => Some(answered),
         () = wait.raised() => None,
     };
-    match (wait.need(), answered) {
-        (None, Some(answered)) => {
-            let raw = answered.map_err(|e| to_front(&e, what))?;
-            parse(raw.get(), what)
-        }
-        (need, _) => Err(need.unwrap_or(Need::Input).into_error()),
-    }
+    answer_or_need(&wait, answered, what)
 }
 
 /// Completes an argument of a prompt (by its catalogue name) or of a resource template (by

@@ -3,9 +3,8 @@
 
 use serde_json::json;
 use switchboard::Runtime;
-use switchboard_gateway::Gateway;
 
-use crate::support::{demo, in_memory};
+use crate::support::{demo, fronted};
 
 /// The value of the series `line_start` (name and labels) in a Prometheus exposition.
 fn value(exposition: &str, line_start: &str) -> Option<f64> {
@@ -24,13 +23,7 @@ async fn forwarded_requests_are_counted_by_method_and_outcome_beside_the_runtime
         .build()
         .await
         .unwrap();
-    let served = Gateway::new(upstream.clone()).serve(switchboard_server::Options::default());
-    let front = Runtime::builder()
-        .server("gateway", in_memory(served.server().clone()))
-        .build()
-        .await
-        .unwrap();
-    let gateway = front.server("gateway").unwrap();
+    let (front, gateway, _served) = fronted(&upstream).await;
     for _ in 0..3 {
         gateway
             .call_tool("echo", json!({"text": "hi"}))

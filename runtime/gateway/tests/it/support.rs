@@ -35,6 +35,19 @@ pub(crate) fn in_memory(server: switchboard_server::Server) -> ServerConfig {
     .into()
 }
 
+/// A gateway over `upstream`, served in memory to a front runtime whose one server is it:
+/// the front runtime, its `gateway` server, and the gateway (kept while the test runs).
+pub(crate) async fn fronted(upstream: &Runtime) -> (Runtime, ServerHandle, Front) {
+    let served = Gateway::new(upstream.clone()).serve(switchboard_server::Options::default());
+    let front = Runtime::builder()
+        .server("gateway", in_memory(served.server().clone()))
+        .build()
+        .await
+        .expect("the front runtime");
+    let gateway = front.server("gateway").expect("the gateway");
+    (front, gateway, served)
+}
+
 /// The gateway's side and the front client's.
 pub(crate) struct Setup {
     pub(crate) upstream: Runtime,

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use switchboard::Runtime;
 
-use crate::support::in_memory;
-use switchboard_gateway::Gateway;
+use crate::support::{fronted, in_memory};
 use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Server};
 
 /// An upstream with one tool, `trace`, which answers the trace context it was given.
@@ -43,13 +42,7 @@ async fn the_front_requests_trace_context_reaches_the_upstream() {
         .build()
         .await
         .unwrap();
-    let served = Gateway::new(upstream.clone()).serve(switchboard_server::Options::default());
-    let front = Runtime::builder()
-        .server("gateway", in_memory(served.server().clone()))
-        .build()
-        .await
-        .unwrap();
-    let gateway = front.server("gateway").unwrap();
+    let (front, gateway, _served) = fronted(&upstream).await;
     let call = |traceparent: Option<&str>| {
         let mut call = gateway.call_tool("trace", json!({}));
         if let Some(traceparent) = traceparent {
@@ -64,5 +57,45 @@ async fn the_front_requests_trace_context_reaches_the_upstream() {
     assert_eq!(call(None).await.unwrap().text(), "none");
     assert_eq!(call(Some("not-a-trace")).await.unwrap().text(), "none");
     front.shutdown().await;
+    upstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_http_traceparent_header_reaches_the_upstream_too() {
+    let upstream = Runtime::builder()
+        .server("traced", in_memory(Server::new(Traced)))
+        .build()
+        .await
+        .unwrap();
+    let served = switchboard_gateway::Gateway::new(upstream.clone())
+        .serve(switchboard_server::Options::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = served
+        .server()
+        .clone()
+        .http(listener, switchboard_server::http::Config::default());
+    let url = format!("http://{}/mcp", http.local_addr().unwrap());
+    tokio::spawn(http.run());
+    let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "trace", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let answer: serde_json::Value = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "trace")
+        .header("traceparent", good)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], good, "{answer}");
     upstream.shutdown().await;
 }
