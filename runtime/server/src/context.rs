@@ -47,10 +47,10 @@ struct Inner {
     responder: Responder,
     id: Id,
     era: Era,
-    version: String,
+    version: Arc<str>,
     progress_token: Option<Value>,
     traceparent: Option<String>,
-    capabilities: Value,
+    capabilities: Arc<Value>,
     /// The stateless request's `_meta` log level (none: no log messages at all).
     meta_log_level: Option<usize>,
     inputs: Mutex<Inputs>,
@@ -80,10 +80,10 @@ impl fmt::Debug for Context {
 pub(crate) struct Origin {
     pub(crate) id: Id,
     pub(crate) era: Era,
-    pub(crate) version: String,
+    pub(crate) version: Arc<str>,
     pub(crate) progress_token: Option<Value>,
     pub(crate) traceparent: Option<String>,
-    pub(crate) capabilities: Value,
+    pub(crate) capabilities: Arc<Value>,
     pub(crate) meta_log_level: Option<usize>,
     pub(crate) inputs: Inputs,
 }

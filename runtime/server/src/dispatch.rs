@@ -9,10 +9,13 @@
 //! `resultType`, the caching hints and the server's identity; anything else belongs to the
 //! session `initialize` opened.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::Serialize;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Notification, Request};
 use switchboard_codecs::mcp::modern::{self, meta};
@@ -28,10 +31,10 @@ use crate::shared::Core;
 use crate::HANDSHAKE_VERSIONS;
 
 #[derive(Serialize)]
-struct ResultFrame<'a> {
+struct ResultFrame<'a, T: ?Sized> {
     jsonrpc: &'static str,
     id: &'a Id,
-    result: &'a Value,
+    result: &'a T,
 }
 
 #[derive(Serialize)]
@@ -41,13 +44,26 @@ struct ErrorFrame<'a> {
     error: &'a ErrorObject,
 }
 
-fn result_frame(id: &Id, result: &Value) -> Bytes {
+fn result_frame<T: Serialize + ?Sized>(id: &Id, result: &T) -> Bytes {
     let frame = ResultFrame {
         jsonrpc: "2.0",
         id,
         result,
     };
     Bytes::from(serde_json::to_vec(&frame).unwrap_or_default())
+}
+
+/// A response around a result already serialized. One with a line break between its tokens
+/// (pretty-printed) would end a stdio line early, or an event's data line: it is written
+/// anew, compact.
+fn json_result_frame(id: &Id, result: &RawValue) -> Bytes {
+    let text = result.get();
+    if text.bytes().any(|b| b == b'\n' || b == b'\r') {
+        if let Ok(value) = serde_json::from_str::<Value>(text) {
+            return result_frame(id, &value);
+        }
+    }
+    result_frame(id, result)
 }
 
 fn error_frame(id: &Id, error: &ErrorObject) -> Bytes {
@@ -140,6 +156,7 @@ async fn serve(core: Arc<Core>, session: Arc<Session>, request: Request, respond
     };
     let (frame, code) = match answered {
         Ok(Reply::Result(result)) => (result_frame(&id, &result), None),
+        Ok(Reply::Json(result)) => (json_result_frame(&id, &result), None),
         Ok(Reply::Raw(bytes)) => (bytes, None),
         Err(error) => {
             let code = error.code;
@@ -165,6 +182,24 @@ async fn answer(
     request: Request,
     responder: Responder,
 ) -> Result<Reply, ErrorObject> {
+    if !session.stateless && request.method == "tools/call" {
+        if let Some(call) = CallParams::of(&request) {
+            let meta = call.meta.unwrap_or_default();
+            let traceparent = traceparent(meta.traceparent.as_deref(), &responder);
+            let ctx = handshake_context(
+                core,
+                session,
+                &request,
+                meta.progress_token,
+                traceparent,
+                responder,
+            );
+            let arguments = call.arguments.unwrap_or_else(|| json!({}));
+            return call_tool(core, call.name.into_owned(), arguments, ctx)
+                .await
+                .map_err(|error| into_error(error, false));
+        }
+    }
     let params = params_of(&request)?;
     let stateless = session.stateless
         || params
@@ -203,11 +238,8 @@ fn into_error(error: HandlerError, stateless: bool) -> ErrorObject {
 
 /// The request's W3C trace context: its `_meta.traceparent`, else what its transport carried
 /// (an HTTP `traceparent` header); only a well-formed one (version `00`, non-zero ids).
-fn traceparent(params: &Value, responder: &Responder) -> Option<String> {
-    params
-        .get("_meta")
-        .and_then(|m| m.get("traceparent"))
-        .and_then(Value::as_str)
+fn traceparent(in_meta: Option<&str>, responder: &Responder) -> Option<String> {
+    in_meta
         .or_else(|| responder.traceparent())
         .filter(|t| well_formed_traceparent(t))
         .map(str::to_owned)
@@ -223,6 +255,14 @@ fn well_formed_traceparent(t: &str) -> bool {
     matches!(parts.as_slice(), [version, trace, parent, flags]
         if *version == "00" && hex(trace, 32) && hex(parent, 16) && hex(flags, 2)
             && trace.bytes().any(|b| b != b'0') && parent.bytes().any(|b| b != b'0'))
+}
+
+/// `_meta.traceparent`, when it is a string.
+fn meta_traceparent(params: &Value) -> Option<&str> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("traceparent"))
+        .and_then(Value::as_str)
 }
 
 fn progress_token(params: &Value) -> Option<Value> {
@@ -267,25 +307,85 @@ async fn handshake_answer(
         }
         _ => {}
     }
+    let traceparent = traceparent(meta_traceparent(&params), &responder);
+    let ctx = handshake_context(
+        core,
+        session,
+        request,
+        progress_token(&params),
+        traceparent,
+        responder,
+    );
+    feature(core, method, params, ctx).await
+}
+
+/// What a handshake-era request's handler sees: the session's negotiated version and
+/// client capabilities, and the request's own progress token and trace.
+fn handshake_context(
+    core: &Core,
+    session: &Arc<Session>,
+    request: &Request,
+    progress_token: Option<Value>,
+    traceparent: Option<String>,
+    responder: Responder,
+) -> Context {
     let (version, capabilities) = session.negotiated();
     let origin = Origin {
         id: request.id.clone(),
         era: Era::Handshake,
         version,
-        progress_token: progress_token(&params),
-        traceparent: traceparent(&params, &responder),
+        progress_token,
+        traceparent,
         capabilities,
         meta_log_level: None,
         inputs: Inputs::default(),
     };
-    let ctx = Context::new(
+    Context::new(
         core.audience.clone(),
         core.options.input_timeout,
         session.clone(),
         responder,
         origin,
-    );
-    feature(core, method, params, ctx).await
+    )
+}
+
+/// The params of a handshake-era `tools/call`, read in one pass into what serving it
+/// needs. Every call of every tool comes this way, and the general path's tree of the
+/// whole params (then dropped) was the largest single cost of serving one.
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(rename = "_meta", default, borrow)]
+    meta: Option<CallMeta<'a>>,
+}
+
+/// What a handshake-era call reads of its `_meta`.
+#[derive(Deserialize, Default)]
+struct CallMeta<'a> {
+    #[serde(rename = "progressToken", default)]
+    progress_token: Option<Value>,
+    #[serde(default, borrow)]
+    traceparent: Option<Cow<'a, str>>,
+    /// [`meta::PROTOCOL_VERSION`]: present, the request is a 2026-07-28 one.
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    protocol_version: Option<IgnoredAny>,
+}
+
+impl<'a> CallParams<'a> {
+    /// The call's params, unless they belong to the general path: a 2026-07-28 request, or
+    /// params it must refuse with its own error (not an object, no string `name`, a
+    /// duplicate field, a non-string `traceparent`).
+    fn of(request: &'a Request) -> Option<CallParams<'a>> {
+        let call: CallParams<'a> = serde_json::from_str(request.params.as_deref()?.get()).ok()?;
+        let stateless = call
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.protocol_version.is_some());
+        (!stateless).then_some(call)
+    }
 }
 
 fn initialize(core: &Core, session: &Session, params: &Value) -> Value {
@@ -300,7 +400,7 @@ fn initialize(core: &Core, session: &Session, params: &Value) -> Value {
         .filter(|c| c.is_object())
         .cloned()
         .unwrap_or_else(|| json!({}));
-    session.initialize(version.clone(), capabilities);
+    session.initialize(&version, capabilities);
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": core.info.capabilities(),
@@ -475,10 +575,10 @@ async fn stateless_answer(
     let origin = Origin {
         id: request.id.clone(),
         era: Era::Stateless,
-        version,
+        version: version.into(),
         progress_token: progress_token(&params),
-        traceparent: traceparent(&params, &responder),
-        capabilities,
+        traceparent: traceparent(meta_traceparent(&params), &responder),
+        capabilities: Arc::new(capabilities),
         meta_log_level,
         inputs,
     };
@@ -491,6 +591,11 @@ async fn stateless_answer(
     );
     match feature(core, method, params, ctx.clone()).await {
         Ok(Reply::Result(result)) => Ok(Reply::Result(decorate(core, method, result))),
+        Ok(Reply::Json(result)) => match serde_json::from_str(result.get()) {
+            // The 2026-07-28 fields go inside the object: this era builds the tree after all.
+            Ok(result) => Ok(Reply::Result(decorate(core, method, result))),
+            Err(_) => Ok(Reply::Json(result)),
+        },
         Ok(raw) => Ok(raw),
         Err(HandlerError::InputRequired) if interactive => {
             let inputs = ctx.take_inputs();
@@ -630,19 +735,12 @@ async fn feature(
         },
         "tools/call" => {
             let name = str_param(&params, "name")?.to_owned();
-            if ctx.principal().is_some_and(|p| !p.may_use_tool(&name)) {
-                // As for a tool that does not exist: its existence is not this client's.
-                return Err(HandlerError::invalid_params(format!(
-                    "unknown tool: {name}"
-                )));
-            }
             let mut params = params;
-            // The handler decides what bad arguments mean (an isError result, as MCP wants).
             let args = match params.get_mut("arguments").map(Value::take) {
                 None | Some(Value::Null) => json!({}),
                 Some(args) => args,
             };
-            handler.call_tool(name, args, ctx).await
+            call_tool(core, name, args, ctx).await
         }
         "resources/list" if info.resources => list(&handler.resources(), "resources"),
         "resources/templates/list" if info.resources => {
@@ -666,6 +764,23 @@ async fn feature(
             Err(method_not_found(method))
         }
     }
+}
+
+/// Runs tool `name`, if the request's principal may use it.
+async fn call_tool(
+    core: &Arc<Core>,
+    name: String,
+    arguments: Value,
+    ctx: Context,
+) -> Result<Reply, HandlerError> {
+    if ctx.principal().is_some_and(|p| !p.may_use_tool(&name)) {
+        // As for a tool that does not exist: its existence is not this client's.
+        return Err(HandlerError::invalid_params(format!(
+            "unknown tool: {name}"
+        )));
+    }
+    // The handler decides what bad arguments mean (an isError result, as MCP wants).
+    core.handler.clone().call_tool(name, arguments, ctx).await
 }
 
 /// One page of a list, `{key: [...], "nextCursor"?: ...}`. The cursor is the index of the
@@ -693,7 +808,66 @@ fn page(all: &[Value], key: &str, params: &Value, page_size: usize) -> Result<Va
 
 #[cfg(test)]
 mod tests {
-    use super::well_formed_traceparent;
+    use super::{well_formed_traceparent, CallParams};
+    use switchboard_codecs::jsonrpc::Message;
+
+    fn request(line: &str) -> switchboard_codecs::jsonrpc::Request {
+        match Message::parse(line) {
+            Ok(Message::Request(request)) => request,
+            other => panic!("not a request: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_pretty_printed_result_is_written_on_one_line() {
+        let id = switchboard_codecs::jsonrpc::Id::Number(3);
+        let raw =
+            serde_json::value::RawValue::from_string("{\n  \"a\": [1,\r\n 2]\n}".into()).unwrap();
+        let frame = super::json_result_frame(&id, &raw);
+        assert_eq!(
+            &frame[..],
+            br#"{"jsonrpc":"2.0","id":3,"result":{"a":[1,2]}}"#
+        );
+        let compact = serde_json::value::RawValue::from_string(r#"{"b":"x\ny"}"#.into()).unwrap();
+        let frame = super::json_result_frame(&id, &compact);
+        assert_eq!(
+            &frame[..],
+            br#"{"jsonrpc":"2.0","id":3,"result":{"b":"x\ny"}}"#
+        );
+    }
+
+    #[test]
+    fn a_stateless_call_leaves_the_handshake_call_path() {
+        let key = switchboard_codecs::mcp::modern::meta::PROTOCOL_VERSION;
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","_meta":{{"{key}":"2026-07-28"}}}}}}"#
+        );
+        assert!(CallParams::of(&request(&line)).is_none());
+        let plain = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7,"other":1}}}"#;
+        let request = request(plain);
+        let call = CallParams::of(&request).expect("a handshake-era call");
+        assert_eq!(call.name, "echo");
+        assert_eq!(call.arguments, Some(serde_json::json!({"text": "hi"})));
+        assert_eq!(
+            call.meta.and_then(|m| m.progress_token),
+            Some(serde_json::json!(7))
+        );
+    }
+
+    #[test]
+    fn params_the_general_path_must_refuse_leave_the_call_path() {
+        for params in [
+            r#"[1]"#,
+            r#"{"arguments":{}}"#,
+            r#"{"name":7}"#,
+            r#"{"name":"a","name":"b"}"#,
+            r#"{"name":"echo","_meta":{"traceparent":5}}"#,
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+            assert!(CallParams::of(&request(&line)).is_none(), "{params}");
+        }
+    }
 
     #[test]
     fn only_a_well_formed_traceparent_is_taken() {

@@ -15,6 +15,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{Notification, Request, Response};
 
@@ -133,28 +135,97 @@ impl Info {
 pub enum Reply {
     /// The result object.
     Result(Value),
+    /// The result object, already serialized: written into the response as it is (written
+    /// anew only if it has line breaks), with no value tree built and walked again (the
+    /// constructors below answer this way).
+    Json(Box<RawValue>),
     /// Bytes written as they are instead of a response: nothing checks them.
     Raw(Bytes),
+}
+
+/// One text block of a tool result.
+#[derive(Serialize)]
+struct TextBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+/// A tool result with one text block, in the shape `tools/call` answers.
+#[derive(Serialize)]
+struct TextResult<'a> {
+    content: [TextBlock<'a>; 1],
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    structured: Option<&'a Value>,
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
+}
+
+impl TextResult<'_> {
+    fn reply(&self) -> Reply {
+        match serde_json::value::to_raw_value(self) {
+            Ok(raw) => Reply::Json(raw),
+            // Strings and values always serialize; kept total rather than unwrapped.
+            Err(e) => Reply::Result(json!({
+                "content": [{"type": "text", "text": format!("the result did not serialize: {e}")}],
+                "isError": true,
+            })),
+        }
+    }
 }
 
 impl Reply {
     /// A tool result with one text block.
     pub fn text(text: impl Into<String>) -> Reply {
-        Reply::Result(json!({"content": [{"type": "text", "text": text.into()}]}))
+        let text = text.into();
+        TextResult {
+            content: [TextBlock {
+                kind: "text",
+                text: &text,
+            }],
+            structured: None,
+            is_error: false,
+        }
+        .reply()
     }
 
     /// A tool result with one text block and `isError: true`: the tool failed, and the
     /// model should see why.
     pub fn tool_error(text: impl Into<String>) -> Reply {
-        Reply::Result(json!({"content": [{"type": "text", "text": text.into()}], "isError": true}))
+        let text = text.into();
+        TextResult {
+            content: [TextBlock {
+                kind: "text",
+                text: &text,
+            }],
+            structured: None,
+            is_error: true,
+        }
+        .reply()
     }
 
     /// A tool result with structured content, and its JSON as text for older clients.
     pub fn structured(content: Value) -> Reply {
-        Reply::Result(json!({
-            "content": [{"type": "text", "text": content.to_string()}],
-            "structuredContent": content,
-        }))
+        let text = content.to_string();
+        TextResult {
+            content: [TextBlock {
+                kind: "text",
+                text: &text,
+            }],
+            structured: Some(&content),
+            is_error: false,
+        }
+        .reply()
+    }
+
+    /// The result as a value: what [`Reply::Json`] holds, parsed (`None` for
+    /// [`Reply::Raw`], which is no result).
+    pub fn to_value(&self) -> Option<Value> {
+        match self {
+            Reply::Result(value) => Some(value.clone()),
+            Reply::Json(raw) => serde_json::from_str(raw.get()).ok(),
+            Reply::Raw(_) => None,
+        }
     }
 }
 

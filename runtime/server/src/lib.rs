@@ -307,7 +307,7 @@ impl Service for Server {
     /// subscriptions stay with the process that was told them.
     fn session_state(&self, session: &Arc<Session>) -> Option<serde_json::Value> {
         let (version, capabilities) = session.initialized()?;
-        Some(serde_json::json!({"protocolVersion": version, "capabilities": capabilities}))
+        Some(serde_json::json!({"protocolVersion": &*version, "capabilities": &*capabilities}))
     }
 
     fn restore(&self, notifier: Notifier, state: &serde_json::Value) -> Option<Arc<Session>> {
@@ -317,7 +317,7 @@ impl Service for Server {
         }
         let capabilities = state.get("capabilities").filter(|c| c.is_object())?;
         let session = self.open(notifier, false);
-        session.initialize(version.to_owned(), capabilities.clone());
+        session.initialize(version, capabilities.clone());
         Some(session)
     }
 

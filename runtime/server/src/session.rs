@@ -26,13 +26,17 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A session's protocol version and its client's capabilities.
+pub(crate) type Negotiated = (Arc<str>, Arc<Value>);
+
 /// A session's state.
 pub struct Session {
     pub(crate) notifier: Notifier,
     pub(crate) stateless: bool,
     /// Its key in the server's registry of sessions that hear changes.
     pub(crate) key: u64,
-    negotiated: Mutex<Option<(String, Value)>>,
+    /// What `initialize` negotiated: shared, since every request's context holds it.
+    negotiated: Mutex<Option<Negotiated>>,
     log_level: AtomicUsize,
     subscriptions: Mutex<HashSet<String>>,
     /// Requests in flight by id, each with a generation so that a late removal of a
@@ -97,23 +101,28 @@ impl Session {
     }
 
     /// `initialize` answered: the session speaks `version` with a client that can `capabilities`.
-    pub(crate) fn initialize(&self, version: String, capabilities: Value) {
-        *lock(&self.negotiated) = Some((version, capabilities));
+    pub(crate) fn initialize(&self, version: &str, capabilities: Value) {
+        *lock(&self.negotiated) = Some((version.into(), Arc::new(capabilities)));
     }
 
     /// The negotiated version and the client's capabilities (the latest, before
     /// `initialize`, with no capabilities).
-    pub(crate) fn negotiated(&self) -> (String, Value) {
+    pub(crate) fn negotiated(&self) -> Negotiated {
+        static BEFORE_INITIALIZE: OnceLock<Negotiated> = OnceLock::new();
         lock(&self.negotiated).clone().unwrap_or_else(|| {
-            (
-                crate::HANDSHAKE_VERSIONS[0].to_owned(),
-                Value::Object(Default::default()),
-            )
+            BEFORE_INITIALIZE
+                .get_or_init(|| {
+                    (
+                        crate::HANDSHAKE_VERSIONS[0].into(),
+                        Arc::new(Value::Object(Default::default())),
+                    )
+                })
+                .clone()
         })
     }
 
     /// What `initialize` negotiated, if it happened.
-    pub(crate) fn initialized(&self) -> Option<(String, Value)> {
+    pub(crate) fn initialized(&self) -> Option<Negotiated> {
         lock(&self.negotiated).clone()
     }
 
