@@ -212,6 +212,21 @@ fn fault_tools() -> Vec<Value> {
     ]
 }
 
+/// Whether `name` is a tool [`definitions`] lists: a set lookup, since every call asks.
+fn is_listed(name: &str, faults: bool, with_conformance: bool) -> bool {
+    type Names = std::collections::HashSet<String>;
+    static SETS: OnceLock<[Names; 4]> = OnceLock::new();
+    let sets = SETS.get_or_init(|| {
+        [(false, false), (false, true), (true, false), (true, true)].map(|(f, c)| {
+            definitions(f, c)
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+    });
+    sets[usize::from(faults) * 2 + usize::from(with_conformance)].contains(name)
+}
+
 /// A tool's failure, reported as an `isError` result.
 pub(super) struct ToolError(String);
 
@@ -231,10 +246,7 @@ pub(super) async fn call(
     ctx: &Context,
 ) -> Result<Reply, HandlerError> {
     let options = &demo.options;
-    if !definitions(options.faults, options.conformance)
-        .iter()
-        .any(|t| t["name"] == name)
-    {
+    if !is_listed(name, options.faults, options.conformance) {
         return Err(HandlerError::invalid_params(format!(
             "unknown tool: {name}"
         )));
@@ -342,7 +354,7 @@ fn text_result(text: impl Into<String>) -> Value {
 }
 
 pub(super) fn text(text: impl Into<String>) -> Reply {
-    Reply::Result(text_result(text))
+    Reply::text(text)
 }
 
 fn structured(text: String, content: Value) -> Reply {
@@ -352,9 +364,7 @@ fn structured(text: String, content: Value) -> Reply {
 }
 
 fn error_result(message: impl Into<String>) -> Reply {
-    let mut result = text_result(message);
-    result["isError"] = json!(true);
-    Reply::Result(result)
+    Reply::tool_error(message)
 }
 
 pub(super) fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
