@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use switchboard::client::ClientHandlers;
 use switchboard::model::LoggingLevel;
@@ -81,7 +82,19 @@ pub(crate) async fn call_tool(
     while let Ok(message) = said.try_recv() {
         pass_on(ctx, message).await;
     }
-    answer_or_need(&wait, answered, name).map(Reply::Result)
+    let raw = answer_or_need(&wait, answered, name)?;
+    checked(raw.get(), name)?;
+    Ok(Reply::Json(raw))
+}
+
+/// Whether a forwarded tool result says `"isError": true`.
+pub(crate) fn is_error_result(raw: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Flag {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<Flag>(raw).is_ok_and(|flag| flag.is_error == Some(true))
 }
 
 /// The upstream's answer for the front client, or what the front client must do first (a
@@ -89,14 +102,11 @@ pub(crate) async fn call_tool(
 /// `answered` is `None` when the need ended the wait.
 fn answer_or_need(
     wait: &FrontWait,
-    answered: Option<switchboard::Result<Box<serde_json::value::RawValue>>>,
+    answered: Option<switchboard::Result<Box<RawValue>>>,
     what: &str,
-) -> Result<Value, HandlerError> {
+) -> Result<Box<RawValue>, HandlerError> {
     match (wait.need(), answered) {
-        (None, Some(answered)) => {
-            let raw = answered.map_err(|e| to_front(&e, what))?;
-            parse(raw.get(), what)
-        }
+        (None, Some(answered)) => answered.map_err(|e| to_front(&e, what)),
         (need, _) => Err(need.unwrap_or(Need::Input).into_error()),
     }
 }
@@ -176,7 +186,8 @@ where
         answered = &mut sent => Some(answered),
         () = wait.raised() => None,
     };
-    answer_or_need(&wait, answered, what)
+    let raw = answer_or_need(&wait, answered, what)?;
+    parse(raw.get(), what)
 }
 
 /// Completes an argument of a prompt (by its catalogue name) or of a resource template (by
@@ -253,9 +264,96 @@ fn parse(raw: &str, what: &str) -> Result<Value, HandlerError> {
     serde_json::from_str(raw).map_err(|e| unreadable(what, &e))
 }
 
+/// Refuses what is not valid JSON to pass on as it is: the raw values of the runtime's
+/// envelope accept an invalid escape or a lone surrogate, which a strict front client
+/// would choke on. Every string is decoded, as a parse into a value would, and nothing is
+/// built.
+fn checked(raw: &str, what: &str) -> Result<(), HandlerError> {
+    serde_json::from_str::<Valid>(raw)
+        .map(drop)
+        .map_err(|e| unreadable(what, &e))
+}
+
+/// Any JSON value, read strictly and kept nowhere.
+struct Valid;
+
+impl<'de> serde::Deserialize<'de> for Valid {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Valid, D::Error> {
+        deserializer.deserialize_any(Valid)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Valid {
+    type Value = Valid;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Valid, E> {
+        Ok(Valid)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Valid, E> {
+        Ok(Valid)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Valid, E> {
+        Ok(Valid)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Valid, E> {
+        Ok(Valid)
+    }
+
+    // serde_json decodes a string's escapes before it calls these: a bad one fails there.
+    fn visit_str<E>(self, _: &str) -> Result<Valid, E> {
+        Ok(Valid)
+    }
+
+    fn visit_unit<E>(self) -> Result<Valid, E> {
+        Ok(Valid)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Valid, A::Error> {
+        while seq.next_element::<Valid>()?.is_some() {}
+        Ok(Valid)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Valid, A::Error> {
+        while map.next_entry::<Valid, Valid>()?.is_some() {}
+        Ok(Valid)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forwarded_result_with_a_bad_string_anywhere_is_refused() {
+        for bad in [
+            r#"{"content":[{"type":"text","text":"\ud800"}]}"#,
+            r#"{"text":"\q"}"#,
+            r#"{"\udfff":1}"#,
+            r#"{"a":[1,{"b":"\ud800x"}]}"#,
+        ] {
+            assert!(checked(bad, "t").is_err(), "{bad}");
+        }
+        for good in [
+            r#"{"content":[{"type":"text","text":"\ud83d\ude00 \n"}],"isError":false}"#,
+            r#"{"a":[1,2.5,-3,null,true,{"b":"c"}],"e":{}}"#,
+        ] {
+            assert!(checked(good, "t").is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn an_error_result_is_told_from_its_flag() {
+        assert!(is_error_result(r#"{"content":[],"isError":true}"#));
+        assert!(!is_error_result(r#"{"content":[],"isError":false}"#));
+        assert!(!is_error_result(r#"{"content":[]}"#));
+    }
 
     #[test]
     fn an_answer_with_a_lone_surrogate_is_refused() {

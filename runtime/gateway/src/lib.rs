@@ -228,7 +228,8 @@ impl Handler for Gateway {
                 let forwarded = forward::call_tool(&self.runtime, &name, arguments, &ctx);
                 let is_error = |reply: &Reply| match reply {
                     Reply::Result(result) => result["isError"] == Value::Bool(true),
-                    _ => false,
+                    Reply::Json(result) => forward::is_error_result(result.get()),
+                    Reply::Raw(_) => false,
                 };
                 self.metrics
                     .measure(Method::CallTool, forwarded, is_error)
