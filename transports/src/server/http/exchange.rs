@@ -60,8 +60,13 @@ impl<S: Service> Drop for CloseOnDrop<S> {
     }
 }
 
-/// What a request holds until its answer is delivered or abandoned.
-pub(crate) type Guards = Vec<Box<dyn std::any::Any + Send + Sync>>;
+/// What a request holds until its answer is delivered or abandoned: its counts, and for a
+/// stateless request the close of its session. Each releases by drop.
+pub(crate) struct Guards {
+    _in_flight: Count,
+    /// The session's count (and a stateless session's close), typed by the service.
+    _session: Box<dyn std::any::Any + Send + Sync>,
+}
 
 type HttpResponse = Response<ResponseBody>;
 
@@ -120,8 +125,8 @@ fn stateless_status(code: Option<i64>) -> u16 {
 enum Lookup<S: Service> {
     /// No header.
     Unnamed,
-    /// An open session.
-    Found(String, Arc<Entry<S>>),
+    /// An open session, with the header that named it (the answer's own, as it came).
+    Found(HeaderValue, Arc<Entry<S>>),
     /// No session of ours (ended, or never opened): 404, so that the client starts anew.
     Unknown,
     /// A session another principal opened: 403.
@@ -138,7 +143,7 @@ fn session_not_found() -> HttpResponse {
 
 /// Where a POST's message goes.
 enum Route<S: Service> {
-    Session(String, Arc<Entry<S>>),
+    Session(HeaderValue, Arc<Entry<S>>),
     /// A new session: `initialize` without a session id.
     Opening,
     Stateless,
@@ -256,13 +261,13 @@ impl<S: Service> Shared<S> {
         request: &HttpRequest<Incoming>,
         principal: Option<&Arc<Principal>>,
     ) -> Lookup<S> {
-        let Some(id) = request.headers().get(SESSION_ID) else {
+        let Some(header) = request.headers().get(SESSION_ID) else {
             return Lookup::Unnamed;
         };
-        let id = id.to_str().unwrap_or("");
+        let id = header.to_str().unwrap_or("");
         match self.sessions.get(id).or_else(|| self.restore(id)) {
             Some(entry) if entry.admits(principal.map(|p| &**p)) => {
-                Lookup::Found(id.to_owned(), entry)
+                Lookup::Found(header.clone(), entry)
             }
             Some(_) => Lookup::Foreign,
             None => Lookup::Unknown,
@@ -404,20 +409,24 @@ impl<S: Service> Shared<S> {
             let _ = entry.owner.set(principal.subject.as_str().into());
             self.service.authenticated(&entry.session, principal);
         }
-        let mut guards: Guards = vec![
-            Box::new(Count::new(&self.counters.in_flight)),
-            Box::new(Busy::new(&entry)),
-        ];
-        if stateless {
-            guards.push(Box::new(CloseOnDrop {
+        let busy = Busy::new(&entry);
+        let session: Box<dyn std::any::Any + Send + Sync> = if stateless {
+            let close = CloseOnDrop {
                 service: self.service.clone(),
                 session: entry.session.clone(),
-            }));
-        }
+            };
+            Box::new((busy, close))
+        } else {
+            Box::new(busy)
+        };
+        let guards = Guards {
+            _in_flight: Count::new(&self.counters.in_flight),
+            _session: session,
+        };
         let (responder, mut rx) = Responder::channel(self.config.stream_queue);
         let responder = responder.with_traceparent(
             headers
-                .get("traceparent")
+                .get(guard::TRACEPARENT)
                 .and_then(|v| v.to_str().ok())
                 .map(Arc::from),
         );
@@ -435,7 +444,7 @@ impl<S: Service> Shared<S> {
                 self.close(&entry);
             } else {
                 match self.admit(entry.clone()) {
-                    Some(admitted) => session_id = Some(admitted),
+                    Some(admitted) => session_id = HeaderValue::from_str(&admitted).ok(),
                     None => {
                         self.close(&entry);
                         return error(503, -32000, "too many sessions", Some(&id));
@@ -465,9 +474,7 @@ impl<S: Service> Shared<S> {
             }
         };
         if let Some(session_id) = session_id {
-            if let Ok(value) = HeaderValue::from_str(&session_id) {
-                response.headers_mut().insert(SESSION_ID, value);
-            }
+            response.headers_mut().insert(SESSION_ID, session_id);
         }
         response
     }
@@ -602,7 +609,7 @@ impl<S: Service> Shared<S> {
         match self.session_of(&request, principal) {
             Lookup::Foreign => foreign_session(),
             Lookup::Found(id, _) => {
-                self.end(&id);
+                self.end(id.to_str().unwrap_or(""));
                 response(200, ResponseBody::empty())
             }
             Lookup::Unnamed => error(400, -32000, "DELETE needs an Mcp-Session-Id", None),

@@ -2,19 +2,22 @@
 //! `Content-Type` and `Accept`, and for a 2026-07-28 request the headers that must agree
 //! with its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`).
 
-use hyper::header::{HeaderMap, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use hyper::header::{AsHeaderName, HeaderMap, HeaderName, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
 use serde_json::Value;
 use switchboard_codecs::jsonrpc::Request;
 use switchboard_codecs::mcp::modern::{self, headers::encode, headers::ParamHeader};
 
 use super::Config;
 
+// Names made once: a header looked up by a `&str` is parsed and checked at every lookup.
 /// `MCP-Protocol-Version`.
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// `Mcp-Session-Id`.
-pub(crate) const SESSION_ID: &str = "mcp-session-id";
-const MCP_METHOD: &str = "mcp-method";
-const MCP_NAME: &str = "mcp-name";
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `traceparent` (W3C Trace Context).
+pub(crate) const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The handshake-era versions a session's `MCP-Protocol-Version` may name.
 pub(crate) const LEGACY_VERSIONS: &[&str] =
@@ -37,17 +40,18 @@ impl Refusal {
     }
 }
 
-/// The host part of `host[:port]` (IPv6 in brackets), lower-cased.
-fn host_name(authority: &str) -> String {
-    let authority = authority.trim().to_ascii_lowercase();
-    if let Some(rest) = authority.strip_prefix('[') {
-        if let Some(end) = rest.find(']') {
-            return format!("[{}]", &rest[..end]);
+/// The host part of `host[:port]` (IPv6 in brackets), as written: [`allowed`] compares
+/// without regard to case.
+fn host_name(authority: &str) -> &str {
+    let authority = authority.trim();
+    if authority.starts_with('[') {
+        if let Some(end) = authority.find(']') {
+            return &authority[..=end];
         }
     }
     match authority.rsplit_once(':') {
         Some((host, port)) if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
-            host.to_owned()
+            host
         }
         _ => authority,
     }
@@ -68,7 +72,7 @@ pub(crate) fn origin_and_host(headers: &HeaderMap, config: &Config) -> Result<()
             .get(HOST)
             .and_then(|h| h.to_str().ok())
             .ok_or_else(|| forbidden("host: none given"))?;
-        if !allowed(&config.allowed_hosts, &host_name(host)) {
+        if !allowed(&config.allowed_hosts, host_name(host)) {
             return Err(forbidden(&format!("host {host:?}")));
         }
     }
@@ -78,7 +82,7 @@ pub(crate) fn origin_and_host(headers: &HeaderMap, config: &Config) -> Result<()
             .split_once("://")
             .map(|(_, rest)| rest.split('/').next().unwrap_or(""));
         match authority {
-            Some(authority) if allowed(&config.allowed_origins, &host_name(authority)) => {}
+            Some(authority) if allowed(&config.allowed_origins, host_name(authority)) => {}
             _ if config.allowed_origins.is_none() => {}
             _ => return Err(forbidden(&format!("origin {origin:?}"))),
         }
@@ -86,22 +90,35 @@ pub(crate) fn origin_and_host(headers: &HeaderMap, config: &Config) -> Result<()
     Ok(())
 }
 
-fn accepts(headers: &HeaderMap, mime: &str) -> bool {
-    headers.get_all(ACCEPT).iter().any(|value| {
-        value.to_str().unwrap_or("").split(',').any(|part| {
-            let part = part.split(';').next().unwrap_or("").trim();
-            part.eq_ignore_ascii_case(mime) || part == "*/*"
-        })
-    })
+/// Which of JSON and an event stream the `Accept` headers list (`*/*` counts for both).
+/// Read as bytes, in one pass: every POST asks.
+fn accepted(headers: &HeaderMap) -> (bool, bool) {
+    let (mut json, mut stream) = (false, false);
+    for value in headers.get_all(ACCEPT) {
+        for part in value.as_bytes().split(|&b| b == b',') {
+            let media = part
+                .split(|&b| b == b';')
+                .next()
+                .unwrap_or_default()
+                .trim_ascii();
+            let any = media == b"*/*";
+            json |= any || media.eq_ignore_ascii_case(b"application/json");
+            stream |= any || media.eq_ignore_ascii_case(b"text/event-stream");
+        }
+    }
+    (json, stream)
 }
 
 /// A POST must be JSON (415) and accept both JSON and an event stream (406).
 pub(crate) fn post(headers: &HeaderMap) -> Result<(), Refusal> {
-    let json = headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    let json = headers.get(CONTENT_TYPE).is_some_and(|v| {
+        let media = v
+            .as_bytes()
+            .split(|&b| b == b';')
+            .next()
+            .unwrap_or_default();
+        media.trim_ascii().eq_ignore_ascii_case(b"application/json")
+    });
     if !json {
         return Err(Refusal::new(
             415,
@@ -109,7 +126,7 @@ pub(crate) fn post(headers: &HeaderMap) -> Result<(), Refusal> {
             "Content-Type must be application/json",
         ));
     }
-    if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
+    if accepted(headers) != (true, true) {
         return Err(Refusal::new(
             406,
             -32000,
@@ -121,7 +138,7 @@ pub(crate) fn post(headers: &HeaderMap) -> Result<(), Refusal> {
 
 /// A GET must accept an event stream (406).
 pub(crate) fn get(headers: &HeaderMap) -> Result<(), Refusal> {
-    if accepts(headers, "text/event-stream") {
+    if accepted(headers).1 {
         Ok(())
     } else {
         Err(Refusal::new(
@@ -132,7 +149,7 @@ pub(crate) fn get(headers: &HeaderMap) -> Result<(), Refusal> {
     }
 }
 
-fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -217,7 +234,7 @@ pub(crate) fn param_headers(
     let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
     for param in wanted {
         let name = param.header_name();
-        let given = header(headers, &name.to_ascii_lowercase());
+        let given = header(headers, name.to_ascii_lowercase());
         match (param.text(&arguments), given) {
             (None, None) => {}
             (Some(_), None) => return Err(mismatch(format!("missing {name} header"))),
@@ -246,10 +263,61 @@ mod tests {
 
     #[test]
     fn host_names_lose_their_port() {
-        assert_eq!(host_name("LocalHost:3000"), "localhost");
-        assert_eq!(host_name("[::1]:80"), "[::1]");
+        assert_eq!(host_name("LocalHost:3000"), "LocalHost");
+        assert_eq!(host_name(" [::1]:80"), "[::1]");
         assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
         assert_eq!(host_name("evil.com:1"), "evil.com");
+        assert!(allowed(
+            &Some(vec!["localhost".into()]),
+            host_name("LocalHost:3000")
+        ));
+    }
+
+    fn with(pairs: &[(hyper::header::HeaderName, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(name, value.parse().unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn a_post_must_be_json_and_accept_json_and_an_event_stream() {
+        let json = (CONTENT_TYPE, "Application/JSON; charset=utf-8");
+        let both = (ACCEPT, "application/json, text/event-stream;q=0.9");
+        assert!(post(&with(&[json.clone(), both.clone()])).is_ok());
+        assert!(post(&with(&[json.clone(), (ACCEPT, "*/*")])).is_ok());
+        // Listed over two headers.
+        let split = [
+            json.clone(),
+            (ACCEPT, "application/json"),
+            (ACCEPT, " text/event-stream "),
+        ];
+        assert!(post(&with(&split)).is_ok());
+        let status = |pairs: &[(hyper::header::HeaderName, &str)]| {
+            post(&with(pairs)).err().map(|r| r.status)
+        };
+        assert_eq!(
+            status(&[json.clone(), (ACCEPT, "application/json")]),
+            Some(406)
+        );
+        assert_eq!(
+            status(&[
+                json.clone(),
+                (ACCEPT, "text/event-streamx, application/json")
+            ]),
+            Some(406)
+        );
+        assert_eq!(status(&[json,]), Some(406));
+        assert_eq!(
+            status(&[(CONTENT_TYPE, "text/plain"), both.clone()]),
+            Some(415)
+        );
+        assert_eq!(
+            status(&[(CONTENT_TYPE, "application/jsonx"), both.clone()]),
+            Some(415)
+        );
+        assert_eq!(status(&[both]), Some(415));
     }
 
     #[test]
