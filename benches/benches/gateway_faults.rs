@@ -251,6 +251,17 @@ fn ten(looping: bool, starts: &Path) -> Vec<(String, ServerConfig)> {
     servers
 }
 
+/// This process's minor page faults so far (a fork makes every page copy-on-write: each
+/// thread's next write to one faults).
+fn minor_faults() -> i64 {
+    // SAFETY: `getrusage` only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    assert_eq!(rc, 0, "getrusage");
+    usage.ru_minflt as i64
+}
+
 fn starts_in(file: &Path) -> usize {
     std::fs::read_to_string(file)
         .map(|s| s.lines().count())
@@ -327,6 +338,7 @@ fn main() -> std::process::ExitCode {
                 rt.block_on(measure::in_flight(WARM_UP, IN_FLIGHT, warm));
                 std::thread::sleep(Duration::from_millis(300));
                 let started_before = starts_in(&starts);
+                let faults_before = minor_faults();
                 let began = Instant::now();
                 for (mode_slot, (mode, n, window)) in [
                     ("sequential", SEQUENTIAL_PER_ROUND, 1),
@@ -347,11 +359,17 @@ fn main() -> std::process::ExitCode {
                     p99[at] = p.quantile(0.99);
                     keep(&mut profiles[at], p);
                 }
+                let faults = minor_faults() - faults_before;
                 if looping {
                     println!(
-                        "round {round}: the tenth started {} times in the {:.1} s measured",
+                        "round {round}: the tenth started {} times in the {:.1} s measured; \
+                         this process's minor page faults meanwhile: {faults}",
                         starts_in(&starts) - started_before,
                         began.elapsed().as_secs_f64()
+                    );
+                } else {
+                    println!(
+                        "round {round}: healthy, this process's minor page faults meanwhile: {faults}"
                     );
                 }
                 drop(caller);
