@@ -405,11 +405,11 @@ impl Runtime {
             .map_err(|_| Error::Shutdown)?
     }
 
-    /// Runs server `name` with `config` from now on, without failing a call in flight: the
-    /// new server takes the name at once (calls routed from now on wait for it to start,
-    /// within their deadlines), while the old one finishes the calls it has (within the
-    /// longest deadline its settings give) and then stops. Waits until the new one is ready
-    /// or has failed; the old one is stopped in the background.
+    /// Runs server `name` with `config` from now on, without failing a call: the old server
+    /// goes on serving the name while the new one starts; once the new one is ready (or has
+    /// failed) it takes the name and every call routed from then on, while the old one
+    /// finishes the calls it has (within the longest deadline its settings give) and then
+    /// stops, in the background. Returns then, with the new server's handle.
     ///
     /// What a reload calls for a server whose configuration changed.
     pub async fn replace_server(

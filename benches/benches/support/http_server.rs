@@ -83,6 +83,11 @@ impl HttpServer {
         }
     }
 
+    /// The address it listens on.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// `http://127.0.0.1:<port>/mcp`.
     pub(crate) fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)

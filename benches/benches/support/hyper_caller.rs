@@ -76,9 +76,14 @@ impl Caller {
 
     /// One `tools/call echo`, its answer read whole.
     pub(crate) async fn call(self: Arc<Self>) {
+        self.call_tool("echo").await
+    }
+
+    /// One `tools/call` of `tool` (an echo under another name), its answer read whole.
+    pub(crate) async fn call_tool(self: Arc<Self>, tool: &str) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello","message":"hello"}}}}}}"#
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello","message":"hello"}}}}}}"#
         );
         let response = self
             .client

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod echo_server;
+pub(crate) mod fault_upstreams;
 pub(crate) mod http_server;
 pub(crate) mod hyper_caller;
 pub(crate) mod measure;
@@ -67,10 +68,11 @@ pub(crate) fn demo_tokio_std_command() -> Command {
 }
 
 /// Runs this bench binary as one of the child servers if its environment asks for one (the
-/// echo server first, then the demo server), and returns that server's exit code; `None`
+/// echo server first, then the fault benches' upstreams, then the demo server), and returns that server's exit code; `None`
 /// when the binary is to run the benches.
 pub(crate) fn child_main_from_env() -> Option<ExitCode> {
     echo_server::main_from_env()
+        .or_else(fault_upstreams::main_from_env)
         .or_else(demo_tokio_std_main_from_env)
         .or_else(switchboard_demo::main_from_env)
 }

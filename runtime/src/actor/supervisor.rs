@@ -92,6 +92,15 @@ impl Supervisor {
         if self.servers.contains_key(&name) {
             return Err(Error::DuplicateServer { name });
         }
+        let managed = self.spawn_server(name.clone(), config, 0);
+        let handle = managed.handle.clone();
+        self.servers.insert(name, managed);
+        self.publish_servers();
+        Ok(handle)
+    }
+
+    /// Starts a server's actor, neither kept nor routed to yet.
+    fn spawn_server(&self, name: Arc<str>, config: ServerConfig, incarnation: u64) -> Managed {
         let config = config.resolve(&self.defaults);
         let core = Arc::new(
             ServerCore::new(
@@ -106,19 +115,13 @@ impl Supervisor {
             )
             .with_task_store(self.defaults.task_store.clone()),
         );
-        let addr = Self::spawn_actor(core.clone(), 0, 0);
-        let handle = ServerHandle { core };
-        self.servers.insert(
-            name,
-            Managed {
-                addr,
-                handle: handle.clone(),
-                incarnation: 0,
-                removing: false,
-            },
-        );
-        self.publish_servers();
-        Ok(handle)
+        let addr = Self::spawn_actor(core.clone(), incarnation, 0);
+        Managed {
+            addr,
+            handle: ServerHandle { core },
+            incarnation,
+            removing: false,
+        }
     }
 
     fn publish_servers(&mut self) {
@@ -241,9 +244,11 @@ impl Handler<RemoveServer> for Supervisor {
     }
 }
 
-/// Start a server anew under a name in use, with another configuration: the new one takes
-/// the name (and every call routed from now on) at once; the old one finishes the calls it
-/// has, then stops, in the background.
+/// Start a server anew under a name in use, with another configuration: the old one goes on
+/// serving the name until the new one has started (ready or failed); then the new one takes
+/// the name, and every call routed from then on, while the old one finishes the calls it
+/// has and stops, in the background. A name never routes to nothing meanwhile, so no call
+/// made during the swap fails for want of the tool.
 pub(crate) struct ReplaceServer {
     pub(crate) name: Arc<str>,
     pub(crate) config: ServerConfig,
@@ -254,30 +259,59 @@ impl ActixMessage for ReplaceServer {
 }
 
 impl Handler<ReplaceServer> for Supervisor {
-    type Result = Result<ServerHandle, Error>;
+    type Result = ResponseActFuture<Self, Result<ServerHandle, Error>>;
 
-    fn handle(&mut self, msg: ReplaceServer, ctx: &mut Context<Self>) -> Self::Result {
-        let Some(old) = self.servers.remove(&msg.name) else {
-            return Err(Error::UnknownServer { name: msg.name });
+    fn handle(&mut self, msg: ReplaceServer, _ctx: &mut Context<Self>) -> Self::Result {
+        let old = match self.servers.get(&msg.name) {
+            _ if self.stopping => Err(Error::Shutdown),
+            Some(old) if !old.removing => Ok((old.handle.core.clone(), old.incarnation)),
+            _ => Err(Error::UnknownServer {
+                name: msg.name.clone(),
+            }),
         };
-        match self.add(msg.name.clone(), msg.config) {
-            Ok(new) => {
-                let core = old.handle.core.clone();
-                let registry = self.registry.clone();
-                let retire = async move {
-                    core.drain(core.longest_deadline()).await;
-                    let _ = old.addr.send(Shutdown).await;
-                    registry.rebuild();
-                };
-                ctx.spawn(actix::fut::wrap_future(retire));
-                Ok(new)
+        let (old_core, incarnation) = match old {
+            Ok(old) => old,
+            Err(error) => return Box::pin(actix::fut::ready(Err(error))),
+        };
+        // Another incarnation than the old one's: a late word of the old actor's death is
+        // not taken for the new one's.
+        let new = self.spawn_server(msg.name.clone(), msg.config, incarnation + 1);
+        let started = new.handle.clone();
+        let name = msg.name;
+        Box::pin(
+            async move {
+                started.wait_started().await;
             }
-            Err(error) => {
-                self.servers.insert(msg.name, old);
-                self.publish_servers();
-                Err(error)
-            }
-        }
+            .into_actor(self)
+            .map(move |(), act, ctx| {
+                // Removed, replaced again or shut down meanwhile: the new one is not wanted.
+                let still_old = act
+                    .servers
+                    .get(&name)
+                    .is_some_and(|m| !m.removing && Arc::ptr_eq(&m.handle.core, &old_core));
+                if act.stopping || !still_old {
+                    new.addr.do_send(Shutdown);
+                    return Err(if act.stopping {
+                        Error::Shutdown
+                    } else {
+                        Error::UnknownServer { name }
+                    });
+                }
+                let handle = new.handle.clone();
+                let old = act.servers.insert(name, new);
+                act.publish_servers();
+                if let Some(old) = old {
+                    let registry = act.registry.clone();
+                    let retire = async move {
+                        old_core.drain(old_core.longest_deadline()).await;
+                        let _ = old.addr.send(Shutdown).await;
+                        registry.rebuild();
+                    };
+                    ctx.spawn(actix::fut::wrap_future(retire));
+                }
+                Ok(handle)
+            }),
+        )
     }
 }
 
