@@ -507,6 +507,53 @@ async fn bad_input_gets_a_clear_error_each() {
     server.settled().await;
 }
 
+/// Writes `body` as a chunked POST in pieces of `piece` bytes, each flushed apart, and
+/// returns the response's status line.
+async fn chunked_post(addr: std::net::SocketAddr, body: &str, piece: usize) -> String {
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: {ACCEPT}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    for chunk in body.as_bytes().chunks(piece) {
+        let mut framed = format!("{:x}\r\n", chunk.len()).into_bytes();
+        framed.extend_from_slice(chunk);
+        framed.extend_from_slice(b"\r\n");
+        // The server may refuse (413) and close before the rest is written.
+        if socket.write_all(&framed).await.is_err() {
+            break;
+        }
+        socket.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let _ = socket.write_all(b"0\r\n\r\n").await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(WAIT, socket.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    assert!(answer.contains("\r\n\r\n"), "no response: {answer:?}");
+    answer
+}
+
+#[tokio::test]
+async fn a_body_in_many_pieces_is_read_whole_and_held_to_its_limit() {
+    let server = start(Config::default().with_max_body(1024)).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let answer = chunked_post(server.addr, &initialize, 16).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.contains(r#""id":7"#) && answer.contains("protocolVersion"),
+        "{answer}"
+    );
+    // Too large with no length declared: refused once the limit is crossed.
+    let big =
+        json!({"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {"x": "y".repeat(4096)}})
+            .to_string();
+    let answer = chunked_post(server.addr, &big, 512).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+}
+
 #[tokio::test]
 async fn a_client_that_never_reads_its_stream_holds_a_bounded_amount() {
     let server = start(Config::default().with_stream_queue(8)).await;
