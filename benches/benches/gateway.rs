@@ -29,28 +29,10 @@ const IN_FLIGHT: u64 = 64;
 /// The gateway over a runtime whose one upstream is the blocking echo server, on a thread
 /// of its own: the HTTP server and the runtime's connections on that thread's runtime.
 fn gateway() -> HttpServer {
-    HttpServer::start_with(|listener, stop| {
-        Box::pin(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-            let runtime = Runtime::builder()
-                .server("echo", support::echo_stdio())
-                .io_runtime(tokio::runtime::Handle::current())
-                .build()
-                .await
-                .expect("the gateway's runtime");
-            let front = switchboard_gateway::Gateway::new(runtime.clone())
-                .serve(switchboard_server::Options::default());
-            let http = front
-                .server()
-                .http(listener, switchboard_server::http::Config::default());
-            tokio::select! {
-                _ = stop => {}
-                _ = http.run() => {}
-            }
-            drop(front);
-            runtime.shutdown().await;
-        })
-    })
+    support::http_server::gateway(
+        Runtime::builder().server("echo", support::echo_stdio()),
+        true,
+    )
 }
 
 async fn embedded() -> Runtime {

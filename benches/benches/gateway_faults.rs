@@ -67,30 +67,12 @@ const SMALL_LOOPER_VAR: &str = "SWITCHBOARD_BENCH_SMALL_LOOPER";
 
 /// The gateway over a runtime of `servers`, every tool prefixed, on a thread of its own.
 fn gateway(servers: Vec<(String, ServerConfig)>) -> HttpServer {
-    HttpServer::start_with(move |listener, stop| {
-        Box::pin(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-            let mut builder = Runtime::builder().naming(Naming::new(NamingMode::Always));
-            if std::env::var_os(UPSTREAM_IO_ON_ACTOR_VAR).is_none() {
-                builder = builder.io_runtime(tokio::runtime::Handle::current());
-            }
-            for (name, server) in servers {
-                builder = builder.server(name, server);
-            }
-            let runtime = builder.build().await.expect("the gateway's runtime");
-            let front = switchboard_gateway::Gateway::new(runtime.clone())
-                .serve(switchboard_server::Options::default());
-            let http = front
-                .server()
-                .http(listener, switchboard_server::http::Config::default());
-            tokio::select! {
-                _ = stop => {}
-                _ = http.run() => {}
-            }
-            drop(front);
-            runtime.shutdown().await;
-        })
-    })
+    let mut builder = Runtime::builder().naming(Naming::new(NamingMode::Always));
+    for (name, server) in servers {
+        builder = builder.server(name, server);
+    }
+    let io_here = std::env::var_os(UPSTREAM_IO_ON_ACTOR_VAR).is_none();
+    support::http_server::gateway(builder, io_here)
 }
 
 /// A POST of `body` to `/mcp` as HTTP/1.1 bytes, with `headers` (each ending in `\r\n`).

@@ -223,3 +223,32 @@ async fn handle(
     }
     response
 }
+
+/// `switchboard serve`'s code (the gateway crate on `switchboard-server`, default options and
+/// HTTP settings) over the runtime `builder` makes, on a thread of its own whose CPU clock
+/// [`HttpServer::cpu`] reads: with `io_here`, the runtime's upstream connections run on that
+/// thread too.
+pub(crate) fn gateway(builder: switchboard::RuntimeBuilder, io_here: bool) -> HttpServer {
+    HttpServer::start_with(move |listener, stop| {
+        Box::pin(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+            let builder = if io_here {
+                builder.io_runtime(tokio::runtime::Handle::current())
+            } else {
+                builder
+            };
+            let runtime = builder.build().await.expect("the gateway's runtime");
+            let front = switchboard_gateway::Gateway::new(runtime.clone())
+                .serve(switchboard_server::Options::default());
+            let http = front
+                .server()
+                .http(listener, switchboard_server::http::Config::default());
+            tokio::select! {
+                _ = stop => {}
+                _ = http.run() => {}
+            }
+            drop(front);
+            runtime.shutdown().await;
+        })
+    })
+}

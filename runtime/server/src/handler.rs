@@ -161,7 +161,15 @@ struct TextResult<'a> {
     is_error: bool,
 }
 
-impl TextResult<'_> {
+impl<'a> TextResult<'a> {
+    fn new(text: &'a str, structured: Option<&'a Value>, is_error: bool) -> Self {
+        TextResult {
+            content: [TextBlock { kind: "text", text }],
+            structured,
+            is_error,
+        }
+    }
+
     fn reply(&self) -> Reply {
         match serde_json::value::to_raw_value(self) {
             Ok(raw) => Reply::Json(raw),
@@ -177,45 +185,18 @@ impl TextResult<'_> {
 impl Reply {
     /// A tool result with one text block.
     pub fn text(text: impl Into<String>) -> Reply {
-        let text = text.into();
-        TextResult {
-            content: [TextBlock {
-                kind: "text",
-                text: &text,
-            }],
-            structured: None,
-            is_error: false,
-        }
-        .reply()
+        TextResult::new(&text.into(), None, false).reply()
     }
 
     /// A tool result with one text block and `isError: true`: the tool failed, and the
     /// model should see why.
     pub fn tool_error(text: impl Into<String>) -> Reply {
-        let text = text.into();
-        TextResult {
-            content: [TextBlock {
-                kind: "text",
-                text: &text,
-            }],
-            structured: None,
-            is_error: true,
-        }
-        .reply()
+        TextResult::new(&text.into(), None, true).reply()
     }
 
     /// A tool result with structured content, and its JSON as text for older clients.
     pub fn structured(content: Value) -> Reply {
-        let text = content.to_string();
-        TextResult {
-            content: [TextBlock {
-                kind: "text",
-                text: &text,
-            }],
-            structured: Some(&content),
-            is_error: false,
-        }
-        .reply()
+        TextResult::new(&content.to_string(), Some(&content), false).reply()
     }
 
     /// The result as a value: what [`Reply::Json`] holds, parsed (`None` for
