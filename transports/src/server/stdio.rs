@@ -80,6 +80,13 @@ where
                         Message::Response(r) => Inbound::Response(r),
                     };
                     service.receive(&session, inbound);
+                    // Before reading on, let the writer send what was answered: a reader
+                    // that read on while its client kept writing would hold every answer
+                    // back until the client, its window full, stopped, and the two would
+                    // take turns idling in lock-step batches.
+                    if !frames.read_buffer().contains(&b'\n') {
+                        tokio::task::yield_now().await;
+                    }
                 }
                 Some(Ok(Frame::Skipped(skipped))) => refuse(&tx, &skipped).await,
                 Some(Err(e)) => break Err(e),
