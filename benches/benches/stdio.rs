@@ -57,6 +57,9 @@ enum Client {
     /// The least a tokio client with a task per caller does (`support/tokio_floor.rs`):
     /// Switchboard's floor on this runtime. Against the blocking echo server only.
     TokioFloor,
+    /// The floor's sequential calls made from the `block_on` thread: what any tokio client
+    /// pays there, beside `SwitchboardBlockOn`. Against the blocking echo server only.
+    TokioFloorBlockOn,
 }
 
 impl Client {
@@ -69,6 +72,7 @@ impl Client {
             Client::Raw => "raw",
             Client::Rmcp => "rmcp",
             Client::TokioFloor => "tokio_floor",
+            Client::TokioFloorBlockOn => "tokio_floor_block_on",
         }
     }
 }
@@ -85,6 +89,7 @@ const SERVERS: [(&str, &[Client]); 2] = [
             Client::Raw,
             Client::Rmcp,
             Client::TokioFloor,
+            Client::TokioFloorBlockOn,
         ],
     ),
     (
@@ -201,7 +206,11 @@ impl Clients {
                     async move { sdk::echo(&peer).await }
                 })
             }
-            Client::TokioFloor => {
+            Client::TokioFloorBlockOn if window == 1 => {
+                let floor = self.floor.clone().expect("the floor client runs here");
+                measure::profile_on_block_on(rt, name, n, move || floor.clone().call())
+            }
+            Client::TokioFloor | Client::TokioFloorBlockOn => {
                 let floor = self.floor.clone().expect("the floor client runs here");
                 measure::profile_on_worker(rt, name, n, window, move || floor.clone().call())
             }
@@ -399,6 +408,23 @@ fn print_targets(profiles: &[Profile]) {
                 true,
                 1.3,
             );
+            // The same place for the least a tokio client does: the cost of the place itself.
+            if let (Some(floor), Some(floor_main)) =
+                (seq(Client::TokioFloor), seq(Client::TokioFloorBlockOn))
+            {
+                measure::print_ratio(
+                    "sequential p50, tokio_floor_block_on / tokio_floor",
+                    p50(floor_main) / p50(floor),
+                );
+                measure::print_ratio(
+                    "client CPU per call sequential, tokio_floor_block_on / tokio_floor",
+                    floor_main.cpu_us_per_call() / floor.cpu_us_per_call(),
+                );
+                measure::print_ratio(
+                    "sequential p50, switchboard_block_on / tokio_floor_block_on",
+                    p50(main) / p50(floor_main),
+                );
+            }
         }
         if !list.contains(&Client::SwitchboardReset) {
             continue;
