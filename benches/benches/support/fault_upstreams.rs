@@ -55,67 +55,64 @@ pub(crate) fn main_from_env() -> Option<ExitCode> {
     })
 }
 
-fn pipes() -> io::Result<(BufReader<File>, BufWriter<File>)> {
+/// Reads stdin a line at a time and hands each to `serve` with stdout, flushing whenever no
+/// more input is buffered, until stdin ends.
+fn each_line(
+    mut serve: impl FnMut(&[u8], &mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
     let input = File::from(io::stdin().as_fd().try_clone_to_owned()?);
     let output = File::from(io::stdout().as_fd().try_clone_to_owned()?);
-    Ok((BufReader::new(input), BufWriter::new(output)))
-}
-
-fn serve_waiter(mut report: UnixStream) -> io::Result<()> {
-    let (mut reader, mut writer) = pipes()?;
+    let (mut reader, mut writer) = (BufReader::new(input), BufWriter::new(output));
     let mut line = Vec::with_capacity(1024);
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line)? == 0 {
             return writer.flush();
         }
-        let message: serde_json::Value = serde_json::from_slice(&line).unwrap_or_default();
-        let method = message["method"].as_str().unwrap_or_default();
-        match method {
-            "tools/call" if message["params"]["name"] == "wait" => report.write_all(b"c")?,
-            "notifications/cancelled" => report.write_all(b"x")?,
-            "tools/list" => {
-                let id = &message["id"];
-                writeln!(
-                    writer,
-                    concat!(
-                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"wait","#,
-                        r#""description":"Never answers","#,
-                        r#""inputSchema":{{"type":"object"}}}}]}}}}"#
-                    ),
-                    id = id
-                )?;
-            }
-            _ => {
-                if echo_server::answer(&line, &mut writer)? != Answered::Nothing {
-                    writer.write_all(b"\n")?;
-                }
-            }
-        }
-        writer.flush()?;
-    }
-}
-
-fn serve_crashing(after: Duration) -> io::Result<()> {
-    let (mut reader, mut writer) = pipes()?;
-    let mut line = Vec::with_capacity(1024);
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            return writer.flush();
-        }
-        let answered = echo_server::answer(&line, &mut writer)?;
-        if answered != Answered::Nothing {
-            writer.write_all(b"\n")?;
-        }
+        serve(&line, &mut writer)?;
         if reader.buffer().is_empty() {
             writer.flush()?;
         }
-        if answered == Answered::Initialize {
+    }
+}
+
+/// The echo server's answer to `line`, on a line of its own.
+fn echo(line: &[u8], writer: &mut BufWriter<File>) -> io::Result<Answered> {
+    let answered = echo_server::answer(line, writer)?;
+    if answered != Answered::Nothing {
+        writer.write_all(b"\n")?;
+    }
+    Ok(answered)
+}
+
+fn serve_waiter(mut report: UnixStream) -> io::Result<()> {
+    each_line(|line, writer| {
+        let message: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+        match message["method"].as_str().unwrap_or_default() {
+            "tools/call" if message["params"]["name"] == "wait" => report.write_all(b"c"),
+            "notifications/cancelled" => report.write_all(b"x"),
+            "tools/list" => writeln!(
+                writer,
+                concat!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{{"name":"wait","#,
+                    r#""description":"Never answers","#,
+                    r#""inputSchema":{{"type":"object"}}}}]}}}}"#
+                ),
+                id = &message["id"]
+            ),
+            _ => echo(line, writer).map(drop),
+        }
+    })
+}
+
+fn serve_crashing(after: Duration) -> io::Result<()> {
+    each_line(|line, writer| {
+        if echo(line, writer)? == Answered::Initialize {
             std::thread::spawn(move || {
                 std::thread::sleep(after);
                 std::process::exit(1);
             });
         }
-    }
+        Ok(())
+    })
 }
