@@ -229,7 +229,7 @@ impl Handler for Gateway {
                 let is_error = |reply: &Reply| match reply {
                     Reply::Result(result) => result["isError"] == Value::Bool(true),
                     Reply::Json(result) => forward::is_error_result(result.get()),
-                    Reply::Raw(_) => false,
+                    _ => false,
                 };
                 self.metrics
                     .measure(Method::CallTool, forwarded, is_error)

@@ -132,6 +132,7 @@ impl Info {
 /// What a handler answers: a result, or (for test fixtures that misbehave on purpose) the
 /// exact bytes to send in place of the answer.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Reply {
     /// The result object.
     Result(Value),
