@@ -382,9 +382,19 @@ struct CallMeta<'a> {
     progress_token: Option<Value>,
     #[serde(default, borrow)]
     traceparent: Option<Cow<'a, str>>,
-    /// [`meta::PROTOCOL_VERSION`]: present, the request is a 2026-07-28 one.
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    /// [`meta::PROTOCOL_VERSION`]: present (even as `null`), the request is a 2026-07-28
+    /// one, as the general path reads it.
+    #[serde(
+        rename = "io.modelcontextprotocol/protocolVersion",
+        default,
+        deserialize_with = "present"
+    )]
     protocol_version: Option<IgnoredAny>,
+}
+
+/// A field that is there, whatever its value (`Option`'s own impl reads `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<IgnoredAny>, D::Error> {
+    IgnoredAny::deserialize(d).map(Some)
 }
 
 impl<'a> CallParams<'a> {
@@ -863,6 +873,8 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","_meta":{{"{key}":"2026-07-28"}}}}}}"#
         );
         assert!(CallParams::of(&request(&line)).is_none());
+        let null = line.replace(r#""2026-07-28""#, "null");
+        assert!(CallParams::of(&request(&null)).is_none(), "{null}");
         let plain = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7,"other":1}}}"#;
         let request = request(plain);
         let call = CallParams::of(&request).expect("a handshake-era call");
