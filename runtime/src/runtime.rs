@@ -607,6 +607,17 @@ impl Runtime {
     pub fn inject_actor_panic(&self, server: &str) {
         self.inner.supervisor.do_send(PanicServer {
             name: server.into(),
+            replacement: false,
+        });
+    }
+
+    /// Makes the actor of a server still starting to replace `server` (in
+    /// [`replace_server`](Self::replace_server)) panic. Tests only.
+    #[doc(hidden)]
+    pub fn inject_replacement_panic(&self, server: &str) {
+        self.inner.supervisor.do_send(PanicServer {
+            name: server.into(),
+            replacement: true,
         });
     }
 }

@@ -28,6 +28,9 @@ use crate::metrics::RuntimeMetrics;
 use crate::routing::Registry;
 use crate::status::{ServerState, ServerStatus};
 
+/// How far apart the first incarnations of replacements are (see `next_replacement`).
+const REPLACEMENT_BLOCK: u64 = 1 << 32;
+
 /// One supervised server.
 struct Managed {
     addr: Addr<ServerActor>,
@@ -46,6 +49,13 @@ pub(crate) struct Supervisor {
     /// Where servers' connections do their I/O (`None`: the actor thread).
     io: IoPlaces,
     servers: BTreeMap<Arc<str>, Managed>,
+    /// Servers started to take over a name in use, until they have started, by a number of
+    /// their own. Kept here, not only by the waiting replacement, so that a panic of one's
+    /// actor revives it like any other and a shutdown stops it.
+    replacing: BTreeMap<u64, (Arc<str>, Managed)>,
+    /// The first incarnation of the next replacement: blocks of 2^32 apart, so that no
+    /// actor's incarnation (revivals count up by one) is another live actor's of its name.
+    next_replacement: u64,
     /// The era verdicts of auto servers, by origin or command, shared by every server.
     eras: Arc<EraMemory>,
     stopping: bool,
@@ -68,6 +78,8 @@ impl Supervisor {
             events,
             metrics,
             servers: BTreeMap::new(),
+            replacing: BTreeMap::new(),
+            next_replacement: REPLACEMENT_BLOCK,
             eras: Arc::default(),
             stopping: false,
         }
@@ -139,12 +151,18 @@ impl Supervisor {
         if self.stopping {
             return;
         }
-        let Some(managed) = self.servers.get_mut(name) else {
+        let serving = self
+            .servers
+            .get_mut(name)
+            .filter(|m| !m.removing && m.incarnation == incarnation);
+        let Some(managed) = serving.or_else(|| {
+            self.replacing
+                .values_mut()
+                .find(|(n, m)| n == name && m.incarnation == incarnation)
+                .map(|(_, m)| m)
+        }) else {
             return;
         };
-        if managed.removing || managed.incarnation != incarnation {
-            return;
-        }
         tracing::error!(server = %name, "the server's actor stopped unexpectedly; restarting it");
         let core = managed.handle.core.clone();
         // Clone before replacing: a borrow held across send_replace would deadlock.
@@ -264,26 +282,34 @@ impl Handler<ReplaceServer> for Supervisor {
     fn handle(&mut self, msg: ReplaceServer, _ctx: &mut Context<Self>) -> Self::Result {
         let old = match self.servers.get(&msg.name) {
             _ if self.stopping => Err(Error::Shutdown),
-            Some(old) if !old.removing => Ok((old.handle.core.clone(), old.incarnation)),
+            Some(old) if !old.removing => Ok(old.handle.core.clone()),
             _ => Err(Error::UnknownServer {
                 name: msg.name.clone(),
             }),
         };
-        let (old_core, incarnation) = match old {
+        let old_core = match old {
             Ok(old) => old,
             Err(error) => return Box::pin(actix::fut::ready(Err(error))),
         };
-        // Another incarnation than the old one's: a late word of the old actor's death is
-        // not taken for the new one's.
-        let new = self.spawn_server(msg.name.clone(), msg.config, incarnation + 1);
+        // Another incarnation than any actor of this name has: a late word of the old actor's
+        // death is not taken for the new one's, nor the other way round.
+        let key = self.next_replacement;
+        self.next_replacement = self.next_replacement.saturating_add(REPLACEMENT_BLOCK);
+        let new = self.spawn_server(msg.name.clone(), msg.config, key);
         let started = new.handle.clone();
+        self.replacing.insert(key, (msg.name.clone(), new));
         let name = msg.name;
         Box::pin(
             async move {
+                // A revived actor reports `Restarting`, which ends this wait as well.
                 started.wait_started().await;
             }
             .into_actor(self)
             .map(move |(), act, ctx| {
+                // The shutdown took it and stopped it.
+                let Some((_, new)) = act.replacing.remove(&key) else {
+                    return Err(Error::Shutdown);
+                };
                 // Removed, replaced again or shut down meanwhile: the new one is not wanted.
                 let still_old = act
                     .servers
@@ -327,9 +353,11 @@ impl Handler<StopAll> for Supervisor {
 
     fn handle(&mut self, _: StopAll, _ctx: &mut Context<Self>) -> Self::Result {
         self.stopping = true;
+        let replacing = std::mem::take(&mut self.replacing);
         let closing: Vec<_> = self
             .servers
             .values()
+            .chain(replacing.values().map(|(_, m)| m))
             .map(|m| m.addr.send(Shutdown))
             .collect();
         Box::pin(
@@ -405,9 +433,11 @@ impl Handler<RootsChanged> for Supervisor {
     }
 }
 
-/// Make a server's actor panic (hidden test hook).
+/// Make a server's actor panic (hidden test hook): the one serving the name, or the ones
+/// starting to replace it.
 pub(crate) struct PanicServer {
     pub(crate) name: Arc<str>,
+    pub(crate) replacement: bool,
 }
 
 impl ActixMessage for PanicServer {
@@ -418,7 +448,11 @@ impl Handler<PanicServer> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: PanicServer, _ctx: &mut Context<Self>) {
-        if let Some(managed) = self.servers.get(&msg.name) {
+        if msg.replacement {
+            for (_, managed) in self.replacing.values().filter(|(n, _)| *n == msg.name) {
+                managed.addr.do_send(InjectPanic);
+            }
+        } else if let Some(managed) = self.servers.get(&msg.name) {
             managed.addr.do_send(InjectPanic);
         }
     }

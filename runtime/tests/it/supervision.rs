@@ -382,3 +382,40 @@ async fn a_server_request_in_flight_across_a_restart_is_answered_into_the_void_n
     assert!(again.text().contains("file:///tmp"), "{}", again.text());
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_replacement_whose_actor_panics_while_it_starts_is_revived_and_takes_the_name() {
+    let (rt, old) = runtime_with(demo_stdio(&[]).restart(fast_restarts())).await;
+    let old_pid = old.status().pid.expect("the old server's pid");
+    // The new one takes a second to start, so that its actor can panic before it is ready.
+    let slow = ServerConfig::stdio("sh")
+        .args([
+            "-c",
+            &format!("sleep 1; exec {}", demo_child_command_line()),
+        ])
+        .env(switchboard_demo::ENV_VAR, "")
+        .restart(fast_restarts());
+    let replacing = tokio::spawn({
+        let rt = rt.clone();
+        async move { rt.replace_server("demo", slow).await }
+    });
+    // The replacement is under way (its message reached the supervisor) well within the
+    // second its start takes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    rt.inject_replacement_panic("demo");
+    // Unheard, the panic left the replacement `Starting` for good and this wait with it.
+    let new = tokio::time::timeout(Duration::from_secs(20), replacing)
+        .await
+        .expect("replace_server returns although the new server's actor panicked")
+        .unwrap()
+        .expect("the replacement takes the name");
+    assert!(
+        wait_for_state(&new, Duration::from_secs(10), ServerState::is_ready_state).await,
+        "the revived replacement becomes ready: {:?}",
+        new.status().state
+    );
+    assert!(new.status().restarts >= 1, "{:?}", new.status());
+    assert_echoes(&rt.server("demo").unwrap(), "after").await;
+    assert!(eventually(Duration::from_secs(10), || process_is_gone(old_pid)).await);
+    rt.shutdown().await;
+}
