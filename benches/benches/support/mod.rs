@@ -68,8 +68,8 @@ pub(crate) fn demo_tokio_std_command() -> Command {
 }
 
 /// Runs this bench binary as one of the child servers if its environment asks for one (the
-/// echo server first, then the fault benches' upstreams, then the demo server), and returns that server's exit code; `None`
-/// when the binary is to run the benches.
+/// echo server first, then the fault benches' upstreams, then the demo server), and returns
+/// that server's exit code; `None` when the binary is to run the benches.
 pub(crate) fn child_main_from_env() -> Option<ExitCode> {
     echo_server::main_from_env()
         .or_else(fault_upstreams::main_from_env)

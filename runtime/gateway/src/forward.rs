@@ -33,6 +33,12 @@ enum Said {
     Log(ServerLog),
 }
 
+/// A forwarded tool result, and whether it says `"isError": true` (for the metrics).
+pub(crate) struct Forwarded {
+    pub(crate) reply: Reply,
+    pub(crate) is_error: bool,
+}
+
 /// Calls catalogue tool `name` and answers its result, an `isError` one included. The
 /// upstream's progress and log messages about the call go to the front client, and so do
 /// its requests to the client (see [`crate::asks`]).
@@ -41,7 +47,7 @@ pub(crate) async fn call_tool(
     name: &str,
     arguments: Value,
     ctx: &Context,
-) -> Result<Reply, HandlerError> {
+) -> Result<Forwarded, HandlerError> {
     let wait = Arc::new(FrontWait::default());
     let bridge = Bridge::new(ctx.clone(), wait.clone());
     let mut call = runtime
@@ -83,18 +89,11 @@ pub(crate) async fn call_tool(
         pass_on(ctx, message).await;
     }
     let raw = answer_or_need(&wait, answered, name)?;
-    checked(raw.get(), name)?;
-    Ok(Reply::Json(raw))
-}
-
-/// Whether a forwarded tool result says `"isError": true`.
-pub(crate) fn is_error_result(raw: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Flag {
-        #[serde(rename = "isError", default)]
-        is_error: Option<bool>,
-    }
-    serde_json::from_str::<Flag>(raw).is_ok_and(|flag| flag.is_error == Some(true))
+    let is_error = checked(raw.get(), name)?;
+    Ok(Forwarded {
+        reply: Reply::Json(raw),
+        is_error,
+    })
 }
 
 /// The upstream's answer for the front client, or what the front client must do first (a
@@ -267,62 +266,98 @@ fn parse(raw: &str, what: &str) -> Result<Value, HandlerError> {
 /// Refuses what is not valid JSON to pass on as it is: the raw values of the runtime's
 /// envelope accept an invalid escape or a lone surrogate, which a strict front client
 /// would choke on. Every string is decoded, as a parse into a value would, and nothing is
-/// built.
-fn checked(raw: &str, what: &str) -> Result<(), HandlerError> {
-    serde_json::from_str::<Valid>(raw)
-        .map(drop)
+/// built. Answers, from the same pass, whether the result says `"isError": true`.
+fn checked(raw: &str, what: &str) -> Result<bool, HandlerError> {
+    let mut reader = serde_json::Deserializer::from_str(raw);
+    serde::de::DeserializeSeed::deserialize(Strict { top: true }, &mut reader)
+        .and_then(|is_error| reader.end().map(|()| is_error))
         .map_err(|e| unreadable(what, &e))
 }
 
-/// Any JSON value, read strictly and kept nowhere.
-struct Valid;
+/// Any JSON value, read strictly and kept nowhere. It yields, at the top, whether the
+/// object's `isError` is `true`; below, whether the value is `true` itself.
+#[derive(Clone, Copy)]
+struct Strict {
+    top: bool,
+}
 
-impl<'de> serde::Deserialize<'de> for Valid {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Valid, D::Error> {
-        deserializer.deserialize_any(Valid)
+impl<'de> serde::de::DeserializeSeed<'de> for Strict {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for Valid {
-    type Value = Valid;
+const BELOW: Strict = Strict { top: false };
+
+impl<'de> serde::de::Visitor<'de> for Strict {
+    type Value = bool;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Valid, E> {
-        Ok(Valid)
+    fn visit_bool<E>(self, v: bool) -> Result<bool, E> {
+        Ok(v && !self.top)
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<Valid, E> {
-        Ok(Valid)
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Valid, E> {
-        Ok(Valid)
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Valid, E> {
-        Ok(Valid)
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
     }
 
-    // serde_json decodes a string's escapes before it calls these: a bad one fails there.
-    fn visit_str<E>(self, _: &str) -> Result<Valid, E> {
-        Ok(Valid)
+    // serde_json decodes a string's escapes before it calls this: a bad one fails there.
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
     }
 
-    fn visit_unit<E>(self) -> Result<Valid, E> {
-        Ok(Valid)
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Valid, A::Error> {
-        while seq.next_element::<Valid>()?.is_some() {}
-        Ok(Valid)
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element_seed(BELOW)?.is_some() {}
+        Ok(false)
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Valid, A::Error> {
-        while map.next_entry::<Valid, Valid>()?.is_some() {}
-        Ok(Valid)
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut is_error = false;
+        while let Some(flag_key) = map.next_key_seed(IsErrorKey)? {
+            let value = map.next_value_seed(BELOW)?;
+            is_error |= self.top && flag_key && value;
+        }
+        Ok(is_error)
+    }
+}
+
+/// A key, read strictly: whether it is `isError`.
+struct IsErrorKey;
+
+impl<'de> serde::de::DeserializeSeed<'de> for IsErrorKey {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for IsErrorKey {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<bool, E> {
+        Ok(key == "isError")
     }
 }
 
@@ -350,9 +385,15 @@ mod tests {
 
     #[test]
     fn an_error_result_is_told_from_its_flag() {
-        assert!(is_error_result(r#"{"content":[],"isError":true}"#));
-        assert!(!is_error_result(r#"{"content":[],"isError":false}"#));
-        assert!(!is_error_result(r#"{"content":[]}"#));
+        let is_error = |raw| checked(raw, "t").unwrap();
+        assert!(is_error(r#"{"content":[],"isError":true}"#));
+        assert!(!is_error(r#"{"content":[],"isError":false}"#));
+        assert!(!is_error(r#"{"content":[]}"#));
+        // Only the result's own flag counts.
+        assert!(!is_error(
+            r#"{"content":[],"structuredContent":{"isError":true}}"#
+        ));
+        assert!(!is_error("true"));
     }
 
     #[test]

@@ -226,14 +226,10 @@ impl Handler for Gateway {
         Box::pin(tracing::Instrument::instrument(
             async move {
                 let forwarded = forward::call_tool(&self.runtime, &name, arguments, &ctx);
-                let is_error = |reply: &Reply| match reply {
-                    Reply::Result(result) => result["isError"] == Value::Bool(true),
-                    Reply::Json(result) => forward::is_error_result(result.get()),
-                    _ => false,
-                };
                 self.metrics
-                    .measure(Method::CallTool, forwarded, is_error)
+                    .measure(Method::CallTool, forwarded, |f| f.is_error)
                     .await
+                    .map(|f| f.reply)
             },
             span,
         ))

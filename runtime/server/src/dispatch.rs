@@ -31,26 +31,29 @@ use crate::shared::Core;
 use crate::HANDSHAKE_VERSIONS;
 
 #[derive(Serialize)]
-struct ResultFrame<'a, T: ?Sized> {
-    jsonrpc: &'static str,
-    id: &'a Id,
-    result: &'a T,
-}
-
-#[derive(Serialize)]
 struct ErrorFrame<'a> {
     jsonrpc: &'static str,
     id: &'a Id,
     error: &'a ErrorObject,
 }
 
+/// A response with this result. The envelope is written by hand, the bytes a serializer would
+/// write, without its walk over two fixed keys (a result already serialized is copied in).
 fn result_frame<T: Serialize + ?Sized>(id: &Id, result: &T) -> Bytes {
-    let frame = ResultFrame {
-        jsonrpc: "2.0",
-        id,
-        result,
-    };
-    Bytes::from(serde_json::to_vec(&frame).unwrap_or_default())
+    let mut frame = Vec::with_capacity(128);
+    frame.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // An id or a result that does not serialize cannot come from a parsed request or a
+    // handler's value; were it to, the client hears an internal error, not half a frame.
+    let written = serde_json::to_writer(&mut frame, id).and_then(|()| {
+        frame.extend_from_slice(br#","result":"#);
+        serde_json::to_writer(&mut frame, result)
+    });
+    if written.is_err() {
+        let error = ErrorObject::new(ErrorObject::INTERNAL_ERROR, "the result did not serialize");
+        return error_frame(id, &error);
+    }
+    frame.push(b'}');
+    Bytes::from(frame)
 }
 
 /// A response around a result already serialized. One with a line break between its tokens
@@ -63,17 +66,7 @@ fn json_result_frame(id: &Id, result: &RawValue) -> Bytes {
             return result_frame(id, &value);
         }
     }
-    // The envelope written around it by hand: the bytes `result_frame` would write, without
-    // a serializer's walk over two fixed keys and a value that is already text.
-    let mut frame = Vec::with_capacity(text.len() + 48);
-    frame.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    if serde_json::to_writer(&mut frame, id).is_err() {
-        return result_frame(id, result);
-    }
-    frame.extend_from_slice(br#","result":"#);
-    frame.extend_from_slice(text.as_bytes());
-    frame.push(b'}');
-    Bytes::from(frame)
+    result_frame(id, result)
 }
 
 fn error_frame(id: &Id, error: &ErrorObject) -> Bytes {
@@ -857,12 +850,28 @@ mod tests {
             &frame[..],
             br#"{"jsonrpc":"2.0","id":3,"result":{"b":"x\ny"}}"#
         );
-        // The same bytes as the serializer's, for either kind of id.
+        // The same bytes as a serializer's of the whole response, for either kind of id and
+        // either kind of result.
+        #[derive(serde::Serialize)]
+        struct Response<'a, T: ?Sized> {
+            jsonrpc: &'static str,
+            id: &'a switchboard_codecs::jsonrpc::Id,
+            result: &'a T,
+        }
+        let serialized = |id: &switchboard_codecs::jsonrpc::Id,
+                          result: &serde_json::value::RawValue| {
+            serde_json::to_vec(&Response {
+                jsonrpc: "2.0",
+                id,
+                result,
+            })
+            .unwrap()
+        };
+        let value: serde_json::Value = serde_json::from_str(compact.get()).unwrap();
         for id in [id, switchboard_codecs::jsonrpc::Id::String("a\"b".into())] {
-            assert_eq!(
-                super::json_result_frame(&id, &compact),
-                super::result_frame(&id, &*compact)
-            );
+            let expected = serialized(&id, &compact);
+            assert_eq!(&super::json_result_frame(&id, &compact)[..], &expected[..]);
+            assert_eq!(&super::result_frame(&id, &value)[..], &expected[..]);
         }
     }
 

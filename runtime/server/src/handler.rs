@@ -199,16 +199,6 @@ impl Reply {
     pub fn structured(content: Value) -> Reply {
         TextResult::new(&content.to_string(), Some(&content), false).reply()
     }
-
-    /// The result as a value: what [`Reply::Json`] holds, parsed (`None` for
-    /// [`Reply::Raw`], which is no result).
-    pub fn to_value(&self) -> Option<Value> {
-        match self {
-            Reply::Result(value) => Some(value.clone()),
-            Reply::Json(raw) => serde_json::from_str(raw.get()).ok(),
-            Reply::Raw(_) => None,
-        }
-    }
 }
 
 /// A message the server received, shown to [`Handler::observe`] before it is served.

@@ -31,6 +31,9 @@ async fn forwarded_requests_are_counted_by_method_and_outcome_beside_the_runtime
             .unwrap();
     }
     assert!(gateway.call_tool("nope", json!({})).await.is_err());
+    // A tool that fails answers a result with `isError`, counted apart from both.
+    let failed = gateway.call_tool("echo", json!({})).await.unwrap();
+    assert!(failed.is_error(), "{failed:?}");
     let exposition = upstream
         .render_metrics()
         .expect("the runtime's own exporter");
@@ -38,6 +41,9 @@ async fn forwarded_requests_are_counted_by_method_and_outcome_beside_the_runtime
     let error = r#"switchboard_front_requests_total{method="tools/call",outcome="error"}"#;
     assert_eq!(value(&exposition, ok), Some(3.0), "{exposition}");
     assert_eq!(value(&exposition, error), Some(1.0), "{exposition}");
+    let tool_error =
+        r#"switchboard_front_requests_total{method="tools/call",outcome="tool_error"}"#;
+    assert_eq!(value(&exposition, tool_error), Some(1.0), "{exposition}");
     assert_eq!(
         value(&exposition, "switchboard_front_requests_in_flight"),
         Some(0.0)

@@ -508,7 +508,7 @@ async fn bad_input_gets_a_clear_error_each() {
 }
 
 /// Writes `body` as a chunked POST in pieces of `piece` bytes, each flushed apart, and
-/// returns the response's status line.
+/// returns the whole response as text.
 async fn chunked_post(addr: std::net::SocketAddr, body: &str, piece: usize) -> String {
     let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
     let head = format!(

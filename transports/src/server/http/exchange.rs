@@ -104,34 +104,6 @@ fn event_stream(body: ResponseBody) -> HttpResponse {
     response
 }
 
-/// A request's whole body, up to `max` bytes. One that comes in one frame (a small POST)
-/// is taken as it came, with no list of buffers to gather it in.
-async fn read_body(
-    body: Incoming,
-    max: usize,
-) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>> {
-    let mut body = http_body_util::Limited::new(body, max);
-    let mut whole = Bytes::new();
-    let mut more: Option<bytes::BytesMut> = None;
-    while let Some(frame) = body.frame().await {
-        // Trailers carry nothing a message needs.
-        let Ok(data) = frame?.into_data() else {
-            continue;
-        };
-        match &mut more {
-            Some(gathered) => gathered.extend_from_slice(&data),
-            None if whole.is_empty() => whole = data,
-            None => {
-                let mut gathered = bytes::BytesMut::with_capacity(whole.len() + data.len());
-                gathered.extend_from_slice(&whole);
-                gathered.extend_from_slice(&data);
-                more = Some(gathered);
-            }
-        }
-    }
-    Ok(more.map_or(whole, bytes::BytesMut::freeze))
-}
-
 /// The status of a stateless answer with this error code (the spec's mapping).
 fn stateless_status(code: Option<i64>) -> u16 {
     match code {
@@ -333,8 +305,11 @@ impl<S: Service> Shared<S> {
             Lookup::Foreign => return foreign_session(),
         };
         let (parts, body) = request.into_parts();
-        let bytes = match read_body(body, self.config.max_body).await {
-            Ok(bytes) => bytes,
+        let bytes = match http_body_util::Limited::new(body, self.config.max_body)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
             Err(e) => return error(400, -32000, &format!("cannot read the body: {e}"), None),
         };
