@@ -570,12 +570,15 @@ async fn sampling_calls_through(balance: &str) -> usize {
         .unwrap();
     let gateway = front.server("gateway").unwrap();
     assert!(gateway.status().is_ready(), "{:?}", gateway.status());
-    let calls = (0..9).map(|_| {
-        gateway
+    // One call at a time: nginx's round-robin is deterministic, and nine calls at once
+    // would put answer j on call j's replica whenever the answers come back in order.
+    let mut results = Vec::new();
+    for _ in 0..9 {
+        let call = gateway
             .call_tool("test_sampling", json!({"prompt": "p"}))
-            .timeout(Duration::from_secs(3))
-    });
-    let results = futures_util::future::join_all(calls).await;
+            .timeout(Duration::from_secs(3));
+        results.push(call.await);
+    }
     let ok = results
         .iter()
         .filter(|r| matches!(r, Ok(result) if result.text() == "LLM response: sampled 1"))
@@ -594,8 +597,8 @@ async fn a_request_to_a_handshake_era_client_needs_affinity_and_works_with_it() 
     // The answer POST lands on the replica that sent the request: every call succeeds.
     let with_affinity = sampling_calls_through("hash $http_mcp_session_id consistent;").await;
     assert_eq!(with_affinity, 9, "with affinity");
-    // Round-robin sends most answers to a replica that never asked: those calls fail
-    // (each lands elsewhere with odds 2 in 3; all nine arriving is 1 in 19,683).
+    // Round-robin sends each answer POST to the replica after the one that asked, which
+    // never sent that request: those calls fail.
     let round_robin = sampling_calls_through("").await;
     eprintln!("round-robin: {round_robin} of 9 sampling calls succeeded");
     assert!(round_robin < 9, "round-robin: {round_robin} of 9 succeeded");
