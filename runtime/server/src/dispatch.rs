@@ -212,10 +212,13 @@ async fn answer(
             .get("_meta")
             .and_then(|m| m.get(meta::PROTOCOL_VERSION))
             .is_some();
+    // Boxed: inline, their states would make every request's future (boxed by
+    // `Session::spawn`) as large as the largest of them, and a call, the request that
+    // counts, took a large allocation for space it never uses.
     let answered = if stateless {
-        stateless_answer(core, session, &request, params, responder).await
+        Box::pin(stateless_answer(core, session, &request, params, responder)).await
     } else {
-        handshake_answer(core, session, &request, params, responder).await
+        Box::pin(handshake_answer(core, session, &request, params, responder)).await
     };
     answered.map_err(|error| into_error(error, stateless))
 }
