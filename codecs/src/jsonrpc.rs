@@ -266,7 +266,11 @@ struct Envelope<'a> {
     error: Option<&'a RawValue>,
 }
 
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+/// For `#[serde(deserialize_with = "present")]` on an `Option` field: `Some` when the field is
+/// there, whatever its value, `null` included (`Option`'s own impl reads `null` as absent).
+pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
 

@@ -61,7 +61,7 @@ fn result_frame<T: Serialize + ?Sized>(id: &Id, result: &T) -> Bytes {
 /// anew, compact.
 fn json_result_frame(id: &Id, result: &RawValue) -> Bytes {
     let text = result.get();
-    if text.bytes().any(|b| b == b'\n' || b == b'\r') {
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
         if let Ok(value) = serde_json::from_str::<Value>(text) {
             return result_frame(id, &value);
         }
@@ -383,14 +383,9 @@ struct CallMeta<'a> {
     #[serde(
         rename = "io.modelcontextprotocol/protocolVersion",
         default,
-        deserialize_with = "present"
+        deserialize_with = "switchboard_codecs::jsonrpc::present"
     )]
     protocol_version: Option<IgnoredAny>,
-}
-
-/// A field that is there, whatever its value (`Option`'s own impl reads `null` as absent).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<IgnoredAny>, D::Error> {
-    IgnoredAny::deserialize(d).map(Some)
 }
 
 impl<'a> CallParams<'a> {
