@@ -40,7 +40,14 @@ struct ErrorFrame<'a> {
 /// A response with this result. The envelope is written by hand, the bytes a serializer would
 /// write, without its walk over two fixed keys (a result already serialized is copied in).
 fn result_frame<T: Serialize + ?Sized>(id: &Id, result: &T) -> Bytes {
-    let mut frame = Vec::with_capacity(128);
+    result_frame_sized(id, result, 128)
+}
+
+/// As [`result_frame`], in a buffer of `capacity` bytes: a frame that fills its buffer
+/// exactly becomes `Bytes` without a second allocation for a shared header (and a small
+/// one stays in glibc's fast bins, which a 128-byte buffer has outgrown).
+fn result_frame_sized<T: Serialize + ?Sized>(id: &Id, result: &T, capacity: usize) -> Bytes {
+    let mut frame = Vec::with_capacity(capacity);
     frame.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     // An id or a result that does not serialize cannot come from a parsed request or a
     // handler's value; were it to, the client hears an internal error, not half a frame.
@@ -66,7 +73,23 @@ fn json_result_frame(id: &Id, result: &RawValue) -> Bytes {
             return result_frame(id, &value);
         }
     }
-    result_frame(id, result)
+    let envelope = r#"{"jsonrpc":"2.0","id":,"result":}"#.len();
+    result_frame_sized(id, result, envelope + id_len(id) + text.len())
+}
+
+/// The length of `id` serialized: exact for a number, and for a string with nothing to
+/// escape.
+fn id_len(id: &Id) -> usize {
+    match id {
+        Id::Number(n) => {
+            let digits = n
+                .unsigned_abs()
+                .checked_ilog10()
+                .map_or(1, |log| log as usize + 1);
+            digits + usize::from(*n < 0)
+        }
+        Id::String(s) => s.len() + 2,
+    }
 }
 
 fn error_frame(id: &Id, error: &ErrorObject) -> Bytes {
@@ -871,6 +894,27 @@ mod tests {
             assert_eq!(&super::json_result_frame(&id, &compact)[..], &expected[..]);
             assert_eq!(&super::result_frame(&id, &value)[..], &expected[..]);
         }
+    }
+
+    #[test]
+    fn an_id_is_measured_as_it_is_written() {
+        use switchboard_codecs::jsonrpc::Id;
+        for n in [0, 7, 9, 10, 99, 100, -1, -10, 123_456, i64::MAX, i64::MIN] {
+            let id = Id::Number(n);
+            assert_eq!(
+                super::id_len(&id),
+                serde_json::to_vec(&id).unwrap().len(),
+                "{n}"
+            );
+        }
+        assert_eq!(super::id_len(&Id::String("abc".into())), 5);
+        // A negative id in a frame sized by it.
+        let raw = serde_json::value::RawValue::from_string(r#"{"ok":true}"#.into()).unwrap();
+        let frame = super::json_result_frame(&Id::Number(-42), &raw);
+        assert_eq!(
+            &frame[..],
+            br#"{"jsonrpc":"2.0","id":-42,"result":{"ok":true}}"#
+        );
     }
 
     #[test]

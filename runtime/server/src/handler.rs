@@ -185,14 +185,14 @@ impl<'a> TextResult<'a> {
 
 impl Reply {
     /// A tool result with one text block.
-    pub fn text(text: impl Into<String>) -> Reply {
-        TextResult::new(&text.into(), None, false).reply()
+    pub fn text(text: impl AsRef<str>) -> Reply {
+        TextResult::new(text.as_ref(), None, false).reply()
     }
 
     /// A tool result with one text block and `isError: true`: the tool failed, and the
     /// model should see why.
-    pub fn tool_error(text: impl Into<String>) -> Reply {
-        TextResult::new(&text.into(), None, true).reply()
+    pub fn tool_error(text: impl AsRef<str>) -> Reply {
+        TextResult::new(text.as_ref(), None, true).reply()
     }
 
     /// A tool result with structured content, and its JSON as text for older clients.
