@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -19,6 +20,36 @@ const MAX_RECORDED_CALLS: usize = 1000;
 
 /// How many `notifications/cancelled` the `cancellations` fault tool remembers.
 const MAX_RECORDED_CANCELS: usize = 1000;
+
+/// How many distinct methods the `stats` fault tool counts: a client that sends made-up
+/// method names does not grow the server's memory without end.
+const MAX_COUNTED_METHODS: usize = 256;
+
+/// FNV-1a, for the method counts: their keys are a few short names, counted on every
+/// message, where std's SipHash (made to resist keys chosen against it, which the bound
+/// above makes harmless) cost more than the rest of the count.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+type MethodCounts = HashMap<String, u64, BuildHasherDefault<Fnv>>;
 
 /// Locks a mutex, ignoring poisoning: every critical section here leaves its data consistent.
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -34,7 +65,7 @@ pub(super) struct Demo {
     pub(super) options: Options,
     cancellations: Mutex<VecDeque<Value>>,
     calls: Mutex<VecDeque<Value>>,
-    methods: Mutex<HashMap<String, u64>>,
+    methods: Mutex<MethodCounts>,
     pub(super) frozen: AtomicBool,
 }
 
@@ -60,17 +91,22 @@ impl Demo {
 
     /// Requests and notifications received so far, by method.
     pub(super) fn method_counts(&self) -> HashMap<String, u64> {
-        lock(&self.methods).clone()
+        lock(&self.methods)
+            .iter()
+            .map(|(method, count)| (method.clone(), *count))
+            .collect()
     }
 
     fn count(&self, method: &str) {
         let mut methods = lock(&self.methods);
         // Most methods are counted before: no key to allocate for them.
+        let room = methods.len() < MAX_COUNTED_METHODS;
         match methods.get_mut(method) {
             Some(count) => *count += 1,
-            None => {
+            None if room => {
                 methods.insert(method.to_owned(), 1);
             }
+            None => {}
         }
     }
 }

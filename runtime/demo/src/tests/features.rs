@@ -525,6 +525,26 @@ async fn stats_count_the_feature_methods() {
     }
 }
 
+#[tokio::test]
+async fn made_up_methods_do_not_grow_the_counts_without_end() {
+    let mut client = with("--faults");
+    client.ok("tools/list", json!({})).await;
+    for n in 0..300 {
+        let error = client.err(&format!("made/up/{n}"), json!({})).await;
+        assert_eq!(error["code"], -32601, "{error}");
+    }
+    client.ok("tools/list", json!({})).await;
+    let stats = client.call(1, "stats", json!({})).await;
+    let methods = stats["structuredContent"]["methods"]
+        .as_object()
+        .expect("the counts");
+    assert_eq!(methods.len(), 256, "{methods:?}");
+    // A method counted before the bound was reached is still counted.
+    assert_eq!(methods["tools/list"], 2);
+    assert_eq!(methods["made/up/0"], 1);
+    assert!(!methods.contains_key("made/up/299"));
+}
+
 #[test]
 fn base64_matches_rfc_4648() {
     for (input, encoded) in [
