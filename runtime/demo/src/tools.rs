@@ -370,7 +370,7 @@ fn text_result(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}]})
 }
 
-pub(super) fn text(text: impl AsRef<str>) -> Reply {
+pub(super) fn text(text: impl Into<String>) -> Reply {
     Reply::text(text)
 }
 
@@ -380,7 +380,7 @@ fn structured(text: String, content: Value) -> Reply {
     Reply::Result(result)
 }
 
-fn error_result(message: impl AsRef<str>) -> Reply {
+fn error_result(message: impl Into<String>) -> Reply {
     Reply::tool_error(message)
 }
 

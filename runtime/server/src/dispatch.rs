@@ -24,7 +24,7 @@ use switchboard_transports::server::{Inbound, Responder};
 use crate::audience::Listen;
 use crate::context::{Context, Era, Inputs, Origin};
 use crate::error::{HandlerError, RESOURCE_NOT_FOUND};
-use crate::handler::{Reply, Seen};
+use crate::handler::{Reply, Seen, TextReply};
 use crate::logging;
 use crate::session::Session;
 use crate::shared::Core;
@@ -75,6 +75,13 @@ fn json_result_frame(id: &Id, result: &RawValue) -> Bytes {
     }
     let envelope = r#"{"jsonrpc":"2.0","id":,"result":}"#.len();
     result_frame_sized(id, result, envelope + id_len(id) + text.len())
+}
+
+/// A response around a text result, serialized straight into a buffer of its size.
+fn text_result_frame(id: &Id, text: &TextReply) -> Bytes {
+    let envelope = r#"{"jsonrpc":"2.0","id":,"result":}"#.len();
+    let capacity = envelope + id_len(id) + text.serialized_len();
+    result_frame_sized(id, &text.serializable(), capacity)
 }
 
 /// The length of `id` serialized: exact for a number, and for a string with nothing to
@@ -186,6 +193,7 @@ async fn serve(core: Arc<Core>, session: Arc<Session>, request: Request, respond
     let (frame, code) = match answered {
         Ok(Reply::Result(result)) => (result_frame(&id, &result), None),
         Ok(Reply::Json(result)) => (json_result_frame(&id, &result), None),
+        Ok(Reply::Text(text)) => (text_result_frame(&id, &text), None),
         Ok(Reply::Raw(bytes)) => (bytes, None),
         Err(error) => {
             let code = error.code;
@@ -211,24 +219,18 @@ async fn answer(
     request: Request,
     responder: Responder,
 ) -> Result<Reply, ErrorObject> {
-    if !session.stateless && request.method == "tools/call" {
-        if let Some(call) = CallParams::of(&request) {
-            let meta = call.meta.unwrap_or_default();
-            let traceparent = traceparent(meta.traceparent.as_deref(), &responder);
-            let ctx = handshake_context(
-                core,
-                session,
-                &request,
-                meta.progress_token,
-                traceparent,
-                responder,
-            );
-            let arguments = call.arguments.unwrap_or_else(|| json!({}));
-            return call_tool(core, call.name.into_owned(), arguments, ctx)
-                .await
-                .map_err(|error| into_error(error, false));
+    let responder = if !session.stateless && request.method == "tools/call" {
+        match handshake_call(core, session, &request, responder) {
+            Ok((name, arguments, ctx)) => {
+                return call_tool(core, name, arguments, ctx)
+                    .await
+                    .map_err(|error| into_error(error, false));
+            }
+            Err(responder) => responder,
         }
-    }
+    } else {
+        responder
+    };
     let params = params_of(&request)?;
     let stateless = session.stateless
         || params
@@ -244,6 +246,35 @@ async fn answer(
         Box::pin(handshake_answer(core, session, &request, params, responder)).await
     };
     answered.map_err(|error| into_error(error, stateless))
+}
+
+/// A handshake-era `tools/call`, read in one pass: the tool, its arguments and its
+/// context; the responder back when the params belong to the general path.
+///
+/// Not inline in [`answer`]: every local of the parse would stay in the request's future
+/// across the call's await (784 bytes of it, where the call itself needs 128), and that
+/// future, boxed once per request, took a size glibc serves from its large bins.
+fn handshake_call(
+    core: &Core,
+    session: &Arc<Session>,
+    request: &Request,
+    responder: Responder,
+) -> Result<(String, Value, Context), Responder> {
+    let Some(call) = CallParams::of(request) else {
+        return Err(responder);
+    };
+    let meta = call.meta.unwrap_or_default();
+    let traceparent = traceparent(meta.traceparent.as_deref(), &responder);
+    let ctx = handshake_context(
+        core,
+        session,
+        request,
+        meta.progress_token,
+        traceparent,
+        responder,
+    );
+    let arguments = call.arguments.unwrap_or_else(|| json!({}));
+    Ok((call.name.into_owned(), arguments, ctx))
 }
 
 fn into_error(error: HandlerError, stateless: bool) -> ErrorObject {
@@ -633,6 +664,7 @@ async fn stateless_answer(
             Ok(result) => Ok(Reply::Result(decorate(core, method, result))),
             Err(_) => Ok(Reply::Json(result)),
         },
+        Ok(Reply::Text(text)) => Ok(Reply::Result(decorate(core, method, text.to_value()))),
         Ok(raw) => Ok(raw),
         Err(HandlerError::InputRequired) if interactive => {
             let inputs = ctx.take_inputs();
@@ -894,6 +926,53 @@ mod tests {
             assert_eq!(&super::json_result_frame(&id, &compact)[..], &expected[..]);
             assert_eq!(&super::result_frame(&id, &value)[..], &expected[..]);
         }
+    }
+
+    #[test]
+    fn a_text_result_is_written_as_a_serializer_writes_it_in_a_buffer_of_its_size() {
+        use crate::handler::Reply;
+        use switchboard_codecs::jsonrpc::Id;
+        let texts = [
+            "",
+            "hello",
+            "a \"quoted\" \\ path",
+            "tab\tline\nbell\u{7}\u{1f}",
+            "é ✓ \u{7f}",
+        ];
+        for text in texts {
+            for (reply, is_error) in [(Reply::text(text), false), (Reply::tool_error(text), true)] {
+                let Reply::Text(reply) = reply else {
+                    panic!("not a text reply")
+                };
+                let id = Id::Number(12);
+                let frame = super::text_result_frame(&id, &reply);
+                let mut result = serde_json::json!({"content": [{"type": "text", "text": text}]});
+                if is_error {
+                    result["isError"] = true.into();
+                }
+                let expected = serde_json::json!({"jsonrpc": "2.0", "id": 12, "result": result});
+                let written: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+                assert_eq!(written, expected, "{text:?}");
+                let envelope = r#"{"jsonrpc":"2.0","id":12,"result":}"#.len();
+                assert_eq!(
+                    frame.len(),
+                    envelope + reply.serialized_len(),
+                    "{text:?} measured"
+                );
+                assert_eq!(
+                    super::super::handler::escaped_len(text),
+                    serde_json::to_string(text).unwrap().len()
+                );
+            }
+        }
+        // Structured content is not measured, and is written all the same.
+        let Reply::Text(reply) = Reply::structured(serde_json::json!({"n": 1})) else {
+            panic!("not a text reply")
+        };
+        let frame = super::text_result_frame(&Id::Number(1), &reply);
+        let written: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+        assert_eq!(written["result"]["structuredContent"]["n"], 1);
+        assert_eq!(written["result"]["content"][0]["text"], r#"{"n":1}"#);
     }
 
     #[test]

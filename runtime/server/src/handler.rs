@@ -137,11 +137,76 @@ pub enum Reply {
     /// The result object.
     Result(Value),
     /// The result object, already serialized: written into the response as it is (written
-    /// anew only if it has line breaks), with no value tree built and walked again (the
-    /// constructors below answer this way).
+    /// anew only if it has line breaks), with no value tree built and walked again.
     Json(Box<RawValue>),
+    /// A tool result of one text block ([`Reply::text`], [`Reply::tool_error`],
+    /// [`Reply::structured`]), kept as its parts until its response is written around it.
+    Text(TextReply),
     /// Bytes written as they are instead of a response: nothing checks them.
     Raw(Bytes),
+}
+
+/// A tool result of one text block, as [`Reply::text`] and its siblings build it.
+///
+/// It is serialized once, straight into its response, in a buffer of the response's exact
+/// size: a result serialized on its own first, then copied in, took two allocations (one
+/// of them a reallocation to shrink it) and a second pass for every call.
+#[derive(Debug, Clone)]
+pub struct TextReply {
+    text: String,
+    structured: Option<Value>,
+    is_error: bool,
+}
+
+impl TextReply {
+    /// The block's text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether it says the tool failed (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    pub(crate) fn serializable(&self) -> TextResult<'_> {
+        TextResult::new(&self.text, self.structured.as_ref(), self.is_error)
+    }
+
+    /// The result's length serialized: exact but for structured content, which is not
+    /// measured (a frame that misses its buffer's size only costs a second allocation).
+    pub(crate) fn serialized_len(&self) -> usize {
+        const BLOCK: usize = r#"{"content":[{"type":"text","text":}]}"#.len();
+        const IS_ERROR: usize = r#","isError":true"#.len();
+        let structured = match &self.structured {
+            Some(_) => r#","structuredContent":"#.len() + 64,
+            None => 0,
+        };
+        BLOCK + escaped_len(&self.text) + structured + if self.is_error { IS_ERROR } else { 0 }
+    }
+
+    /// The result as a value, for a path that adds fields to it.
+    pub(crate) fn to_value(&self) -> Value {
+        serde_json::to_value(self.serializable()).unwrap_or_else(|e| {
+            json!({
+                "content": [{"type": "text", "text": format!("the result did not serialize: {e}")}],
+                "isError": true,
+            })
+        })
+    }
+}
+
+/// The length of `s` as a JSON string, quotes included, as serde_json escapes it.
+pub(crate) fn escaped_len(s: &str) -> usize {
+    let extra: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x0C | b'\n' | b'\r' | b'\t' => 1,
+            0..=0x1F => 5,
+            _ => 0,
+        })
+        .sum();
+    s.len() + 2 + extra
 }
 
 /// One text block of a tool result.
@@ -154,7 +219,7 @@ struct TextBlock<'a> {
 
 /// A tool result with one text block, in the shape `tools/call` answers.
 #[derive(Serialize)]
-struct TextResult<'a> {
+pub(crate) struct TextResult<'a> {
     content: [TextBlock<'a>; 1],
     #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
     structured: Option<&'a Value>,
@@ -170,34 +235,35 @@ impl<'a> TextResult<'a> {
             is_error,
         }
     }
-
-    fn reply(&self) -> Reply {
-        match serde_json::value::to_raw_value(self) {
-            Ok(raw) => Reply::Json(raw),
-            // Strings and values always serialize; kept total rather than unwrapped.
-            Err(e) => Reply::Result(json!({
-                "content": [{"type": "text", "text": format!("the result did not serialize: {e}")}],
-                "isError": true,
-            })),
-        }
-    }
 }
 
 impl Reply {
     /// A tool result with one text block.
-    pub fn text(text: impl AsRef<str>) -> Reply {
-        TextResult::new(text.as_ref(), None, false).reply()
+    pub fn text(text: impl Into<String>) -> Reply {
+        Reply::Text(TextReply {
+            text: text.into(),
+            structured: None,
+            is_error: false,
+        })
     }
 
     /// A tool result with one text block and `isError: true`: the tool failed, and the
     /// model should see why.
-    pub fn tool_error(text: impl AsRef<str>) -> Reply {
-        TextResult::new(text.as_ref(), None, true).reply()
+    pub fn tool_error(text: impl Into<String>) -> Reply {
+        Reply::Text(TextReply {
+            text: text.into(),
+            structured: None,
+            is_error: true,
+        })
     }
 
     /// A tool result with structured content, and its JSON as text for older clients.
     pub fn structured(content: Value) -> Reply {
-        TextResult::new(&content.to_string(), Some(&content), false).reply()
+        Reply::Text(TextReply {
+            text: content.to_string(),
+            structured: Some(content),
+            is_error: false,
+        })
     }
 }
 

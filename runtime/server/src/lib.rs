@@ -68,7 +68,7 @@ mod shared;
 
 pub use context::{Context, Era};
 pub use error::{HandlerError, RESOURCE_NOT_FOUND};
-pub use handler::{BoxFuture, Handler, Info, Reply, Seen};
+pub use handler::{BoxFuture, Handler, Info, Reply, Seen, TextReply};
 pub use session::Session;
 pub use switchboard_codecs::jsonrpc::{ErrorObject, Id, Outcome};
 pub use switchboard_transports::server::Principal;
