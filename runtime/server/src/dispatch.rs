@@ -63,6 +63,9 @@ fn result_frame_sized<T: Serialize + ?Sized>(id: &Id, result: &T, capacity: usiz
     Bytes::from(frame)
 }
 
+/// The length of a response's envelope, without its id and its result.
+const ENVELOPE_LEN: usize = r#"{"jsonrpc":"2.0","id":,"result":}"#.len();
+
 /// A response around a result already serialized. One with a line break between its tokens
 /// (pretty-printed) would end a stdio line early, or an event's data line: it is written
 /// anew, compact.
@@ -73,14 +76,12 @@ fn json_result_frame(id: &Id, result: &RawValue) -> Bytes {
             return result_frame(id, &value);
         }
     }
-    let envelope = r#"{"jsonrpc":"2.0","id":,"result":}"#.len();
-    result_frame_sized(id, result, envelope + id_len(id) + text.len())
+    result_frame_sized(id, result, ENVELOPE_LEN + id_len(id) + text.len())
 }
 
 /// A response around a text result, serialized straight into a buffer of its size.
 fn text_result_frame(id: &Id, text: &TextReply) -> Bytes {
-    let envelope = r#"{"jsonrpc":"2.0","id":,"result":}"#.len();
-    let capacity = envelope + id_len(id) + text.serialized_len();
+    let capacity = ENVELOPE_LEN + id_len(id) + text.serialized_len();
     result_frame_sized(id, &text.serializable(), capacity)
 }
 
