@@ -961,7 +961,7 @@ mod tests {
                     "{text:?} measured"
                 );
                 assert_eq!(
-                    super::super::handler::escaped_len(text),
+                    crate::handler::escaped_len(text),
                     serde_json::to_string(text).unwrap().len()
                 );
             }
