@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{json, Value};
-use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Seen};
+use switchboard_server::{Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Seen};
 
 use super::{completion, conformance, prompts, resources, tools, Options};
 
@@ -145,10 +145,10 @@ impl Handler for Demo {
     fn call_tool(
         self: Arc<Self>,
         name: String,
-        arguments: Value,
+        arguments: Arguments,
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
-        Box::pin(async move { tools::call(&self, &name, &arguments, &ctx).await })
+        Box::pin(async move { tools::call(&self, &name, arguments, &ctx).await })
     }
 
     fn resources(&self) -> Cow<'_, [Value]> {

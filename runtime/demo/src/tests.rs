@@ -87,6 +87,13 @@ impl Client {
     }
 }
 
+/// A `tools/call` with `params` as written, and its whole response.
+async fn call_raw(client: &mut Client, id: i64, params: &str) -> Value {
+    let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#);
+    client.send_raw(line.as_bytes()).await;
+    client.recv().await
+}
+
 fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or_default()
 }
@@ -210,6 +217,56 @@ async fn ordinary_tools_answer() {
     let bad = client.call(6, "greet", json!({"name": 7})).await;
     assert_eq!(bad["isError"], true);
     assert!(text(&bad).contains("name"));
+}
+
+/// The arguments `echo` and `greet` read straight from the request's text, and every way
+/// that reading can fail: each answered as the tool's error, with what was wrong.
+#[tokio::test]
+async fn arguments_read_from_the_request_text_fail_as_the_tools_error() {
+    let mut client = Client::start(Options::default());
+    let client = &mut client;
+    let escaped = call_raw(
+        client,
+        1,
+        r#"{"name":"echo","arguments":{"text":"caf\u00e9 \"q\""}}"#,
+    )
+    .await;
+    assert_eq!(text(&escaped["result"]), "café \"q\"");
+    let absent = call_raw(client, 2, r#"{"name":"greet"}"#).await;
+    assert_eq!(absent["result"]["isError"], true);
+    assert!(text(&absent["result"]).contains("name"), "{absent}");
+    // `null` arguments are no arguments.
+    let null = call_raw(client, 3, r#"{"name":"greet","arguments":null}"#).await;
+    assert!(
+        text(&null["result"]).contains("missing argument \"name\""),
+        "{null}"
+    );
+    let array = call_raw(client, 4, r#"{"name":"echo","arguments":["hello"]}"#).await;
+    assert_eq!(text(&array["result"]), "arguments must be an object");
+    let lone = call_raw(
+        client,
+        5,
+        r#"{"name":"echo","arguments":{"text":"\ud800"}}"#,
+    )
+    .await;
+    assert_eq!(lone["result"]["isError"], true);
+    assert!(
+        text(&lone["result"]).starts_with("invalid arguments"),
+        "{lone}"
+    );
+    // The last of duplicate keys wins, as it does for a tree of them.
+    let twice = call_raw(
+        client,
+        6,
+        r#"{"name":"echo","arguments":{"text":"a","text":"b"}}"#,
+    )
+    .await;
+    assert_eq!(text(&twice["result"]), "b");
+    let number = call_raw(client, 7, r#"{"name":"echo","arguments":{"text":7}}"#).await;
+    assert!(
+        text(&number["result"]).contains("must be a string"),
+        "{number}"
+    );
 }
 
 #[tokio::test]

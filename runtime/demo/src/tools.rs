@@ -14,8 +14,9 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
+use serde::Deserialize;
 use serde_json::{json, Value};
-use switchboard_server::{Context, HandlerError, Outcome, Reply};
+use switchboard_server::{Arguments, Context, HandlerError, Outcome, Reply};
 
 use super::demo::{lock, log, Demo};
 use super::{conformance, feature_tools};
@@ -246,9 +247,17 @@ pub(super) type ToolResult = Result<Reply, ToolError>;
 pub(super) async fn call(
     demo: &Demo,
     name: &str,
-    args: &Value,
+    args: Arguments,
     ctx: &Context,
 ) -> Result<Reply, HandlerError> {
+    if let Some(reply) = quick(name, &args) {
+        return Ok(reply);
+    }
+    let args = match args.into_value() {
+        Ok(args) => args,
+        Err(e) => return Ok(error_result(format!("invalid arguments: {e}"))),
+    };
+    let args = &args;
     let options = &demo.options;
     if !is_listed(name, options.faults, options.conformance) {
         return Err(HandlerError::invalid_params(format!(
@@ -271,6 +280,34 @@ pub(super) async fn call(
         None => Box::pin(run(demo, ctx, name, args)).await,
     };
     Ok(result.unwrap_or_else(|ToolError(message)| error_result(message)))
+}
+
+/// `echo` and `greet` with the arguments they take, read from the request's text with no
+/// tree built; `None` for anything else, which the general path answers (with its own
+/// message for arguments that are wrong). Both tools are in every tool set.
+fn quick(name: &str, args: &Arguments) -> Option<Reply> {
+    #[derive(Deserialize)]
+    struct Echo<'a> {
+        #[serde(borrow)]
+        text: Cow<'a, str>,
+    }
+    #[derive(Deserialize)]
+    struct Greet<'a> {
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+    }
+    // A struct also reads from an array; only an object is arguments.
+    if !args.is_object() {
+        return None;
+    }
+    match name {
+        "echo" => args.parse::<Echo<'_>>().ok().map(|a| text(a.text)),
+        "greet" => args
+            .parse::<Greet<'_>>()
+            .ok()
+            .map(|a| text(format!("Hello, {}!", a.name))),
+        _ => None,
+    }
 }
 
 /// The ordinary tools, which answer without waiting for anything; `None` for the others.

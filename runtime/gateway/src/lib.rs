@@ -35,7 +35,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use arc_swap::ArcSwap;
 use serde_json::Value;
 use switchboard::{Runtime, ServerState};
-use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Options, Reply, Server};
+use switchboard_server::{
+    Arguments, BoxFuture, Context, Handler, HandlerError, Info, Options, Reply, Server,
+};
 use tokio::task::JoinHandle;
 
 mod asks;
@@ -214,9 +216,18 @@ impl Handler for Gateway {
     fn call_tool(
         self: Arc<Self>,
         name: String,
-        arguments: Value,
+        arguments: Arguments,
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
+        // Read as a tree here, strictly: what goes upstream is valid JSON, and a string
+        // that is not (a lone surrogate escape) is the front client's error.
+        let arguments = match arguments.into_value() {
+            Ok(arguments) => arguments,
+            Err(e) => {
+                let error = HandlerError::invalid_params(format!("invalid arguments: {e}"));
+                return Box::pin(async move { Err(error) });
+            }
+        };
         // The call's span names the front's trace, so that the gateway's own events join it.
         let span = tracing::debug_span!(
             "forward",

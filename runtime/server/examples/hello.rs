@@ -1,9 +1,17 @@
 //! A server an embedder writes: two tools and a resource, over stdio (or `--http ADDR`).
 use serde_json::{json, Value};
 use std::{borrow::Cow, sync::Arc};
-use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Server};
+use switchboard_server::{
+    Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Server,
+};
 
 struct Hello;
+
+#[derive(serde::Deserialize)]
+struct Greet<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+}
 
 impl Handler for Hello {
     fn info(&self) -> Info {
@@ -19,15 +27,17 @@ impl Handler for Hello {
     fn call_tool(
         self: Arc<Self>,
         name: String,
-        args: Value,
+        args: Arguments,
         _: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
         Box::pin(async move {
             match name.as_str() {
-                "greet" => Ok(Reply::text(format!(
-                    "Hello, {}!",
-                    args["name"].as_str().unwrap_or("world")
-                ))),
+                "greet" => Ok(match args.parse::<Greet<'_>>() {
+                    Ok(Greet { name }) => {
+                        Reply::text(format!("Hello, {}!", name.as_deref().unwrap_or("world")))
+                    }
+                    Err(e) => Reply::tool_error(format!("invalid arguments: {e}")),
+                }),
                 "now" => Ok(Reply::text(format!("{:?}", std::time::SystemTime::now()))),
                 _ => Err(HandlerError::invalid_params(format!(
                     "unknown tool: {name}"

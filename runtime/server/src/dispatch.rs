@@ -21,6 +21,7 @@ use switchboard_codecs::jsonrpc::{ErrorObject, Id, Notification, Request};
 use switchboard_codecs::mcp::modern::{self, meta};
 use switchboard_transports::server::{Inbound, Responder};
 
+use crate::arguments::Arguments;
 use crate::audience::Listen;
 use crate::context::{Context, Era, Inputs, Origin};
 use crate::error::{HandlerError, RESOURCE_NOT_FOUND};
@@ -47,13 +48,22 @@ fn result_frame<T: Serialize + ?Sized>(id: &Id, result: &T) -> Bytes {
 /// exactly becomes `Bytes` without a second allocation for a shared header (and a small
 /// one stays in glibc's fast bins, which a 128-byte buffer has outgrown).
 fn result_frame_sized<T: Serialize + ?Sized>(id: &Id, result: &T, capacity: usize) -> Bytes {
+    frame_around(id, capacity, |frame| serde_json::to_writer(frame, result))
+}
+
+/// A response whose result `write` writes, in a buffer of `capacity` bytes.
+fn frame_around(
+    id: &Id,
+    capacity: usize,
+    write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+) -> Bytes {
     let mut frame = Vec::with_capacity(capacity);
     frame.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     // An id or a result that does not serialize cannot come from a parsed request or a
     // handler's value; were it to, the client hears an internal error, not half a frame.
     let written = serde_json::to_writer(&mut frame, id).and_then(|()| {
         frame.extend_from_slice(br#","result":"#);
-        serde_json::to_writer(&mut frame, result)
+        write(&mut frame)
     });
     if written.is_err() {
         let error = ErrorObject::new(ErrorObject::INTERNAL_ERROR, "the result did not serialize");
@@ -82,7 +92,7 @@ fn json_result_frame(id: &Id, result: &RawValue) -> Bytes {
 /// A response around a text result, serialized straight into a buffer of its size.
 fn text_result_frame(id: &Id, text: &TextReply) -> Bytes {
     let capacity = ENVELOPE_LEN + id_len(id) + text.serialized_len();
-    result_frame_sized(id, &text.serializable(), capacity)
+    frame_around(id, capacity, |frame| text.write_into(frame))
 }
 
 /// The length of `id` serialized: exact for a number, and for a string with nothing to
@@ -260,7 +270,7 @@ fn handshake_call(
     session: &Arc<Session>,
     request: &Request,
     responder: Responder,
-) -> Result<(String, Value, Context), Responder> {
+) -> Result<(String, Arguments, Context), Responder> {
     let Some(call) = CallParams::of(request) else {
         return Err(responder);
     };
@@ -274,7 +284,10 @@ fn handshake_call(
         traceparent,
         responder,
     );
-    let arguments = call.arguments.unwrap_or_else(|| json!({}));
+    // `null`, like no arguments, is `{}`: an `Option` reads it as `None`.
+    let arguments = call
+        .arguments
+        .map_or_else(Arguments::default, |raw| Arguments::raw(raw.to_owned()));
     Ok((call.name.into_owned(), arguments, ctx))
 }
 
@@ -420,8 +433,9 @@ fn handshake_context(
 struct CallParams<'a> {
     #[serde(borrow)]
     name: Cow<'a, str>,
-    #[serde(default)]
-    arguments: Option<Value>,
+    /// Kept as the request's text: the tool reads it into what it takes.
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
     #[serde(rename = "_meta", default, borrow)]
     meta: Option<CallMeta<'a>>,
 }
@@ -807,8 +821,8 @@ async fn feature(
             let name = str_param(&params, "name")?.to_owned();
             let mut params = params;
             let args = match params.get_mut("arguments").map(Value::take) {
-                None | Some(Value::Null) => json!({}),
-                Some(args) => args,
+                None | Some(Value::Null) => Arguments::default(),
+                Some(args) => Arguments::from(args),
             };
             call_tool(core, name, args, ctx).await
         }
@@ -840,7 +854,7 @@ async fn feature(
 async fn call_tool(
     core: &Arc<Core>,
     name: String,
-    arguments: Value,
+    arguments: Arguments,
     ctx: Context,
 ) -> Result<Reply, HandlerError> {
     if ctx.principal().is_some_and(|p| !p.may_use_tool(&name)) {
@@ -954,6 +968,14 @@ mod tests {
                 let expected = serde_json::json!({"jsonrpc": "2.0", "id": 12, "result": result});
                 let written: serde_json::Value = serde_json::from_slice(&frame).unwrap();
                 assert_eq!(written, expected, "{text:?}");
+                // Byte for byte as a compact serializer writes it, keys in the schema's order.
+                let exact = format!(
+                    r#"{{"jsonrpc":"2.0","id":12,"result":{{"content":[{{"type":"text","text":{}}}]{}}}}}"#,
+                    serde_json::to_string(text).unwrap(),
+                    if is_error { r#","isError":true"# } else { "" },
+                );
+                assert_eq!(std::str::from_utf8(&frame).unwrap(), exact);
+                assert_eq!(written["result"], reply.to_value(), "{text:?} as a value");
                 let envelope = r#"{"jsonrpc":"2.0","id":12,"result":}"#.len();
                 assert_eq!(
                     frame.len(),
@@ -974,6 +996,7 @@ mod tests {
         let written: serde_json::Value = serde_json::from_slice(&frame).unwrap();
         assert_eq!(written["result"]["structuredContent"]["n"], 1);
         assert_eq!(written["result"]["content"][0]["text"], r#"{"n":1}"#);
+        assert_eq!(written["result"], reply.to_value());
     }
 
     #[test]
@@ -1010,7 +1033,10 @@ mod tests {
         let request = request(plain);
         let call = CallParams::of(&request).expect("a handshake-era call");
         assert_eq!(call.name, "echo");
-        assert_eq!(call.arguments, Some(serde_json::json!({"text": "hi"})));
+        assert_eq!(
+            call.arguments.map(serde_json::value::RawValue::get),
+            Some(r#"{"text":"hi"}"#)
+        );
         assert_eq!(
             call.meta.and_then(|m| m.progress_token),
             Some(serde_json::json!(7))

@@ -15,11 +15,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{Notification, Request, Response};
 
+use crate::arguments::Arguments;
 use crate::context::Context;
 use crate::error::HandlerError;
 
@@ -169,32 +169,53 @@ impl TextReply {
         self.is_error
     }
 
-    pub(crate) fn serializable(&self) -> TextResult<'_> {
-        TextResult::new(&self.text, self.structured.as_ref(), self.is_error)
+    /// Writes the result: the one place its shape is spelled out, which
+    /// [`serialized_len`](Self::serialized_len) measures. Written by hand rather than by a
+    /// derived `Serialize`, which escaped every key anew on every call.
+    pub(crate) fn write_into(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.extend_from_slice(BLOCK_OPEN);
+        serde_json::to_writer(&mut *out, self.text.as_str())?;
+        out.extend_from_slice(BLOCK_CLOSE);
+        if let Some(structured) = &self.structured {
+            out.extend_from_slice(STRUCTURED);
+            serde_json::to_writer(&mut *out, structured)?;
+        }
+        if self.is_error {
+            out.extend_from_slice(IS_ERROR);
+        }
+        out.push(b'}');
+        Ok(())
     }
 
     /// The result's length serialized: exact but for structured content, which is not
     /// measured (a frame that misses its buffer's size only costs a second allocation).
     pub(crate) fn serialized_len(&self) -> usize {
-        const BLOCK: usize = r#"{"content":[{"type":"text","text":}]}"#.len();
-        const IS_ERROR: usize = r#","isError":true"#.len();
         let structured = match &self.structured {
-            Some(_) => r#","structuredContent":"#.len() + 64,
+            Some(_) => STRUCTURED.len() + 64,
             None => 0,
         };
-        BLOCK + escaped_len(&self.text) + structured + if self.is_error { IS_ERROR } else { 0 }
+        let is_error = if self.is_error { IS_ERROR.len() } else { 0 };
+        BLOCK_OPEN.len() + escaped_len(&self.text) + BLOCK_CLOSE.len() + structured + is_error + 1
     }
 
     /// The result as a value, for a path that adds fields to it.
     pub(crate) fn to_value(&self) -> Value {
-        serde_json::to_value(self.serializable()).unwrap_or_else(|e| {
-            json!({
-                "content": [{"type": "text", "text": format!("the result did not serialize: {e}")}],
-                "isError": true,
-            })
-        })
+        let mut result = json!({"content": [{"type": "text", "text": self.text}]});
+        if let Some(structured) = &self.structured {
+            result["structuredContent"] = structured.clone();
+        }
+        if self.is_error {
+            result["isError"] = Value::Bool(true);
+        }
+        result
     }
 }
+
+/// The parts of a text result around its text, and its optional fields.
+const BLOCK_OPEN: &[u8] = br#"{"content":[{"type":"text","text":"#;
+const BLOCK_CLOSE: &[u8] = b"}]";
+const STRUCTURED: &[u8] = br#","structuredContent":"#;
+const IS_ERROR: &[u8] = br#","isError":true"#;
 
 /// The length of `s` as a JSON string, quotes included, as serde_json escapes it.
 pub(crate) fn escaped_len(s: &str) -> usize {
@@ -207,34 +228,6 @@ pub(crate) fn escaped_len(s: &str) -> usize {
         })
         .sum();
     s.len() + 2 + extra
-}
-
-/// One text block of a tool result.
-#[derive(Serialize)]
-struct TextBlock<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: &'a str,
-}
-
-/// A tool result with one text block, in the shape `tools/call` answers.
-#[derive(Serialize)]
-pub(crate) struct TextResult<'a> {
-    content: [TextBlock<'a>; 1],
-    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
-    structured: Option<&'a Value>,
-    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
-    is_error: bool,
-}
-
-impl<'a> TextResult<'a> {
-    fn new(text: &'a str, structured: Option<&'a Value>, is_error: bool) -> Self {
-        TextResult {
-            content: [TextBlock { kind: "text", text }],
-            structured,
-            is_error,
-        }
-    }
 }
 
 impl Reply {
@@ -289,8 +282,15 @@ pub enum Seen<'a> {
 /// ```
 /// use std::borrow::Cow;
 /// use std::sync::Arc;
+/// use serde::Deserialize;
 /// use serde_json::{json, Value};
-/// use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply};
+/// use switchboard_server::{Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply};
+///
+/// #[derive(Deserialize)]
+/// struct EchoArgs<'a> {
+///     #[serde(borrow)]
+///     text: Cow<'a, str>,
+/// }
 ///
 /// struct Echo;
 ///
@@ -301,11 +301,14 @@ pub enum Seen<'a> {
 ///     fn tools(&self) -> Cow<'_, [Value]> {
 ///         Cow::Owned(vec![json!({"name": "echo", "inputSchema": {"type": "object"}})])
 ///     }
-///     fn call_tool(self: Arc<Self>, name: String, args: Value, _: Context)
+///     fn call_tool(self: Arc<Self>, name: String, args: Arguments, _: Context)
 ///         -> BoxFuture<Result<Reply, HandlerError>> {
 ///         Box::pin(async move {
 ///             match name.as_str() {
-///                 "echo" => Ok(Reply::text(args["text"].as_str().unwrap_or(""))),
+///                 "echo" => Ok(match args.parse::<EchoArgs<'_>>() {
+///                     Ok(EchoArgs { text }) => Reply::text(text),
+///                     Err(e) => Reply::tool_error(format!("invalid arguments: {e}")),
+///                 }),
 ///                 _ => Err(HandlerError::invalid_params(format!("unknown tool: {name}"))),
 ///             }
 ///         })
@@ -331,12 +334,12 @@ pub trait Handler: Send + Sync + 'static {
         tool.get("inputSchema").cloned()
     }
 
-    /// Runs a tool. A tool that fails answers [`Reply::tool_error`]; an unknown tool is
-    /// [`HandlerError::invalid_params`].
+    /// Runs a tool. A tool that fails, bad arguments included, answers
+    /// [`Reply::tool_error`]; an unknown tool is [`HandlerError::invalid_params`].
     fn call_tool(
         self: Arc<Self>,
         name: String,
-        arguments: Value,
+        arguments: Arguments,
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
         let _ = (arguments, ctx);

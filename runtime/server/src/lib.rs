@@ -20,7 +20,9 @@
 //! use std::borrow::Cow;
 //! use std::sync::Arc;
 //! use serde_json::{json, Value};
-//! use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Server};
+//! use switchboard_server::{
+//!     Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Server,
+//! };
 //!
 //! struct Hello;
 //!
@@ -31,7 +33,7 @@
 //!     fn tools(&self) -> Cow<'_, [Value]> {
 //!         Cow::Owned(vec![json!({"name": "hello", "inputSchema": {"type": "object"}})])
 //!     }
-//!     fn call_tool(self: Arc<Self>, _: String, _: Value, _: Context)
+//!     fn call_tool(self: Arc<Self>, _: String, _: Arguments, _: Context)
 //!         -> BoxFuture<Result<Reply, HandlerError>> {
 //!         Box::pin(async { Ok(Reply::text("Hello!")) })
 //!     }
@@ -56,6 +58,7 @@ use std::time::Duration;
 use switchboard_transports::server::{self as transport, Inbound, Notifier, Service};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+mod arguments;
 mod audience;
 mod context;
 mod dispatch;
@@ -66,6 +69,7 @@ mod seal;
 mod session;
 mod shared;
 
+pub use arguments::Arguments;
 pub use context::{Context, Era};
 pub use error::{HandlerError, RESOURCE_NOT_FOUND};
 pub use handler::{BoxFuture, Handler, Info, Reply, Seen, TextReply};

@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use switchboard::Runtime;
 
 use crate::support::{fronted, in_memory};
-use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Server};
+use switchboard_server::{
+    Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Server,
+};
 
 /// An upstream with one tool, `trace`, which answers the trace context it was given.
 struct Traced;
@@ -27,7 +29,7 @@ impl Handler for Traced {
     fn call_tool(
         self: Arc<Self>,
         _name: String,
-        _arguments: Value,
+        _arguments: Arguments,
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
         let seen = ctx.traceparent().unwrap_or("none").to_owned();

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use switchboard_server::{BoxFuture, Context, Handler, HandlerError, Info, Reply, Server};
+use switchboard_server::{
+    Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Server,
+};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
 pub(crate) const WAIT: Duration = Duration::from_secs(10);
@@ -54,10 +56,11 @@ impl Handler for TestHandler {
     fn call_tool(
         self: Arc<Self>,
         name: String,
-        args: Value,
+        args: Arguments,
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
         Box::pin(async move {
+            let args = args.into_value().unwrap_or_default();
             match name.as_str() {
                 "echo" => Ok(Reply::text(args["text"].as_str().unwrap_or(""))),
                 "slow" => {
