@@ -30,12 +30,16 @@
 //! that leaves it on purpose (`setsid`, daemons, containers started by `docker run`) is out
 //! of their reach and may outlive the connection.
 //!
-//! On Linux the child also gets `SIGKILL` when the thread that started it exits
-//! (`PR_SET_PDEATHSIG`), so no server outlives a crashed host. That signal follows the
-//! *thread*: call [`connect`] from a runtime thread that lives as long as the connection
-//! (any task on a tokio runtime does; a thread of `spawn_blocking`'s pool does not).
+//! No server outlives a crashed host: one small shell per process (the *guardian*, started
+//! with the first server, in a process group of its own) watches every server's group and
+//! kills what is left of them when this process ends, however it ends. Where no guardian
+//! can be started (no `/bin/sh`), on Linux each child gets `SIGKILL` when the thread that
+//! started it exits (`PR_SET_PDEATHSIG`) instead, and that signal follows the *thread*:
+//! call [`connect`] from a runtime thread that lives as long as the connection (any task on
+//! a tokio runtime does; a thread of `spawn_blocking`'s pool does not).
 
 mod group;
+mod guardian;
 mod lane;
 mod process;
 mod stderr;
@@ -57,6 +61,7 @@ use crate::connection::{BoxFuture, Connection, Control, KillHandle, Sender};
 use crate::framed;
 
 use self::group::Group;
+pub use self::guardian::NAME as GUARDIAN_NAME;
 use self::lane::Lane;
 use self::process::Process;
 use self::stderr::Ring;
@@ -194,8 +199,12 @@ impl Config {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        // Without a guardian, the kernel's parent-death signal stands in, at the cost of
+        // starting every server with `fork` (see `guardian`).
         #[cfg(target_os = "linux")]
-        set_parent_death_signal(&mut command);
+        if !guardian::available() {
+            set_parent_death_signal(&mut command);
+        }
         command
     }
 }

@@ -21,7 +21,9 @@ pub(super) struct Group {
 }
 
 impl Group {
+    /// The group of a child just started, which the guardian watches until it is gone.
     pub(super) fn new(pgid: libc::pid_t) -> Self {
+        super::guardian::watch(pgid);
         Group {
             pgid,
             gone: AtomicBool::new(false),
@@ -42,7 +44,9 @@ impl Group {
 
     /// Marks the group as gone: no signal is sent to it from now on.
     pub(super) fn mark_gone(&self) {
-        self.gone.store(true, Ordering::Release);
+        if !self.gone.swap(true, Ordering::AcqRel) {
+            super::guardian::release(self.pgid);
+        }
     }
 
     /// Whether a member of the group is still running. Zombies do not count: where init

@@ -234,7 +234,8 @@ fn demo_shows_the_timeout_and_the_crash() {
 }
 
 /// The child processes of `pid`, which Linux lists per thread (the thread that spawned a
-/// child is its parent); elsewhere none, and the servers' exit is not checked.
+/// child is its parent), but for the transport's guardian; elsewhere none, and the servers'
+/// exit is not checked.
 pub(super) fn children(pid: u32) -> Vec<u32> {
     let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
@@ -247,6 +248,7 @@ pub(super) fn children(pid: u32) -> Vec<u32> {
                 .filter_map(|p| p.parse().ok())
                 .collect::<Vec<u32>>()
         })
+        .filter(|&pid| !crate::is_guardian(pid))
         .collect()
 }
 
@@ -335,6 +337,69 @@ fn sigint_cancels_the_call_and_exits_130() {
         .filter(|m| m["params"]["requestId"] == call_id)
         .collect();
     assert_eq!(cancels.len(), 1, "{wire:#?}");
+}
+
+/// A host that is killed outright (`SIGKILL`: no handler runs, nothing is closed) leaves no
+/// server behind: the guardian kills what it started.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_host_leaves_no_server_behind() {
+    let pidfile = Temp::path("sigkill-server.pid");
+    // A server that outlives the end of its input, as many do: the demo server ends at
+    // EOF, and its shell then sleeps on.
+    let server = r#"echo $$ > "$0"; "$1" demo-server --faults; exec sleep 600"#;
+    let mut child = Command::new(BIN)
+        .args([
+            "call",
+            "hang",
+            "--",
+            "/bin/sh",
+            "-c",
+            server,
+            pidfile.str(),
+            BIN,
+        ])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn switchboard");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let server: u32 = loop {
+        let written = std::fs::read_to_string(&pidfile.0).unwrap_or_default();
+        if let Ok(pid) = written.trim().parse() {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the server never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its handshake done, the call in flight: the host is at work.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!process_is_gone(server), "the server ended on its own");
+    let guardians: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|l| {
+            l.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .filter(|&pid| crate::is_guardian(pid))
+        .collect();
+    assert_eq!(guardians.len(), 1, "one guardian per process");
+    child.kill().expect("SIGKILL switchboard");
+    child.wait().expect("reap switchboard");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !(process_is_gone(server) && process_is_gone(guardians[0])) {
+        assert!(
+            Instant::now() < deadline,
+            "server {server} or the guardian outlived the killed host"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 // ---- The servers of a config file ----

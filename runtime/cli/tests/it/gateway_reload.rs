@@ -130,7 +130,7 @@ fn children_by_name(gateway: u32) -> std::collections::BTreeMap<String, u32> {
             .split_whitespace()
             .filter_map(|p| p.parse::<u32>().ok())
         {
-            if crate::process_is_gone(pid) {
+            if crate::process_is_gone(pid) || crate::is_guardian(pid) {
                 continue;
             }
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();

@@ -16,6 +16,13 @@ mod gateway_faults;
 mod readme;
 mod replicas;
 
+/// Whether `pid` is the guardian the stdio transport starts beside the servers (it kills
+/// them should the process die; it ends on its own once the process has).
+pub(crate) fn is_guardian(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).next() == Some(b"switchboard-guardian"))
+}
+
 /// Whether a process is gone (no such pid, or a zombie nobody reaped yet).
 pub(crate) fn process_is_gone(pid: u32) -> bool {
     if unsafe { libc::kill(pid as i32, 0) } != 0 {

@@ -1,0 +1,261 @@
+//! The guardian: a small shell that kills this process's servers when this process ends,
+//! however it ends (exit, crash, `SIGKILL`).
+//!
+//! Linux's `PR_SET_PDEATHSIG` does that per child, but it must be set between `fork` and
+//! `exec`, and a `pre_exec` hook makes std start every server with `fork` instead of
+//! `posix_spawn`. In a process of many threads and much memory each start then cost
+//! milliseconds and left every page copy-on-write, which all the other threads paid in page
+//! faults: one server crash-looping beside nine healthy ones moved their p99 by 1.5–1.85×
+//! (BENCHMARKS.md). The signal also follows the *thread* that started the child, not the
+//! process.
+//!
+//! So one guardian per process, started once (with `posix_spawn`, in a process group of its
+//! own, so that no terminal's signal and no group kill meant for us reaches it), reads lines
+//! on its stdin: `+PGID` to watch a server's process group, `-PGID` once the group is known
+//! to be empty. The write end of that pipe is ours alone; the kernel closes it when this
+//! process ends, and the guardian, at end of input, sends `SIGKILL` to every group still on
+//! its list, then exits. Where it cannot be started (no `/bin/sh`), servers get the
+//! parent-death signal as before.
+//!
+//! Two windows remain, both far narrower than a thread's life: a server started but not yet
+//! on the list when this process dies is not killed, and a group released a moment after it
+//! emptied could, were this process to die in that moment and its id to be reused at once,
+//! be signalled stale.
+
+use std::collections::BTreeSet;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
+
+/// The guardian's `argv[0]`, as `ps` shows it: a child of this process by that name is not
+/// a server.
+pub const NAME: &str = "switchboard-guardian";
+
+/// What the guardian runs: a POSIX shell loop of builtins only.
+const SCRIPT: &str = r#"trap '' INT HUP TERM QUIT
+groups=' '
+while IFS= read -r line; do
+  case $line in
+    +*) groups="$groups${line#+} " ;;
+    -*) g=${line#-}
+        case $groups in *" $g "*) groups="${groups%% $g *} ${groups#* $g }" ;; esac ;;
+  esac
+done
+for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done
+"#;
+
+/// A running guardian and the groups it watches.
+#[derive(Debug)]
+pub(super) struct Guardian {
+    child: Child,
+    stdin: ChildStdin,
+    /// What it was told to watch, to tell a new one should this one die.
+    watched: BTreeSet<libc::pid_t>,
+}
+
+impl Guardian {
+    /// Starts one.
+    pub(super) fn start() -> io::Result<Guardian> {
+        let mut child = Command::new("/bin/sh")
+            // What `ps` shows, so that whoever lists our children can tell it from a server.
+            .arg0(NAME)
+            .args(["-c", SCRIPT])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .current_dir("/")
+            .process_group(0)
+            .spawn()?;
+        let Some(stdin) = child.stdin.take() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("the guardian's stdin is missing"));
+        };
+        // A guardian that stops reading (stopped by a debugger, say) must not block a
+        // server's start: a full pipe fails the write, and a new guardian takes over. The
+        // pipe is ours alone, so its flags are too.
+        // SAFETY: fcntl on a descriptor we own, with no pointer arguments.
+        let nonblocking = unsafe {
+            let fd = stdin.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            flags != -1 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) != -1
+        };
+        if !nonblocking {
+            let error = io::Error::last_os_error();
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(error);
+        }
+        Ok(Guardian {
+            child,
+            stdin,
+            watched: BTreeSet::new(),
+        })
+    }
+
+    /// Watches `pgid`: it is killed if this process ends first.
+    pub(super) fn watch(&mut self, pgid: libc::pid_t) -> io::Result<()> {
+        self.watched.insert(pgid);
+        writeln!(self.stdin, "+{pgid}")
+    }
+
+    /// Stops watching `pgid`, whose group is empty: its id may be reused.
+    pub(super) fn release(&mut self, pgid: libc::pid_t) -> io::Result<()> {
+        self.watched.remove(&pgid);
+        writeln!(self.stdin, "-{pgid}")
+    }
+
+    /// Kills a guardian that cannot be told any more (its groups stay on `watched`).
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Whether it still runs (reaping it if not).
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Ends it: every group still watched is killed.
+    #[cfg(test)]
+    fn end(self) -> io::Result<std::process::ExitStatus> {
+        let Guardian {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        child.wait()
+    }
+}
+
+/// This process's guardian, started on first use; `None` inside when it cannot be.
+/// Locked only to start a server or to release one, never on a message's path.
+static GUARDIAN: Mutex<Option<Guardian>> = Mutex::new(None);
+
+/// Whether a guardian runs (starting one, or a new one if it died): when it does not, the
+/// caller must protect its servers some other way.
+pub(super) fn available() -> bool {
+    let mut slot = GUARDIAN.lock().unwrap_or_else(PoisonError::into_inner);
+    ensure(&mut slot).is_some()
+}
+
+/// Puts `pgid` on the guardian's list. `false` if no guardian could take it.
+pub(super) fn watch(pgid: libc::pid_t) -> bool {
+    let mut slot = GUARDIAN.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(guardian) = ensure(&mut slot) else {
+        return false;
+    };
+    if guardian.watch(pgid).is_ok() {
+        return true;
+    }
+    // It died since we looked, or stopped reading: a new one takes over the whole list,
+    // this group included.
+    guardian.stop();
+    ensure(&mut slot).is_some()
+}
+
+/// Takes `pgid` off the guardian's list.
+pub(super) fn release(pgid: libc::pid_t) {
+    let mut slot = GUARDIAN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(guardian) = slot.as_mut() {
+        if guardian.release(pgid).is_err() {
+            // A new one starts, from the list without this group, on the next use.
+            guardian.stop();
+        }
+    }
+}
+
+/// The running guardian, started (again) if there is none or it died, with the groups the
+/// last one watched.
+fn ensure(slot: &mut Option<Guardian>) -> Option<&mut Guardian> {
+    if slot.as_mut().is_some_and(Guardian::alive) {
+        return slot.as_mut();
+    }
+    let previous = slot.take().map(|dead| dead.watched).unwrap_or_default();
+    let mut guardian = match Guardian::start() {
+        Ok(guardian) => guardian,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot start the guardian that kills servers if this process dies");
+            return None;
+        }
+    };
+    for pgid in previous {
+        if guardian.watch(pgid).is_err() {
+            return None;
+        }
+    }
+    Some(slot.insert(guardian))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A `sleep` leading a process group of its own, as a server is started.
+    fn sleeper() -> Child {
+        Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .expect("spawn sleep")
+    }
+
+    fn gone_within(child: &mut Child, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    #[test]
+    fn at_the_end_of_its_input_it_kills_the_groups_still_watched() {
+        let mut guardian = Guardian::start().expect("start the guardian");
+        let (mut watched, mut released) = (sleeper(), sleeper());
+        let id = |c: &Child| libc::pid_t::try_from(c.id()).unwrap();
+        guardian.watch(id(&watched)).unwrap();
+        guardian.watch(id(&released)).unwrap();
+        // A group whose id is a prefix of another's must not take the other off the list.
+        guardian.watch(id(&watched) * 10 + 9).unwrap();
+        guardian.release(id(&watched) * 10 + 9).unwrap();
+        guardian.release(id(&released)).unwrap();
+        assert!(!gone_within(&mut watched, Duration::from_millis(200)));
+        let status = guardian.end().expect("the guardian ends");
+        assert!(status.success(), "{status}");
+        assert!(
+            gone_within(&mut watched, Duration::from_secs(5)),
+            "the watched group lives on"
+        );
+        assert!(
+            !gone_within(&mut released, Duration::from_millis(200)),
+            "a released group was killed"
+        );
+        released.kill().unwrap();
+        released.wait().unwrap();
+    }
+
+    #[test]
+    fn a_guardian_that_died_is_replaced_and_told_what_the_last_one_watched() {
+        let mut slot = Some(Guardian::start().expect("start the guardian"));
+        let mut server = sleeper();
+        let pgid = libc::pid_t::try_from(server.id()).unwrap();
+        slot.as_mut().unwrap().watch(pgid).unwrap();
+        let old = slot.as_mut().unwrap();
+        old.child.kill().unwrap();
+        old.child.wait().unwrap();
+        let new = ensure(&mut slot).expect("a new guardian");
+        assert!(new.watched.contains(&pgid));
+        let new = slot.take().unwrap();
+        new.end().unwrap();
+        assert!(
+            gone_within(&mut server, Duration::from_secs(5)),
+            "the new guardian did not know the group"
+        );
+    }
+}
