@@ -237,6 +237,13 @@ fn demo_shows_the_timeout_and_the_crash() {
 /// child is its parent), but for the transport's guardian; elsewhere none, and the servers'
 /// exit is not checked.
 pub(super) fn children(pid: u32) -> Vec<u32> {
+    let mut children = children_and_guardian(pid);
+    children.retain(|&pid| !crate::is_guardian(pid));
+    children
+}
+
+/// Every child process of `pid`, the guardian included.
+fn children_and_guardian(pid: u32) -> Vec<u32> {
     let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -248,8 +255,27 @@ pub(super) fn children(pid: u32) -> Vec<u32> {
                 .filter_map(|p| p.parse().ok())
                 .collect::<Vec<u32>>()
         })
-        .filter(|&pid| !crate::is_guardian(pid))
         .collect()
+}
+
+/// `switchboard call hang` to a server that `script` runs (`/bin/sh -c script file BIN`:
+/// `$0` is `file`, `$1` this binary).
+fn call_hang(script: &str, file: &Temp) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args([
+            "call",
+            "hang",
+            "--",
+            "/bin/sh",
+            "-c",
+            script,
+            file.str(),
+            BIN,
+        ])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    command
 }
 
 /// The messages in a file of JSON lines (a last, partial line is left out).
@@ -267,19 +293,7 @@ fn sigint_cancels_the_call_and_exits_130() {
     // The server's input is copied to a file on its way in: the wire, as the server reads it.
     let wire = Temp::path("sigint-wire.jsonl");
     let server = r#"tee "$0" | exec "$1" demo-server --faults"#;
-    let mut child = Command::new(BIN)
-        .args([
-            "call",
-            "hang",
-            "--",
-            "/bin/sh",
-            "-c",
-            server,
-            wire.str(),
-            BIN,
-        ])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
+    let mut child = call_hang(server, &wire)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -348,19 +362,7 @@ fn a_killed_host_leaves_no_server_behind() {
     // A server that outlives the end of its input, as many do: the demo server ends at
     // EOF, and its shell then sleeps on.
     let server = r#"echo $$ > "$0"; "$1" demo-server --faults; exec sleep 600"#;
-    let mut child = Command::new(BIN)
-        .args([
-            "call",
-            "hang",
-            "--",
-            "/bin/sh",
-            "-c",
-            server,
-            pidfile.str(),
-            BIN,
-        ])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
+    let mut child = call_hang(server, &pidfile)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -377,16 +379,8 @@ fn a_killed_host_leaves_no_server_behind() {
     // Its handshake done, the call in flight: the host is at work.
     std::thread::sleep(Duration::from_millis(300));
     assert!(!process_is_gone(server), "the server ended on its own");
-    let guardians: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+    let guardians: Vec<u32> = children_and_guardian(child.id())
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|l| {
-            l.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
         .filter(|&pid| crate::is_guardian(pid))
         .collect();
     assert_eq!(guardians.len(), 1, "one guardian per process");
