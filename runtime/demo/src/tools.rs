@@ -305,15 +305,20 @@ fn quick(name: &str, args: &Arguments) -> Option<Reply> {
         "greet" => args
             .parse::<Greet<'_>>()
             .ok()
-            .map(|a| text(format!("Hello, {}!", a.name))),
+            .map(|a| text(greeting(&a.name))),
         _ => None,
     }
+}
+
+/// What `greet` answers.
+fn greeting(name: &str) -> String {
+    format!("Hello, {name}!")
 }
 
 /// The ordinary tools, which answer without waiting for anything; `None` for the others.
 fn at_once(name: &str, args: &Value) -> Option<ToolResult> {
     Some(match name {
-        "greet" => str_arg(args, "name").map(|name| text(format!("Hello, {name}!"))),
+        "greet" => str_arg(args, "name").map(|name| text(greeting(name))),
         "add" => add(args),
         "echo" => str_arg(args, "text").map(text),
         _ => return None,

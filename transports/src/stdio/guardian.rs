@@ -46,18 +46,16 @@ done
 for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done
 "#;
 
-/// A running guardian and the groups it watches.
+/// A running guardian: the shell and the write end of its input.
 #[derive(Debug)]
-pub(super) struct Guardian {
+struct Guardian {
     child: Child,
     stdin: ChildStdin,
-    /// What it was told to watch, to tell a new one should this one die.
-    watched: BTreeSet<libc::pid_t>,
 }
 
 impl Guardian {
     /// Starts one.
-    pub(super) fn start() -> io::Result<Guardian> {
+    fn start() -> io::Result<Guardian> {
         let mut child = Command::new("/bin/sh")
             // What `ps` shows, so that whoever lists our children can tell it from a server.
             .arg0(NAME)
@@ -82,32 +80,22 @@ impl Guardian {
             let flags = libc::fcntl(fd, libc::F_GETFL);
             flags != -1 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) != -1
         };
+        let mut guardian = Guardian { child, stdin };
         if !nonblocking {
             let error = io::Error::last_os_error();
-            let _ = child.kill();
-            let _ = child.wait();
+            guardian.stop();
             return Err(error);
         }
-        Ok(Guardian {
-            child,
-            stdin,
-            watched: BTreeSet::new(),
-        })
+        Ok(guardian)
     }
 
-    /// Watches `pgid`: it is killed if this process ends first.
-    pub(super) fn watch(&mut self, pgid: libc::pid_t) -> io::Result<()> {
-        self.watched.insert(pgid);
-        writeln!(self.stdin, "+{pgid}")
+    /// Sends one line: `+PGID` or `-PGID`.
+    fn tell(&mut self, sign: char, pgid: libc::pid_t) -> io::Result<()> {
+        writeln!(self.stdin, "{sign}{pgid}")
     }
 
-    /// Stops watching `pgid`, whose group is empty: its id may be reused.
-    pub(super) fn release(&mut self, pgid: libc::pid_t) -> io::Result<()> {
-        self.watched.remove(&pgid);
-        writeln!(self.stdin, "-{pgid}")
-    }
-
-    /// Kills a guardian that cannot be told any more (its groups stay on `watched`).
+    /// Kills a guardian that cannot be told any more. A live guardian is never just dropped:
+    /// the end of its input would make it kill every group it was told of.
     fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -117,75 +105,93 @@ impl Guardian {
     fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+}
 
-    /// Ends it: every group still watched is killed.
-    #[cfg(test)]
-    fn end(self) -> io::Result<std::process::ExitStatus> {
-        let Guardian {
-            mut child, stdin, ..
-        } = self;
-        drop(stdin);
-        child.wait()
+/// The groups to kill should this process end, and the guardian told of them.
+#[derive(Debug)]
+struct Watch {
+    guardian: Option<Guardian>,
+    groups: BTreeSet<libc::pid_t>,
+}
+
+impl Watch {
+    const fn new() -> Watch {
+        Watch {
+            guardian: None,
+            groups: BTreeSet::new(),
+        }
+    }
+
+    /// The running guardian: the one there is, or a new one told of every group.
+    fn guardian(&mut self) -> Option<&mut Guardian> {
+        if self.guardian.as_mut().is_some_and(Guardian::alive) {
+            return self.guardian.as_mut();
+        }
+        self.guardian = None;
+        let mut guardian = match Guardian::start() {
+            Ok(guardian) => guardian,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the guardian that kills servers if this process dies");
+                return None;
+            }
+        };
+        if self
+            .groups
+            .iter()
+            .any(|&pgid| guardian.tell('+', pgid).is_err())
+        {
+            guardian.stop();
+            return None;
+        }
+        Some(self.guardian.insert(guardian))
+    }
+
+    fn watch(&mut self, pgid: libc::pid_t) {
+        self.groups.insert(pgid);
+        let Some(guardian) = self.guardian() else {
+            return;
+        };
+        if guardian.tell('+', pgid).is_err() {
+            // It died since we looked, or stopped reading: a new one is told every group,
+            // this one included.
+            guardian.stop();
+            self.guardian();
+        }
+    }
+
+    fn release(&mut self, pgid: libc::pid_t) {
+        self.groups.remove(&pgid);
+        if let Some(guardian) = self.guardian.as_mut() {
+            if guardian.tell('-', pgid).is_err() {
+                // A new one starts, told every group but this one, on the next use.
+                guardian.stop();
+            }
+        }
     }
 }
 
-/// This process's guardian, started on first use; `None` inside when it cannot be.
-/// Locked only to start a server or to release one, never on a message's path.
-static GUARDIAN: Mutex<Option<Guardian>> = Mutex::new(None);
+/// This process's groups and guardian, started on first use. Locked only to start a server
+/// or to release one, never on a message's path.
+static WATCH: Mutex<Watch> = Mutex::new(Watch::new());
+
+fn locked() -> std::sync::MutexGuard<'static, Watch> {
+    WATCH.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Whether a guardian runs (starting one, or a new one if it died): when it does not, the
 /// caller must protect its servers some other way.
 pub(super) fn available() -> bool {
-    let mut slot = GUARDIAN.lock().unwrap_or_else(PoisonError::into_inner);
-    ensure(&mut slot).is_some()
+    locked().guardian().is_some()
 }
 
-/// Puts `pgid` on the guardian's list. `false` if no guardian could take it.
-pub(super) fn watch(pgid: libc::pid_t) -> bool {
-    let mut slot = GUARDIAN.lock().unwrap_or_else(PoisonError::into_inner);
-    let Some(guardian) = ensure(&mut slot) else {
-        return false;
-    };
-    if guardian.watch(pgid).is_ok() {
-        return true;
-    }
-    // It died since we looked, or stopped reading: a new one takes over the whole list,
-    // this group included.
-    guardian.stop();
-    ensure(&mut slot).is_some()
+/// Puts `pgid` on the guardian's list: it is killed if this process ends first.
+pub(super) fn watch(pgid: libc::pid_t) {
+    locked().watch(pgid);
 }
 
-/// Takes `pgid` off the guardian's list.
+/// Takes `pgid` off the guardian's list: its group is empty, and its id may be reused.
 pub(super) fn release(pgid: libc::pid_t) {
-    let mut slot = GUARDIAN.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(guardian) = slot.as_mut() {
-        if guardian.release(pgid).is_err() {
-            // A new one starts, from the list without this group, on the next use.
-            guardian.stop();
-        }
-    }
-}
-
-/// The running guardian, started (again) if there is none or it died, with the groups the
-/// last one watched.
-fn ensure(slot: &mut Option<Guardian>) -> Option<&mut Guardian> {
-    if slot.as_mut().is_some_and(Guardian::alive) {
-        return slot.as_mut();
-    }
-    let previous = slot.take().map(|dead| dead.watched).unwrap_or_default();
-    let mut guardian = match Guardian::start() {
-        Ok(guardian) => guardian,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot start the guardian that kills servers if this process dies");
-            return None;
-        }
-    };
-    for pgid in previous {
-        if guardian.watch(pgid).is_err() {
-            return None;
-        }
-    }
-    Some(slot.insert(guardian))
+    locked().release(pgid);
 }
 
 #[cfg(test)]
@@ -214,19 +220,29 @@ mod tests {
         false
     }
 
+    /// Ends a watch's guardian as this process's end would: its input closes.
+    fn end(watch: &mut Watch) -> std::process::ExitStatus {
+        let Guardian { mut child, stdin } = watch.guardian.take().expect("a guardian");
+        drop(stdin);
+        child.wait().expect("the guardian ends")
+    }
+
+    fn id(child: &Child) -> libc::pid_t {
+        libc::pid_t::try_from(child.id()).unwrap()
+    }
+
     #[test]
     fn at_the_end_of_its_input_it_kills_the_groups_still_watched() {
-        let mut guardian = Guardian::start().expect("start the guardian");
+        let mut watch = Watch::new();
         let (mut watched, mut released) = (sleeper(), sleeper());
-        let id = |c: &Child| libc::pid_t::try_from(c.id()).unwrap();
-        guardian.watch(id(&watched)).unwrap();
-        guardian.watch(id(&released)).unwrap();
+        watch.watch(id(&watched));
+        watch.watch(id(&released));
         // A group whose id is a prefix of another's must not take the other off the list.
-        guardian.watch(id(&watched) * 10 + 9).unwrap();
-        guardian.release(id(&watched) * 10 + 9).unwrap();
-        guardian.release(id(&released)).unwrap();
+        watch.watch(id(&watched) * 10 + 9);
+        watch.release(id(&watched) * 10 + 9);
+        watch.release(id(&released));
         assert!(!gone_within(&mut watched, Duration::from_millis(200)));
-        let status = guardian.end().expect("the guardian ends");
+        let status = end(&mut watch);
         assert!(status.success(), "{status}");
         assert!(
             gone_within(&mut watched, Duration::from_secs(5)),
@@ -241,18 +257,14 @@ mod tests {
     }
 
     #[test]
-    fn a_guardian_that_died_is_replaced_and_told_what_the_last_one_watched() {
-        let mut slot = Some(Guardian::start().expect("start the guardian"));
+    fn a_guardian_that_died_is_replaced_and_told_every_group() {
+        let mut watch = Watch::new();
         let mut server = sleeper();
-        let pgid = libc::pid_t::try_from(server.id()).unwrap();
-        slot.as_mut().unwrap().watch(pgid).unwrap();
-        let old = slot.as_mut().unwrap();
-        old.child.kill().unwrap();
-        old.child.wait().unwrap();
-        let new = ensure(&mut slot).expect("a new guardian");
-        assert!(new.watched.contains(&pgid));
-        let new = slot.take().unwrap();
-        new.end().unwrap();
+        watch.watch(id(&server));
+        watch.guardian.as_mut().expect("a guardian").stop();
+        assert!(watch.guardian().is_some(), "a new guardian");
+        let status = end(&mut watch);
+        assert!(status.success(), "{status}");
         assert!(
             gone_within(&mut server, Duration::from_secs(5)),
             "the new guardian did not know the group"
