@@ -92,7 +92,7 @@ async fn login_discovers_registers_and_authorizes_with_pkce_and_resource() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_due_to_expire_is_refreshed_before_use() {
     let fixture = serve(Knobs {
-        expires_in: Some(2),
+        expires_in: Some(8),
         ..Knobs::default()
     })
     .await;
@@ -100,8 +100,9 @@ async fn token_due_to_expire_is_refreshed_before_use() {
     let (rt, server) = runtime(&fixture, &auth).await;
     assert_eq!(whoami(&server).await, "scopes: read");
     assert!(fixture.grants("refresh_token").is_empty());
-    // Refreshed at three quarters of its 2 s life, before the server would refuse it.
-    tokio::time::sleep(Duration::from_millis(1700)).await;
+    // Refreshed at three quarters of its 8 s life (long beside a loaded machine's start-up),
+    // before the server would refuse it.
+    tokio::time::sleep(Duration::from_millis(6200)).await;
     assert_eq!(whoami(&server).await, "scopes: read");
     assert_eq!(fixture.grants("refresh_token").len(), 1);
     let last = fixture.requests("/mcp").pop().unwrap();
@@ -161,7 +162,7 @@ async fn refused_token_is_refreshed_once_for_fifty_concurrent_calls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_calls_on_an_expiring_token_make_one_refresh() {
     let fixture = serve(Knobs {
-        expires_in: Some(2),
+        expires_in: Some(8),
         refresh_delay: Duration::from_millis(300),
         ..Knobs::default()
     })
@@ -169,7 +170,7 @@ async fn fifty_calls_on_an_expiring_token_make_one_refresh() {
     let auth = client(&fixture);
     let (rt, server) = runtime(&fixture, &auth).await;
     assert_eq!(whoami(&server).await, "scopes: read");
-    tokio::time::sleep(Duration::from_millis(1700)).await;
+    tokio::time::sleep(Duration::from_millis(6200)).await;
     let calls: Vec<_> = (0..50)
         .map(|_| {
             let server = server.clone();

@@ -446,11 +446,11 @@ async fn the_call_deadline_covers_the_input_rounds_and_dropping_the_call_stops_t
     let (rt, server) =
         start(modern_peer(Discover::Modern, seen.clone()).client_handlers(handlers)).await;
 
-    // The handler would take 30 s; the call has 300 ms for everything.
+    // The handler would take 30 s; the call has 1.5 s for everything (time enough to reach the handler on a loaded machine).
     let started = std::time::Instant::now();
     let err = server
         .call_tool("book", json!({}))
-        .timeout(Duration::from_millis(300))
+        .timeout(Duration::from_millis(1500))
         .await
         .unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
@@ -462,7 +462,7 @@ async fn the_call_deadline_covers_the_input_rounds_and_dropping_the_call_stops_t
 
     // Dropped while the handler works: the handler's task stops with it.
     let call = server.call_tool("book", json!({}));
-    assert!(tokio::time::timeout(Duration::from_millis(300), call)
+    assert!(tokio::time::timeout(Duration::from_millis(1500), call)
         .await
         .is_err());
     let stopped = || slow.stopped.load(std::sync::atomic::Ordering::SeqCst);
@@ -556,13 +556,13 @@ fn silent_to_discover() -> ServerConfig<switchboard::transport::Memory> {
 #[tokio::test]
 async fn a_probe_that_goes_unanswered_falls_back_to_initialize_within_half_the_startup_timeout() {
     let started = std::time::Instant::now();
-    let (rt, server) = start(silent_to_discover().startup_timeout(Duration::from_secs(2))).await;
+    let (rt, server) = start(silent_to_discover().startup_timeout(Duration::from_secs(6))).await;
     let status = server.wait_started().await;
     assert!(status.is_ready(), "{:?}", status.state);
     assert_eq!(status.era, Some(Era::Legacy));
     let took = started.elapsed();
     assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_millis(1900),
+        took >= Duration::from_millis(2900) && took < Duration::from_millis(5500),
         "the probe waits half the startup timeout, then initialize: {took:?}"
     );
     rt.shutdown().await;

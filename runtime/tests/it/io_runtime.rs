@@ -28,7 +28,7 @@ async fn one_thread_runs_the_calls_and_the_servers_io() {
         assert_echoes(&server, &format!("call {i}")).await;
     }
     // Answers out of order: the slow call is answered last, the others in between.
-    let slow = tokio::spawn(server.call_tool("sleep", json!({"ms": 300})));
+    let slow = tokio::spawn(server.call_tool("sleep", json!({"ms": 3000})));
     let many: Vec<_> = (0..64)
         .map(|i| {
             let server = server.clone();

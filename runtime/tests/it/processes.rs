@@ -51,13 +51,16 @@ async fn a_crashed_server_leaves_no_grandchild() {
 
 #[tokio::test]
 async fn shutdown_is_graceful_for_a_well_behaved_server() {
-    let (rt, server) = runtime_with(demo_stdio(&[])).await;
+    // A grace long beside a loaded machine's stalls: what is checked is that the server is
+    // not signalled, not how fast it exits.
+    let config = demo_stdio(&[]).close_timeouts(Duration::from_secs(10), Duration::from_secs(2));
+    let (rt, server) = runtime_with(config).await;
     let pid = server.status().pid.unwrap();
     let started = std::time::Instant::now();
     rt.shutdown().await;
-    // The demo server exits on stdin EOF, well before the 2 s grace period.
+    // The demo server exits on stdin EOF, well before the grace period.
     assert!(
-        started.elapsed() < Duration::from_millis(1900),
+        started.elapsed() < Duration::from_secs(9),
         "{:?}",
         started.elapsed()
     );

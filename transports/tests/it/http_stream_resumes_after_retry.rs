@@ -17,7 +17,7 @@ async fn dropped_stream_is_resumed_with_last_event_id_after_retry() {
     let server = TestServer::start(|seen: Seen| async move {
         match seen.method {
             // Priming event with retry, then the stream ends without the answer.
-            Method::POST => sse(&["id: ev-1\nretry: 500\ndata: \n\n"]),
+            Method::POST => sse(&["id: ev-1\nretry: 2000\ndata: \n\n"]),
             Method::GET if seen.header("last-event-id") == Some("ev-1") => {
                 sse(&[&event(Some("ev-2"), &result("5"))])
             }
@@ -38,9 +38,12 @@ async fn dropped_stream_is_resumed_with_last_event_id_after_retry() {
     assert_eq!(gets.len(), 1);
     assert_eq!(gets[0].header("accept"), Some("text/event-stream"));
     let waited = gets[0].at - post.at;
+    // A delay long beside this machine's stalls: the bound checked is that the stream's own
+    // `retry:` is waited for (not the 1 s default, not less), with room for a loaded VM
+    // (the exact timer is unit-tested in the session).
     assert!(
-        waited >= Duration::from_millis(450) && waited <= Duration::from_millis(700),
-        "resumed after {waited:?}, expected 500 ms (−50/+200)"
+        waited >= Duration::from_millis(1950) && waited <= Duration::from_millis(3500),
+        "resumed after {waited:?}, expected the stream's 2 s"
     );
     conn.control.close().await;
 }

@@ -152,8 +152,8 @@ async fn concurrent_requests_are_answered_out_of_order() {
         let (tx, response) = sse_channel();
         tokio::spawn(async move {
             tx.send(format!("id: {id}-0\ndata: \n\n")).unwrap();
-            // Later requests are answered first.
-            tokio::time::sleep(Duration::from_millis(400 - 100 * id)).await;
+            // Later requests are answered first, far enough apart for a loaded machine.
+            tokio::time::sleep(Duration::from_millis(1600 - 500 * id)).await;
             tx.send(event(Some(&format!("{id}-1")), &result(&id.to_string())))
                 .unwrap();
             // The stream stays open after the answer: the client stops reading.

@@ -405,10 +405,20 @@ fn progress_shows_on_a_terminal_only_and_is_erased_before_the_answer() {
         .output()
         .expect("script(1), of util-linux");
     let shown = stdout(&output);
-    assert!(
-        shown.contains("\r\x1b[2K[#######-------------]  33% 1/3 step 1"),
-        "{shown:?}"
-    );
+    // The bar shows the latest step when it is drawn: which steps a loaded machine draws
+    // is up to timing, that at least one is drawn, as a bar, is not.
+    let bar = |k: usize| {
+        shown.split("\r\x1b[2K[").skip(1).any(|drawn| {
+            drawn.starts_with(['#', '-']) && drawn.contains(&format!("% {k}/3 step {k}"))
+        })
+    };
+    assert!(bar(1) || bar(2) || bar(3), "{shown:?}");
+    if bar(1) {
+        assert!(
+            shown.contains("\r\x1b[2K[#######-------------]  33% 1/3 step 1"),
+            "{shown:?}"
+        );
+    }
     let erased = shown.rfind("\r\x1b[2K").expect("erased");
     let answer = shown.find("slept 600 ms").expect("the answer");
     assert!(erased < answer, "{shown:?}");
