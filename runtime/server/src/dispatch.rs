@@ -9,16 +9,15 @@
 //! `resultType`, the caching hints and the server's identity; anything else belongs to the
 //! session `initialize` opened.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Notification, Request};
 use switchboard_codecs::mcp::modern::{self, meta};
+use switchboard_codecs::mcp::ToolCall;
 use switchboard_transports::server::{Inbound, Responder};
 
 use crate::arguments::Arguments;
@@ -146,6 +145,14 @@ pub(crate) fn receive(core: &Arc<Core>, session: &Arc<Session>, inbound: Inbound
             let task = serve(core.clone(), session.clone(), request, responder);
             session.spawn(id, task);
         }
+        Inbound::Call { call, responder } => {
+            if !core.handler.observe(Seen::Call(&call)) {
+                return;
+            }
+            let id = call.id.clone();
+            let task = serve_call(core.clone(), session.clone(), call, responder);
+            session.spawn(id, task);
+        }
         Inbound::Notification(notification)
             if core.handler.observe(Seen::Notification(&notification)) =>
         {
@@ -201,14 +208,31 @@ async fn serve(core: Arc<Core>, session: Arc<Session>, request: Request, respond
         answered = answer(&core, &session, request, responder.clone()) => answered,
         _ = watch.closed() => return,
     };
+    reply(&id, answered, responder).await;
+}
+
+/// Serves one `tools/call` read in one pass on its task, as [`serve`] serves a request.
+async fn serve_call(core: Arc<Core>, session: Arc<Session>, call: ToolCall, responder: Responder) {
+    let watch = responder.clone();
+    let id = call.id.clone();
+    let answered = tokio::select! {
+        biased;
+        answered = answer_call(&core, &session, call, responder.clone()) => answered,
+        _ = watch.closed() => return,
+    };
+    reply(&id, answered, responder).await;
+}
+
+/// Writes the answer to request `id`.
+async fn reply(id: &Id, answered: Result<Reply, ErrorObject>, responder: Responder) {
     let (frame, code) = match answered {
-        Ok(Reply::Result(result)) => (result_frame(&id, &result), None),
-        Ok(Reply::Json(result)) => (json_result_frame(&id, &result), None),
-        Ok(Reply::Text(text)) => (text_result_frame(&id, &text), None),
+        Ok(Reply::Result(result)) => (result_frame(id, &result), None),
+        Ok(Reply::Json(result)) => (json_result_frame(id, &result), None),
+        Ok(Reply::Text(text)) => (text_result_frame(id, &text), None),
         Ok(Reply::Raw(bytes)) => (bytes, None),
         Err(error) => {
             let code = error.code;
-            (error_frame(&id, &error), Some(code))
+            (error_frame(id, &error), Some(code))
         }
     };
     responder.answer(frame, code).await;
@@ -230,18 +254,11 @@ async fn answer(
     request: Request,
     responder: Responder,
 ) -> Result<Reply, ErrorObject> {
-    let responder = if !session.stateless && request.method == "tools/call" {
-        match handshake_call(core, session, &request, responder) {
-            Ok((name, arguments, ctx)) => {
-                return call_tool(core, name, arguments, ctx)
-                    .await
-                    .map_err(|error| into_error(error, false));
-            }
-            Err(responder) => responder,
+    if !session.stateless {
+        if let Some(call) = ToolCall::from_request(&request) {
+            return answer_call(core, session, call, responder).await;
         }
-    } else {
-        responder
-    };
+    }
     let params = params_of(&request)?;
     let stateless = session.stateless
         || params
@@ -259,36 +276,51 @@ async fn answer(
     answered.map_err(|error| into_error(error, stateless))
 }
 
-/// A handshake-era `tools/call`, read in one pass: the tool, its arguments and its
-/// context; the responder back when the params belong to the general path.
+/// A handshake-era `tools/call`: the tool's answer.
 ///
-/// Not inline in [`answer`]: every local of the parse would stay in the request's future
-/// across the call's await (784 bytes of it, where the call itself needs 128), and that
-/// future, boxed once per request, took a size glibc serves from its large bins.
+/// A stateless session never gets one from its transport (only stdio reads calls in one
+/// pass, and its sessions are of the handshake era); were it to, the call is served as the
+/// request it is.
+async fn answer_call(
+    core: &Arc<Core>,
+    session: &Arc<Session>,
+    call: ToolCall,
+    responder: Responder,
+) -> Result<Reply, ErrorObject> {
+    if session.stateless {
+        return Box::pin(answer(core, session, call.into_request(), responder)).await;
+    }
+    let (name, arguments, ctx) = handshake_call(core, session, call, responder);
+    call_tool(core, name, arguments, ctx)
+        .await
+        .map_err(|error| into_error(error, false))
+}
+
+/// What serving a handshake-era call needs: the tool, its arguments and its context.
+///
+/// Not inline in [`answer_call`]: every local would stay in the request's future across
+/// the call's await, and that future, boxed once per request, grew into a size glibc
+/// serves from its large bins.
 fn handshake_call(
     core: &Core,
     session: &Arc<Session>,
-    request: &Request,
+    call: ToolCall,
     responder: Responder,
-) -> Result<(String, Arguments, Context), Responder> {
-    let Some(call) = CallParams::of(request) else {
-        return Err(responder);
-    };
-    let meta = call.meta.unwrap_or_default();
-    let traceparent = traceparent(meta.traceparent.as_deref(), &responder);
+) -> (String, Arguments, Context) {
+    let traceparent = traceparent(call.traceparent.as_deref(), &responder);
     let ctx = handshake_context(
         core,
         session,
-        request,
-        meta.progress_token,
+        &call.id,
+        call.progress_token,
         traceparent,
         responder,
     );
-    // `null`, like no arguments, is `{}`: an `Option` reads it as `None`.
+    // `null`, like no arguments, is `{}`.
     let arguments = call
         .arguments
-        .map_or_else(Arguments::default, |raw| Arguments::raw(raw.to_owned()));
-    Ok((call.name.into_owned(), arguments, ctx))
+        .map_or_else(Arguments::default, Arguments::raw);
+    (call.name, arguments, ctx)
 }
 
 fn into_error(error: HandlerError, stateless: bool) -> ErrorObject {
@@ -388,7 +420,7 @@ async fn handshake_answer(
     let ctx = handshake_context(
         core,
         session,
-        request,
+        &request.id,
         progress_token(&params),
         traceparent,
         responder,
@@ -401,14 +433,14 @@ async fn handshake_answer(
 fn handshake_context(
     core: &Core,
     session: &Arc<Session>,
-    request: &Request,
+    id: &Id,
     progress_token: Option<Value>,
     traceparent: Option<String>,
     responder: Responder,
 ) -> Context {
     let (version, capabilities) = session.negotiated();
     let origin = Origin {
-        id: request.id.clone(),
+        id: id.clone(),
         era: Era::Handshake,
         version,
         progress_token,
@@ -424,51 +456,6 @@ fn handshake_context(
         responder,
         origin,
     )
-}
-
-/// The params of a handshake-era `tools/call`, read in one pass into what serving it
-/// needs. Every call of every tool comes this way, and the general path's tree of the
-/// whole params (then dropped) was the largest single cost of serving one.
-#[derive(Deserialize)]
-struct CallParams<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    /// Kept as the request's text: the tool reads it into what it takes.
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta", default, borrow)]
-    meta: Option<CallMeta<'a>>,
-}
-
-/// What a handshake-era call reads of its `_meta`.
-#[derive(Deserialize, Default)]
-struct CallMeta<'a> {
-    #[serde(rename = "progressToken", default)]
-    progress_token: Option<Value>,
-    #[serde(default, borrow)]
-    traceparent: Option<Cow<'a, str>>,
-    /// [`meta::PROTOCOL_VERSION`]: present (even as `null`), the request is a 2026-07-28
-    /// one, as the general path reads it.
-    #[serde(
-        rename = "io.modelcontextprotocol/protocolVersion",
-        default,
-        deserialize_with = "switchboard_codecs::jsonrpc::present"
-    )]
-    protocol_version: Option<IgnoredAny>,
-}
-
-impl<'a> CallParams<'a> {
-    /// The call's params, unless they belong to the general path: a 2026-07-28 request, or
-    /// params it must refuse with its own error (not an object, no string `name`, a
-    /// duplicate field, a non-string `traceparent`).
-    fn of(request: &'a Request) -> Option<CallParams<'a>> {
-        let call: CallParams<'a> = serde_json::from_str(request.params.as_deref()?.get()).ok()?;
-        let stateless = call
-            .meta
-            .as_ref()
-            .is_some_and(|m| m.protocol_version.is_some());
-        (!stateless).then_some(call)
-    }
 }
 
 fn initialize(core: &Core, session: &Session, params: &Value) -> Value {
@@ -892,15 +879,7 @@ fn page(all: &[Value], key: &str, params: &Value, page_size: usize) -> Result<Va
 
 #[cfg(test)]
 mod tests {
-    use super::{well_formed_traceparent, CallParams};
-    use switchboard_codecs::jsonrpc::Message;
-
-    fn request(line: &str) -> switchboard_codecs::jsonrpc::Request {
-        match Message::parse(line) {
-            Ok(Message::Request(request)) => request,
-            other => panic!("not a request: {other:?}"),
-        }
-    }
+    use super::well_formed_traceparent;
 
     #[test]
     fn a_pretty_printed_result_is_written_on_one_line() {
@@ -1018,44 +997,6 @@ mod tests {
             &frame[..],
             br#"{"jsonrpc":"2.0","id":-42,"result":{"ok":true}}"#
         );
-    }
-
-    #[test]
-    fn a_stateless_call_leaves_the_handshake_call_path() {
-        let key = switchboard_codecs::mcp::modern::meta::PROTOCOL_VERSION;
-        let line = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","_meta":{{"{key}":"2026-07-28"}}}}}}"#
-        );
-        assert!(CallParams::of(&request(&line)).is_none());
-        let null = line.replace(r#""2026-07-28""#, "null");
-        assert!(CallParams::of(&request(&null)).is_none(), "{null}");
-        let plain = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7,"other":1}}}"#;
-        let request = request(plain);
-        let call = CallParams::of(&request).expect("a handshake-era call");
-        assert_eq!(call.name, "echo");
-        assert_eq!(
-            call.arguments.map(serde_json::value::RawValue::get),
-            Some(r#"{"text":"hi"}"#)
-        );
-        assert_eq!(
-            call.meta.and_then(|m| m.progress_token),
-            Some(serde_json::json!(7))
-        );
-    }
-
-    #[test]
-    fn params_the_general_path_must_refuse_leave_the_call_path() {
-        for params in [
-            r#"[1]"#,
-            r#"{"arguments":{}}"#,
-            r#"{"name":7}"#,
-            r#"{"name":"a","name":"b"}"#,
-            r#"{"name":"echo","_meta":{"traceparent":5}}"#,
-        ] {
-            let line =
-                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
-            assert!(CallParams::of(&request(&line)).is_none(), "{params}");
-        }
     }
 
     #[test]

@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use switchboard_codecs::jsonrpc::{Notification, Request, Response};
+use switchboard_codecs::mcp::ToolCall;
 use tokio::sync::mpsc;
 
 #[cfg(feature = "server-http")]
@@ -50,6 +51,14 @@ pub enum Inbound {
     Request {
         /// The request.
         request: Request,
+        /// Its answer's way back.
+        responder: Responder,
+    },
+    /// A handshake-era `tools/call`, read in one pass (over stdio; see
+    /// [`ServerLinesCodec`](switchboard_codecs::lines::ServerLinesCodec)).
+    Call {
+        /// The call.
+        call: ToolCall,
         /// Its answer's way back.
         responder: Responder,
     },
