@@ -145,6 +145,12 @@ pub(crate) fn receive(core: &Arc<Core>, session: &Arc<Session>, inbound: Inbound
             let task = serve(core.clone(), session.clone(), request, responder);
             session.spawn(id, task);
         }
+        // Only stdio reads calls in one pass, and its sessions are of the handshake era;
+        // were a stateless one to get a call, it is served as the request it is.
+        Inbound::Call { call, responder } if session.stateless => {
+            let request = call.into_request();
+            receive(core, session, Inbound::Request { request, responder });
+        }
         Inbound::Call { call, responder } => {
             if !core.handler.observe(Seen::Call(&call)) {
                 return;
@@ -280,19 +286,12 @@ async fn answer(
 }
 
 /// A handshake-era `tools/call`: the tool's answer.
-///
-/// A stateless session never gets one from its transport (only stdio reads calls in one
-/// pass, and its sessions are of the handshake era); were it to, the call is served as the
-/// request it is.
 async fn answer_call(
     core: &Arc<Core>,
     session: &Arc<Session>,
     call: ToolCall,
     responder: Responder,
 ) -> Result<Reply, ErrorObject> {
-    if session.stateless {
-        return Box::pin(answer(core, session, call.into_request(), responder)).await;
-    }
     let (name, arguments, ctx) = handshake_call(core, session, call, responder);
     call_tool(core, name, arguments, ctx)
         .await
