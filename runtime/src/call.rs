@@ -29,7 +29,7 @@ use crate::client::ClientHandlers;
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, Result};
 use crate::exchange::{exchange, Params, Request};
-use crate::framer::TaskParams;
+use crate::framer::{Arguments, TaskParams};
 use crate::handle::ServerHandle;
 use crate::logging::ServerLog;
 use crate::model::CallToolResult;
@@ -65,7 +65,7 @@ pub(crate) struct CallSpec {
     /// The tool's name: the server's name for it, or with [`Route::Catalogue`] its
     /// catalogue name.
     pub(crate) tool: Arc<str>,
-    pub(crate) arguments: serde_json::Value,
+    pub(crate) arguments: Arguments,
     pub(crate) options: ToolPolicy,
     pub(crate) meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
     /// The time to live to ask for when the call runs as a task (2025-11-25).
@@ -112,13 +112,17 @@ impl fmt::Debug for Call {
 impl ServerHandle {
     /// Starts a `tools/call`; configure it, then `.await` it.
     pub fn call_tool(&self, tool: impl Into<Arc<str>>, arguments: serde_json::Value) -> Call {
-        Call::new(Route::Server(self.clone()), tool.into(), arguments)
+        Call::new(
+            Route::Server(self.clone()),
+            tool.into(),
+            Arguments::Tree(arguments),
+        )
     }
 }
 
 impl Call {
     /// A call of `tool` by `route`.
-    pub(crate) fn new(route: Route, tool: Arc<str>, arguments: serde_json::Value) -> Call {
+    pub(crate) fn new(route: Route, tool: Arc<str>, arguments: Arguments) -> Call {
         Call {
             spec: Some(CallSpec {
                 route,
@@ -284,11 +288,11 @@ impl CallSpec {
             }
         };
         let core = &handle.core;
-        if !arguments.is_object() {
+        if let Some(got) = arguments.not_an_object() {
             return Err(Error::InvalidArguments {
                 server: core.name.clone(),
                 tool,
-                got: json_type(&arguments),
+                got,
             });
         }
         if !tool_allowed(&core.config.allow_tools, &core.config.deny_tools, &tool) {
@@ -453,17 +457,6 @@ impl Future for Call {
             .as_mut()
             .poll(cx)
             .map(|sent| sent.and_then(crate::tool_result::typed))
-    }
-}
-
-fn json_type(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 

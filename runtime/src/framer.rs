@@ -38,10 +38,61 @@ pub(crate) enum Params {
     /// call asks to run as a task (2025-11-25).
     ToolCall {
         name: Arc<str>,
-        arguments: Value,
+        arguments: Arguments,
         meta: Option<Arc<Map<String, Value>>>,
         task: Option<TaskParams>,
     },
+}
+
+/// A tool call's arguments: a tree the caller built, or JSON text a caller already had
+/// (a gateway passing its client's on), written as it came.
+#[derive(Debug, Clone)]
+pub(crate) enum Arguments {
+    Tree(Value),
+    Text(Box<RawValue>),
+}
+
+impl Arguments {
+    /// What JSON type they are, when not an object (`None` for an object).
+    pub(crate) fn not_an_object(&self) -> Option<&'static str> {
+        let kind = match self {
+            Arguments::Tree(Value::Object(_)) => return None,
+            Arguments::Tree(Value::Null) => "null",
+            Arguments::Tree(Value::Bool(_)) => "a boolean",
+            Arguments::Tree(Value::Number(_)) => "a number",
+            Arguments::Tree(Value::String(_)) => "a string",
+            Arguments::Tree(Value::Array(_)) => "an array",
+            // A raw value is the value's own text, with no whitespace around it.
+            Arguments::Text(text) => match text.get().as_bytes().first() {
+                Some(b'{') => return None,
+                Some(b'n') => "null",
+                Some(b't' | b'f') => "a boolean",
+                Some(b'"') => "a string",
+                Some(b'[') => "an array",
+                _ => "a number",
+            },
+        };
+        Some(kind)
+    }
+
+    /// Them as a tree; text is read into one (text that is no JSON is `null`).
+    fn tree(&self) -> std::borrow::Cow<'_, Value> {
+        match self {
+            Arguments::Tree(tree) => std::borrow::Cow::Borrowed(tree),
+            Arguments::Text(text) => {
+                std::borrow::Cow::Owned(serde_json::from_str(text.get()).unwrap_or(Value::Null))
+            }
+        }
+    }
+}
+
+impl Serialize for Arguments {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Arguments::Tree(tree) => tree.serialize(serializer),
+            Arguments::Text(text) => text.serialize(serializer),
+        }
+    }
 }
 
 /// A 2025-11-25 task-augmented request's `params.task`.
@@ -171,9 +222,13 @@ fn stateless(round: &Round<'_>, modern: &Modern) -> Stateless {
     if let Some(name) = named {
         headers = headers.name(encode(name));
     }
-    if let Params::ToolCall { arguments, .. } = round.params {
+    if let (Params::ToolCall { arguments, .. }, false) =
+        (round.params, round.param_headers.is_empty())
+    {
+        // Only a tool with such headers has text arguments read into a tree, once.
+        let arguments = arguments.tree();
         for header in round.param_headers {
-            if let Some(value) = header.value(arguments) {
+            if let Some(value) = header.value(&arguments) {
                 headers = headers.param(header.header_name(), value);
             }
         }
@@ -317,7 +372,7 @@ mod tests {
     fn a_retry_echoes_the_state_byte_for_byte_beside_the_original_params() {
         let params = Params::ToolCall {
             name: "t".into(),
-            arguments: json!({"a": 1}),
+            arguments: Arguments::Tree(json!({"a": 1})),
             meta: None,
             task: None,
         };
@@ -355,11 +410,40 @@ mod header_tests {
 
     #[test]
     fn a_stateless_call_over_http_says_what_its_headers_carry() {
+        let tree = Arguments::Tree(json!({"region": "eu 1 ", "x": 2}));
+        let text = RawValue::from_string(r#"{"region":"eu 1 ","x":2}"#.to_owned()).unwrap();
+        let from_tree = stateless_call(tree);
+        let from_text = stateless_call(Arguments::Text(text));
+        assert_eq!(
+            from_tree.payload, from_text.payload,
+            "the same frame from a tree or its text"
+        );
+    }
+
+    #[test]
+    fn arguments_as_text_say_what_they_are_when_not_an_object() {
+        let text = |t: &str| Arguments::Text(RawValue::from_string(t.to_owned()).unwrap());
+        assert_eq!(text(r#"{"a":[]}"#).not_an_object(), None);
+        assert_eq!(Arguments::Tree(json!({})).not_an_object(), None);
+        for (t, tree, kind) in [
+            ("[1]", json!([1]), "an array"),
+            (r#""x""#, json!("x"), "a string"),
+            ("null", json!(null), "null"),
+            ("false", json!(false), "a boolean"),
+            ("-1.5", json!(-1.5), "a number"),
+        ] {
+            assert_eq!(text(t).not_an_object(), Some(kind), "{t}");
+            assert_eq!(Arguments::Tree(tree).not_an_object(), Some(kind), "{t}");
+        }
+    }
+
+    /// Checks a stateless `tools/call` with `arguments`' headers and body; its frame.
+    fn stateless_call(arguments: Arguments) -> Outbound {
         let modern = Modern::new("2026-07-28", json!({}));
         let method: Arc<str> = "tools/call".into();
         let params = Params::ToolCall {
             name: "q".into(),
-            arguments: json!({"region": "eu 1 ", "x": 2}),
+            arguments,
             meta: None,
             task: None,
         };
@@ -402,6 +486,7 @@ mod header_tests {
             outbound.payload, over_stdio.payload,
             "the same body either way"
         );
+        outbound
     }
 
     #[test]
@@ -433,7 +518,7 @@ mod header_tests {
         let asked = |task| {
             let params = Params::ToolCall {
                 name: "t".into(),
-                arguments: json!({}),
+                arguments: Arguments::Tree(json!({})),
                 meta: None,
                 task,
             };

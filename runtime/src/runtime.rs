@@ -25,6 +25,7 @@ use crate::client::ClientHandlers;
 use crate::config::{Defaults, ServerConfig};
 use crate::config_file::ConfigFile;
 use crate::error::{Error, Result};
+use crate::framer::Arguments;
 use crate::handle::ServerHandle;
 use crate::metrics::{RuntimeMetrics, Sink};
 use crate::restart::{Liveness, RestartPolicy};
@@ -485,7 +486,21 @@ impl Runtime {
         Call::new(
             Route::Catalogue(Arc::downgrade(&self.inner.registry)),
             name.into(),
-            arguments,
+            Arguments::Tree(arguments),
+        )
+    }
+
+    /// [`call_tool`](Self::call_tool) with the arguments as JSON text, written into the
+    /// request as they are: for a caller that holds them as text already (a gateway passing
+    /// its client's on), so that they are not read into a tree only to be written out again.
+    /// They must be an object; the caller answers for the text being valid JSON (a
+    /// [`RawValue`](serde_json::value::RawValue) read by serde_json is, but for a string's
+    /// escapes, which it does not decode).
+    pub fn call_tool_json(&self, name: &str, arguments: Box<serde_json::value::RawValue>) -> Call {
+        Call::new(
+            Route::Catalogue(Arc::downgrade(&self.inner.registry)),
+            name.into(),
+            Arguments::Text(arguments),
         )
     }
 

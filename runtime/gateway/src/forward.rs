@@ -45,13 +45,13 @@ pub(crate) struct Forwarded {
 pub(crate) async fn call_tool(
     runtime: &Runtime,
     name: &str,
-    arguments: Value,
+    arguments: Box<RawValue>,
     ctx: &Context,
 ) -> Result<Forwarded, HandlerError> {
     let wait = Arc::new(FrontWait::default());
     let bridge = Bridge::new(ctx.clone(), wait.clone());
     let mut call = runtime
-        .call_tool(name, arguments)
+        .call_tool_json(name, arguments)
         .client_handlers(ClientHandlers::new().forward(bridge));
     // The front's trace goes on upstream (the front's other `_meta` speaks its own era).
     if let Some(traceparent) = ctx.traceparent() {
@@ -268,10 +268,20 @@ fn parse(raw: &str, what: &str) -> Result<Value, HandlerError> {
 /// would choke on. Every string is decoded, as a parse into a value would, and nothing is
 /// built. Answers, from the same pass, whether the result says `"isError": true`.
 fn checked(raw: &str, what: &str) -> Result<bool, HandlerError> {
+    strict(raw).map_err(|e| unreadable(what, &e))
+}
+
+/// `json`, once read strictly as [`checked`] reads an answer: the front client's text to
+/// pass on upstream.
+pub(crate) fn valid(json: Box<RawValue>) -> Result<Box<RawValue>, serde_json::Error> {
+    strict(json.get()).map(|_| json)
+}
+
+/// Reads `raw` strictly ([`Strict`]): whether it is an object whose `isError` is `true`.
+fn strict(raw: &str) -> Result<bool, serde_json::Error> {
     let mut reader = serde_json::Deserializer::from_str(raw);
     serde::de::DeserializeSeed::deserialize(Strict { top: true }, &mut reader)
         .and_then(|is_error| reader.end().map(|()| is_error))
-        .map_err(|e| unreadable(what, &e))
 }
 
 /// Any JSON value, read strictly and kept nowhere. It yields, at the top, whether the

@@ -219,9 +219,10 @@ impl Handler for Gateway {
         arguments: Arguments,
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
-        // Read as a tree here, strictly: what goes upstream is valid JSON, and a string
-        // that is not (a lone surrogate escape) is the front client's error.
-        let arguments = match arguments.into_value() {
+        // Passed on as the front client wrote them, once read strictly: what goes upstream
+        // is valid JSON, and a string that is not (a lone surrogate escape) is the front
+        // client's error.
+        let arguments = match arguments.into_json().and_then(forward::valid) {
             Ok(arguments) => arguments,
             Err(e) => {
                 let error = HandlerError::invalid_params(format!("invalid arguments: {e}"));

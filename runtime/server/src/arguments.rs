@@ -62,6 +62,18 @@ impl Arguments {
             Repr::Value(value) => Ok(value),
         }
     }
+
+    /// The arguments as JSON text: the request's own (its strings' escapes not decoded,
+    /// so a lone surrogate escape passes), or a tree's, written.
+    ///
+    /// # Errors
+    /// When a tree cannot be written (a map with keys that are not strings).
+    pub fn into_json(self) -> Result<Box<RawValue>, serde_json::Error> {
+        match self.0 {
+            Repr::Raw(raw) => Ok(raw),
+            Repr::Value(value) => serde_json::value::to_raw_value(&value),
+        }
+    }
 }
 
 /// No arguments: `{}`.
@@ -123,6 +135,14 @@ mod tests {
             assert!(!args.is_object());
         }
         assert!(Arguments::default().is_object());
+    }
+
+    #[test]
+    fn as_json_text_raw_arguments_are_the_request_s_own() {
+        let text = r#"{"b":1, "a":"\u00e9"}"#;
+        assert_eq!(raw(text).into_json().unwrap().get(), text);
+        let tree = Arguments::from(serde_json::json!({"a": "é"}));
+        assert_eq!(tree.into_json().unwrap().get(), r#"{"a":"é"}"#);
     }
 
     #[test]

@@ -231,3 +231,95 @@ async fn a_subscribed_resource_update_reaches_the_front_client() {
     assert_eq!(&*update.server, "gateway");
     setup.stop().await;
 }
+
+/// A front client's lines to the gateway's server, read back as they come.
+struct Lines {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+}
+
+impl Lines {
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.write.write_all(line.as_bytes()).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+    }
+
+    /// The next answer (a line with an `id`), skipping notifications.
+    async fn answer(&mut self) -> Value {
+        loop {
+            let line = tokio::time::timeout(WAIT, self.read.next_line())
+                .await
+                .expect("an answer in time")
+                .unwrap()
+                .expect("the gateway's stream is open");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_call_s_arguments_go_upstream_as_the_front_client_wrote_them_unless_invalid() {
+    use tokio::io::AsyncBufReadExt;
+    let setup = Setup::start().await;
+    let served = switchboard_gateway::Gateway::new(setup.upstream.clone())
+        .serve(switchboard_server::Options::default());
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let server = served.server().clone();
+    let serving = tokio::spawn(async move {
+        let (reader, writer) = tokio::io::split(theirs);
+        let _ = server.serve(reader, writer).await;
+    });
+    let (read, write) = tokio::io::split(ours);
+    let mut front = Lines {
+        write,
+        read: tokio::io::BufReader::new(read).lines(),
+    };
+    front
+        .send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+        .await;
+    assert!(front.answer().await.get("result").is_some());
+    front
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+
+    // Escapes and spacing as the client wrote them, decoded once, by the upstream.
+    front
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments": { "text" : "\u00e9t\u00e9 \"q\"" }}}"#)
+        .await;
+    let answer = front.answer().await;
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "été \"q\"",
+        "{answer}"
+    );
+
+    // A lone surrogate is no valid JSON text to pass on: the front client's error, and the
+    // upstream never sees it.
+    front
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud800"}}}"#)
+        .await;
+    let answer = front.answer().await;
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("invalid arguments"), "{message}");
+
+    // Arguments that are not an object: the runtime's error, as with a tree.
+    front
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":["x"]}}"#)
+        .await;
+    let answer = front.answer().await;
+    assert_eq!(answer["id"], 3);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("got an array"), "{message}");
+
+    drop(front);
+    let _ = tokio::time::timeout(WAIT, serving).await;
+    drop(served);
+    setup.stop().await;
+}
