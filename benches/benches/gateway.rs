@@ -5,11 +5,16 @@
 //! crate on `switchboard-server`, its runtime's I/O and its HTTP serving on one thread of
 //! its own, so that thread's CPU clock reads the gateway's cost; called by hyper's pooled
 //! keep-alive client with a handshake-era session), with a bare hyper JSON echo
-//! (`bare_hyper`) for the HTTP floor, sequential and 64 in flight, in turns in one run.
+//! (`bare_hyper`) for the HTTP floor, and the least a forwarder does (`forwarder`: the same
+//! hyper server passing each `tools/call` line as it came to a blocking echo server child of
+//! its own and its answer line back, matched by id, nothing else: the gateway's floor),
+//! sequential and 64 in flight, in turns in one run.
 //!
 //! What the targets compare: the gateway's p50 and p99 minus the embedded runtime's,
 //! the gateway's calls/s at 64 in flight against the bare echo's, and the gateway thread's
-//! CPU per forwarded call. `SWITCHBOARD_BENCH_ROUNDS=1` makes it short.
+//! CPU per forwarded call; the forwarder's p50 and p99 minus the embedded runtime's are what
+//! the latency targets would be with no gateway code at all. `SWITCHBOARD_BENCH_ROUNDS=1`
+//! makes it short.
 
 mod support;
 
@@ -53,15 +58,20 @@ fn main() -> std::process::ExitCode {
         return code;
     }
     let rt = support::main_runtime();
-    let servers = [("gateway", gateway()), ("bare_hyper", HttpServer::start())];
+    let servers = [
+        ("gateway", gateway()),
+        ("bare_hyper", HttpServer::start()),
+        ("forwarder", support::http_server::forwarder()),
+    ];
     let callers: Vec<Arc<Caller>> = servers
         .iter()
         .map(|(_, server)| rt.block_on(Caller::connect(&server.url())))
         .collect();
     let direct = rt.block_on(embedded());
-    // Slots: [embedded, gateway, bare_hyper] × [sequential, 64 in flight].
-    let mut profiles: Vec<Option<Profile>> = vec![None; 6];
-    let mut thread_cpu = [Duration::ZERO; 6];
+    // Slots: [embedded, gateway, bare_hyper, forwarder] × [sequential, 64 in flight].
+    const SETUPS: usize = 4;
+    let mut profiles: Vec<Option<Profile>> = vec![None; 2 * SETUPS];
+    let mut thread_cpu = [Duration::ZERO; 2 * SETUPS];
     let rounds = rounds(ROUNDS);
     for round in 0..rounds {
         for (mode_slot, (mode, n, window)) in [
@@ -71,9 +81,9 @@ fn main() -> std::process::ExitCode {
         .into_iter()
         .enumerate()
         {
-            for turn in 0..3 {
-                let who = (round as usize + turn) % 3;
-                let at = mode_slot * 3 + who;
+            for turn in 0..SETUPS {
+                let who = (round as usize + turn) % SETUPS;
+                let at = mode_slot * SETUPS + who;
                 if who == 0 {
                     let name = format!("gateway/embedded/{mode}");
                     let runtime = direct.clone();
@@ -104,11 +114,11 @@ fn main() -> std::process::ExitCode {
         .map(|p| p.expect("every set-up ran"))
         .collect();
     measure::print_summary(
-        "gateway: a forwarded call against the embedded runtime's direct one, and a bare hyper echo, interleaved",
+        "gateway: a forwarded call against the embedded runtime's direct one, a bare hyper echo and a bare forwarder, interleaved",
         &profiles,
     );
-    println!("\n== the gateway's and the bare echo's thread CPU per call ==");
-    for at in [1, 2, 4, 5] {
+    println!("\n== the gateway's, the bare echo's and the forwarder's thread CPU per call ==");
+    for at in [1, 2, 3, 5, 6, 7] {
         println!(
             "server  {:<48} {:>8.2} µs/call",
             profiles[at].name,
@@ -124,24 +134,36 @@ fn main() -> std::process::ExitCode {
             true,
             bound,
         );
+        // The floor: the same target met by a forwarder with no gateway code.
+        measure::print_target(
+            &format!("sequential {label} added by the bare forwarder, µs"),
+            us(profiles[3].quantile(q)) - us(profiles[0].quantile(q)),
+            "µs",
+            true,
+            bound,
+        );
     }
     measure::print_target(
         "64 in flight calls/s, gateway / bare_hyper",
-        profiles[4].calls_per_sec() / profiles[5].calls_per_sec(),
+        profiles[5].calls_per_sec() / profiles[6].calls_per_sec(),
         "x",
         false,
         0.5,
     );
     measure::print_target(
         "gateway thread CPU per forwarded call 64 in flight, µs",
-        thread_cpu[4].as_secs_f64() * 1e6 / profiles[4].calls as f64,
+        thread_cpu[5].as_secs_f64() * 1e6 / profiles[5].calls as f64,
         "µs",
         true,
         30.0,
     );
     measure::print_ratio(
         "64 in flight calls/s, gateway / embedded",
-        profiles[4].calls_per_sec() / profiles[3].calls_per_sec(),
+        profiles[5].calls_per_sec() / profiles[4].calls_per_sec(),
+    );
+    measure::print_ratio(
+        "64 in flight calls/s, gateway / forwarder",
+        profiles[5].calls_per_sec() / profiles[7].calls_per_sec(),
     );
     drop(servers);
     std::process::ExitCode::SUCCESS

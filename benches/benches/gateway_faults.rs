@@ -18,7 +18,9 @@
 //! `SWITCHBOARD_BENCH_ONLY=cancel` (or `crash_loop`) runs one of the two;
 //! `SWITCHBOARD_BENCH_UPSTREAM_IO_ON_ACTOR=1` moves the upstreams' I/O off the gateway's thread;
 //! `SWITCHBOARD_BENCH_SMALL_LOOPER=1` makes the tenth a small program that never handshakes;
-//! `SWITCHBOARD_BENCH_LOOPER_DEFAULT_BACKOFF=1` restarts it with the default backoff.
+//! `SWITCHBOARD_BENCH_LOOPER_DEFAULT_BACKOFF=1` restarts it with the default backoff;
+//! `SWITCHBOARD_BENCH_LOOPER_CONTROL=1` makes it healthy in both set-ups (the control: what
+//! this machine's noise alone does to the ratio).
 //!
 //! Targets (issue 22): the cancel reaches the upstream within 10 ms at p99; the crash loop
 //! moves the others' p99 by 10 % at most. `SWITCHBOARD_BENCH_ROUNDS=1` makes it short.
@@ -64,6 +66,11 @@ const DEFAULT_BACKOFF_VAR: &str = "SWITCHBOARD_BENCH_LOOPER_DEFAULT_BACKOFF";
 /// program that never completes a handshake (so the catalogue never changes), a diagnostic
 /// to tell the cost of a process's churn from that of a server coming and going.
 const SMALL_LOOPER_VAR: &str = "SWITCHBOARD_BENCH_SMALL_LOOPER";
+
+/// Set (to anything), the tenth upstream is a healthy echo server in the "looping" turns
+/// too: the same two set-ups, measured in the same turns, with no crash loop at all, so that
+/// the ratio shows how far this machine's noise alone moves the p99 between turns.
+const CONTROL_VAR: &str = "SWITCHBOARD_BENCH_LOOPER_CONTROL";
 
 /// The gateway over a runtime of `servers`, every tool prefixed, on a thread of its own.
 fn gateway(servers: Vec<(String, ServerConfig)>) -> HttpServer {
@@ -223,7 +230,7 @@ fn ten(looping: bool, starts: &Path) -> Vec<(String, ServerConfig)> {
             .env(CRASH_AFTER_VAR, "50")
             .env(STARTS_VAR, starts)
     };
-    let tenth = if looping {
+    let tenth = if looping && std::env::var_os(CONTROL_VAR).is_none() {
         // The crash-loop guard raised either way, so that the tenth never gives up.
         let policy = if std::env::var_os(DEFAULT_BACKOFF_VAR).is_some() {
             RestartPolicy::default()

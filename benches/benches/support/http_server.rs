@@ -9,6 +9,10 @@
 //! notifications get 202, `tools/list`, `tools/call echo` and `ping` their answers. Any other
 //! request needs a live session id (400 without one, 404 for an unknown one). GET (a server
 //! stream) is 405: this server never sends anything unasked. DELETE ends the session (204).
+//!
+//! Two more servers on the same thread set-up: [`gateway`] (`switchboard serve`'s code) and
+//! [`forwarder`] (this server passing calls to a blocking echo server child: the gateway's
+//! floor).
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -46,7 +50,7 @@ pub(crate) struct HttpServer {
 impl HttpServer {
     /// Binds 127.0.0.1 on a free port and starts serving on a new thread.
     pub(crate) fn start() -> HttpServer {
-        HttpServer::start_with(|listener, stop| Box::pin(serve(listener, stop)))
+        HttpServer::start_with(|listener, stop| Box::pin(serve(listener, stop, None)))
     }
 
     /// Like [`start`](Self::start), with another server: `serve` runs on the thread's
@@ -134,8 +138,12 @@ struct Sessions {
 }
 
 /// Accepts connections until `stop` fires (or its sender is dropped); each connection is a
-/// task on this thread.
-async fn serve(listener: std::net::TcpListener, mut stop: oneshot::Receiver<()>) {
+/// task on this thread; with `upstream`, calls go to it ([`forwarder`]).
+async fn serve(
+    listener: std::net::TcpListener,
+    mut stop: oneshot::Receiver<()>,
+    upstream: Option<Rc<Upstream>>,
+) {
     let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
     let sessions = Rc::new(RefCell::new(Sessions::default()));
     loop {
@@ -149,9 +157,11 @@ async fn serve(listener: std::net::TcpListener, mut stop: oneshot::Receiver<()>)
         // Answers are small and written whole: never hold one back for Nagle.
         let _ = stream.set_nodelay(true);
         let sessions = sessions.clone();
+        let upstream = upstream.clone();
         let service = hyper::service::service_fn(move |req| {
             let sessions = sessions.clone();
-            async move { Ok::<_, Infallible>(handle(req, &sessions).await) }
+            let upstream = upstream.clone();
+            async move { Ok::<_, Infallible>(handle(req, &sessions, upstream.as_deref()).await) }
         });
         tokio::task::spawn_local(async move {
             let _ = hyper::server::conn::http1::Builder::new()
@@ -168,9 +178,21 @@ fn status(code: StatusCode) -> Response<Full<Bytes>> {
     response
 }
 
+/// A 200 answer of JSON text.
+fn json(body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// One request; with `upstream`, a `tools/call` is passed to it as it came and its answer
+/// passed back as it went.
 async fn handle(
     req: Request<hyper::body::Incoming>,
     sessions: &RefCell<Sessions>,
+    upstream: Option<&Upstream>,
 ) -> Response<Full<Bytes>> {
     let session = req
         .headers()
@@ -195,6 +217,14 @@ async fn handle(
         return status(StatusCode::BAD_REQUEST);
     };
     let body = body.to_bytes();
+    if let Some(upstream) = upstream {
+        if let Some(id) = upstream::call_id(&body) {
+            if known != Some(true) {
+                return status(StatusCode::NOT_FOUND);
+            }
+            return json(upstream.call(id, &body).await);
+        }
+    }
     let mut out = Vec::with_capacity(256);
     let answered = echo_server::answer(&body, &mut out).expect("writing to a Vec");
     if answered != Answered::Initialize {
@@ -207,10 +237,7 @@ async fn handle(
     if answered == Answered::Nothing {
         return status(StatusCode::ACCEPTED);
     }
-    let mut response = Response::new(Full::new(Bytes::from(out)));
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut response = json(Bytes::from(out));
     if answered == Answered::Initialize {
         let mut sessions = sessions.borrow_mut();
         sessions.next += 1;
@@ -251,4 +278,113 @@ pub(crate) fn gateway(builder: switchboard::RuntimeBuilder, io_here: bool) -> Ht
             runtime.shutdown().await;
         })
     })
+}
+
+/// The least an HTTP-to-stdio forwarder does, the gateway's floor: this server's sessions
+/// and handling, except that a `tools/call` is written as it came, as one line, to one
+/// blocking echo server child and its answer line passed back as the HTTP answer, matched
+/// by id (the bench's ids are unique). No MCP parsing beyond the id, no checks, no deadline,
+/// no cancellation, no metrics: what any gateway of this shape costs on this machine.
+pub(crate) fn forwarder() -> HttpServer {
+    HttpServer::start_with(|listener, stop| {
+        Box::pin(async move { serve(listener, stop, Some(Rc::new(Upstream::start()))).await })
+    })
+}
+
+use upstream::Upstream;
+
+mod upstream {
+    //! The forwarder's one upstream: a blocking echo server child, its stdin behind an async
+    //! lock, its stdout read by a task that hands each answer line to its waiter.
+
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::process::Stdio;
+    use std::rc::Rc;
+
+    use bytes::Bytes;
+    use serde::Deserialize;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::process::{Child, ChildStdin};
+    use tokio::sync::oneshot;
+
+    type Waiters = Rc<RefCell<HashMap<u64, oneshot::Sender<Bytes>>>>;
+
+    pub(crate) struct Upstream {
+        stdin: tokio::sync::Mutex<ChildStdin>,
+        waiters: Waiters,
+        _child: Child,
+    }
+
+    #[derive(Deserialize)]
+    struct Peek<'a> {
+        id: Option<u64>,
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+
+    /// The id of `message` if it is a `tools/call`.
+    pub(crate) fn call_id(message: &[u8]) -> Option<u64> {
+        let peek: Peek<'_> = serde_json::from_slice(message).ok()?;
+        (peek.method == Some("tools/call"))
+            .then_some(peek.id)
+            .flatten()
+    }
+
+    impl Upstream {
+        /// Starts the child and the task reading its answers (on the current `LocalSet`).
+        pub(crate) fn start() -> Upstream {
+            let mut child = tokio::process::Command::from(super::super::echo_command())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("the forwarder's echo server");
+            let stdin = child.stdin.take().expect("its stdin");
+            let stdout = child.stdout.take().expect("its stdout");
+            let waiters = Waiters::default();
+            let settle = waiters.clone();
+            tokio::task::spawn_local(async move {
+                let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+                loop {
+                    let mut line = Vec::with_capacity(256);
+                    match reader.read_until(b'\n', &mut line).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    let Some(id) = serde_json::from_slice::<Peek<'_>>(&line)
+                        .ok()
+                        .and_then(|p| p.id)
+                    else {
+                        continue;
+                    };
+                    line.pop();
+                    if let Some(waiter) = settle.borrow_mut().remove(&id) {
+                        let _ = waiter.send(Bytes::from(line));
+                    }
+                }
+            });
+            Upstream {
+                stdin: tokio::sync::Mutex::new(stdin),
+                waiters,
+                _child: child,
+            }
+        }
+
+        /// `message` written to the child as one line; the answer line with its id.
+        pub(crate) async fn call(&self, id: u64, message: &[u8]) -> Bytes {
+            let (tx, rx) = oneshot::channel();
+            self.waiters.borrow_mut().insert(id, tx);
+            let mut line = Vec::with_capacity(message.len() + 1);
+            line.extend_from_slice(message);
+            line.push(b'\n');
+            self.stdin
+                .lock()
+                .await
+                .write_all(&line)
+                .await
+                .expect("writing to the echo server");
+            rx.await.expect("the echo server's answer")
+        }
+    }
 }
