@@ -145,8 +145,9 @@ pub(crate) fn receive(core: &Arc<Core>, session: &Arc<Session>, inbound: Inbound
             let task = serve(core.clone(), session.clone(), request, responder);
             session.spawn(id, task);
         }
-        // Only stdio reads calls in one pass, and its sessions are of the handshake era;
-        // were a stateless one to get a call, it is served as the request it is.
+        // Calls are read in one pass in handshake-era sessions only (stdio's, HTTP's with
+        // a session id); were a stateless one to get a call, it is served as the request
+        // it is.
         Inbound::Call { call, responder } if session.stateless => {
             let request = call.into_request();
             receive(core, session, Inbound::Request { request, responder });

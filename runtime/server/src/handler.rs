@@ -267,8 +267,8 @@ impl Reply {
 pub enum Seen<'a> {
     /// A request.
     Request(&'a Request),
-    /// A handshake-era `tools/call` its transport read in one pass (stdio), which comes as
-    /// this rather than as a [`Seen::Request`].
+    /// A handshake-era `tools/call` its transport read in one pass (stdio, or a POST in an
+    /// HTTP session), which comes as this rather than as a [`Seen::Request`].
     Call(&'a ToolCall),
     /// A notification.
     Notification(&'a Notification),

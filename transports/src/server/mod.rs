@@ -54,8 +54,9 @@ pub enum Inbound {
         /// Its answer's way back.
         responder: Responder,
     },
-    /// A handshake-era `tools/call`, read in one pass (over stdio; see
-    /// [`ServerLinesCodec`](switchboard_codecs::lines::ServerLinesCodec)).
+    /// A handshake-era `tools/call`, read in one pass (over stdio, see
+    /// [`ServerLinesCodec`](switchboard_codecs::lines::ServerLinesCodec); over HTTP, a
+    /// POST in a session).
     Call {
         /// The call.
         call: ToolCall,

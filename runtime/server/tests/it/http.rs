@@ -258,6 +258,74 @@ async fn a_handshake_session_lives_from_initialize_to_delete() {
 }
 
 #[tokio::test]
+async fn a_call_in_a_session_is_read_in_one_pass_and_served_as_a_request_is() {
+    let server = start(Config::default()).await;
+    let session = server.initialize().await;
+    let post = |body: &str| {
+        server
+            .http
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .header("mcp-session-id", &session)
+            .body(body.to_owned())
+    };
+    let counts = || {
+        let p = &server.probe;
+        (
+            p.calls_in_one_pass.load(Ordering::SeqCst),
+            p.calls_as_requests.load(Ordering::SeqCst),
+        )
+    };
+    let echo = r#"{"jsonrpc":"2.0","id":"a\"1","method":"tools\/call","params":{"name":"echo","arguments":{"text":"h\u00ed"}}}"#;
+    let response = post(echo).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["id"], "a\"1");
+    assert_eq!(answer["result"]["content"][0]["text"], "hí");
+    assert_eq!(counts(), (1, 0));
+
+    // Its id is the one the session's refusals name.
+    let refused = post(echo)
+        .header("mcp-protocol-version", "1999-01-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let answer: Value = refused.json().await.unwrap();
+    assert_eq!(answer["id"], "a\"1", "{answer}");
+
+    // Progress: the answer comes as an event stream, as for any request.
+    let slow = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p"}}}"#;
+    let mut stream = post(slow).send().await.unwrap();
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let chunk = tokio::time::timeout(WAIT, stream.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let seen = events(std::str::from_utf8(&chunk).unwrap());
+    assert_eq!(seen[0]["params"]["progressToken"], "p", "{seen:?}");
+    drop(stream);
+
+    // What the one-pass reading leaves goes the general way, and is refused as before.
+    let twice =
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","name":"x"}}"#;
+    let answer: Value = post(twice).send().await.unwrap().json().await.unwrap();
+    assert!(answer.get("error").is_some(), "{answer}");
+    assert_eq!(counts(), (2, 1));
+    let deleted = server
+        .http
+        .delete(&server.url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    server.settled().await;
+}
+
+#[tokio::test]
 async fn progress_makes_an_event_stream_and_closing_it_cancels_the_request() {
     let server = start(Config::default()).await;
     let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "_meta": {"progressToken": 7}}});

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use switchboard_server::{
-    Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Server,
+    Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Seen, Server,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
@@ -18,6 +18,9 @@ pub(crate) const WAIT: Duration = Duration::from_secs(10);
 pub(crate) struct Probe {
     pub(crate) dropped: AtomicUsize,
     pub(crate) sent: AtomicUsize,
+    /// `tools/call`s that came read in one pass ([`Seen::Call`]), and as requests.
+    pub(crate) calls_in_one_pass: AtomicUsize,
+    pub(crate) calls_as_requests: AtomicUsize,
 }
 
 struct DropGuard(Arc<Probe>);
@@ -33,6 +36,19 @@ pub(crate) struct TestHandler {
 }
 
 impl Handler for TestHandler {
+    fn observe(&self, message: Seen<'_>) -> bool {
+        match message {
+            Seen::Call(_) => {
+                self.probe.calls_in_one_pass.fetch_add(1, Ordering::SeqCst);
+            }
+            Seen::Request(request) if request.method == "tools/call" => {
+                self.probe.calls_as_requests.fetch_add(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+        true
+    }
+
     fn info(&self) -> Info {
         Info::new("test", "1.0")
             .with_resources()

@@ -14,6 +14,7 @@ use hyper::header::{
 use hyper::{Method, Request as HttpRequest, Response, StatusCode};
 use serde_json::Value;
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message};
+use switchboard_codecs::mcp::ToolCall;
 use tokio::sync::mpsc;
 
 use super::super::stdio::error_frame;
@@ -30,6 +31,21 @@ pub(crate) struct Shared<S: Service> {
     pub(crate) config: Config,
     pub(crate) sessions: Sessions<S>,
     pub(crate) counters: Counters,
+}
+
+/// A request a POST carried: a `tools/call` read in one pass, or any request.
+enum Asked {
+    Call(ToolCall),
+    Request(switchboard_codecs::jsonrpc::Request),
+}
+
+impl Asked {
+    fn id(&self) -> &Id {
+        match self {
+            Asked::Call(call) => &call.id,
+            Asked::Request(request) => &request.id,
+        }
+    }
 }
 
 /// A count held while something is open, released by drop.
@@ -321,32 +337,40 @@ impl<S: Service> Shared<S> {
                 None,
             );
         }
-        let message = match Message::from_slice(&bytes) {
-            Ok(message) => message,
-            Err(e) => {
-                let code = match e {
-                    switchboard_codecs::jsonrpc::ParseError::NotJson(_) => ErrorObject::PARSE_ERROR,
-                    _ => ErrorObject::INVALID_REQUEST,
-                };
-                return error(400, code, &e.to_string(), None);
-            }
+        // A `tools/call` in a session is read in one pass into what serving it needs, as
+        // over stdio; anything else (and whatever that reading leaves) the general way.
+        let call = match (&session, std::str::from_utf8(&bytes)) {
+            (Some(_), Ok(text)) => ToolCall::parse(text),
+            _ => None,
+        };
+        let request = match call {
+            Some(call) => Asked::Call(call),
+            None => match Message::from_slice(&bytes) {
+                Ok(Message::Request(request)) => Asked::Request(request),
+                Ok(other) => {
+                    // A notification or a client's answer: accepted, nothing to say back.
+                    let inbound = match other {
+                        Message::Notification(n) => Inbound::Notification(n),
+                        Message::Response(r) => Inbound::Response(r),
+                        Message::Request(_) => unreachable!("matched above"),
+                    };
+                    if let Some((_, entry)) = session {
+                        self.service.receive(&entry.session, inbound);
+                    }
+                    return response(202, ResponseBody::empty());
+                }
+                Err(e) => {
+                    let code = match e {
+                        switchboard_codecs::jsonrpc::ParseError::NotJson(_) => {
+                            ErrorObject::PARSE_ERROR
+                        }
+                        _ => ErrorObject::INVALID_REQUEST,
+                    };
+                    return error(400, code, &e.to_string(), None);
+                }
+            },
         };
         let headers = &parts.headers;
-        let request = match message {
-            Message::Request(request) => request,
-            other => {
-                // A notification or a client's answer: accepted, nothing to say back.
-                let inbound = match other {
-                    Message::Notification(n) => Inbound::Notification(n),
-                    Message::Response(r) => Inbound::Response(r),
-                    Message::Request(_) => unreachable!("matched above"),
-                };
-                if let Some((_, entry)) = session {
-                    self.service.receive(&entry.session, inbound);
-                }
-                return response(202, ResponseBody::empty());
-            }
-        };
         let route = match session {
             Some((id, entry)) => {
                 if let Some(version) = headers.get(guard::PROTOCOL_VERSION) {
@@ -356,7 +380,7 @@ impl<S: Service> Shared<S> {
                             400,
                             -32000,
                             &format!("unsupported MCP-Protocol-Version {version:?}"),
-                            Some(&request.id),
+                            Some(request.id()),
                         );
                     }
                 }
@@ -364,9 +388,12 @@ impl<S: Service> Shared<S> {
             }
             // Only a request outside a session needs its params read here (the service
             // reads them again): which era it is, and its headers' checks.
-            None => match self.sessionless_route(headers, &request) {
-                Ok(route) => route,
-                Err(refused) => return *refused,
+            None => match &request {
+                Asked::Request(request) => match self.sessionless_route(headers, request) {
+                    Ok(route) => route,
+                    Err(refused) => return *refused,
+                },
+                Asked::Call(_) => unreachable!("a call is read in one pass in a session only"),
             },
         };
         if self.counters.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight {
@@ -374,10 +401,10 @@ impl<S: Service> Shared<S> {
                 503,
                 -32000,
                 "too many requests in flight",
-                Some(&request.id),
+                Some(request.id()),
             );
         }
-        let id = request.id.clone();
+        let id = request.id().clone();
         let (mut session_id, entry, opening, stateless) = match route {
             Route::Session(session_id, entry) => {
                 if entry.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight_per_session
@@ -430,8 +457,11 @@ impl<S: Service> Shared<S> {
                 .and_then(|v| v.to_str().ok())
                 .map(Arc::from),
         );
-        self.service
-            .receive(&entry.session, Inbound::Request { request, responder });
+        let inbound = match request {
+            Asked::Request(request) => Inbound::Request { request, responder },
+            Asked::Call(call) => Inbound::Call { call, responder },
+        };
+        self.service.receive(&entry.session, inbound);
         // Dropped with this future if the client goes away first: that cancels the request.
         let first = rx.recv().await;
         if opening {
