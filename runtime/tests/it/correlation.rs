@@ -107,6 +107,25 @@ async fn json_rpc_errors_and_tool_errors_are_told_apart() {
 }
 
 #[tokio::test]
+async fn arguments_given_as_json_text_are_sent_as_written() {
+    let (rt, _server) = runtime_with(demo_memory(&["--faults"])).await;
+    let text = |t: &str| serde_json::value::RawValue::from_string(t.to_owned()).unwrap();
+    let r = rt
+        .call_tool_json("echo", text(r#"{"text":"caf\u00e9 \"x\""}"#))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "café \"x\"");
+    let err = rt.call_tool_json("echo", text("[1]")).await.unwrap_err();
+    match &err {
+        Error::InvalidArguments { got, tool, .. } => {
+            assert_eq!((*got, &**tool), ("an array", "echo"));
+        }
+        other => panic!("{other:?}"),
+    }
+    rt.shutdown().await;
+}
+
+#[tokio::test]
 async fn other_server_requests_get_method_not_found() {
     let (rt, server) = runtime_with(demo_memory(&["--faults"])).await;
     let r = server
