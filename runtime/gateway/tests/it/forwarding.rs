@@ -245,6 +245,16 @@ impl Lines {
         self.write.write_all(b"\n").await.unwrap();
     }
 
+    /// Sends `line`, a request with id `id`, and returns the message of the invalid-params
+    /// error it must get.
+    async fn refusal(&mut self, id: i64, line: &str) -> String {
+        self.send(line).await;
+        let answer = self.answer().await;
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        answer["error"]["message"].as_str().unwrap().to_owned()
+    }
+
     /// The next answer (a line with an `id`), skipping notifications.
     async fn answer(&mut self) -> Value {
         loop {
@@ -297,25 +307,15 @@ async fn a_call_s_arguments_go_upstream_as_the_front_client_wrote_them_unless_in
         "{answer}"
     );
 
-    // A lone surrogate is no valid JSON text to pass on: the front client's error, and the
-    // upstream never sees it.
-    front
-        .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud800"}}}"#)
+    // A lone surrogate is no valid JSON text to pass on: the front client's error.
+    let message = front
+        .refusal(3, r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud800"}}}"#)
         .await;
-    let answer = front.answer().await;
-    assert_eq!(answer["id"], 2);
-    assert_eq!(answer["error"]["code"], -32602, "{answer}");
-    let message = answer["error"]["message"].as_str().unwrap();
     assert!(message.contains("invalid arguments"), "{message}");
-
     // Arguments that are not an object: the runtime's error, as with a tree.
-    front
-        .send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":["x"]}}"#)
+    let message = front
+        .refusal(4, r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":["x"]}}"#)
         .await;
-    let answer = front.answer().await;
-    assert_eq!(answer["id"], 3);
-    assert_eq!(answer["error"]["code"], -32602, "{answer}");
-    let message = answer["error"]["message"].as_str().unwrap();
     assert!(message.contains("got an array"), "{message}");
 
     drop(front);

@@ -179,6 +179,16 @@ impl Running {
 }
 
 /// The `data:` payloads of an event stream body.
+/// The events of the next chunk of an event stream.
+async fn next_events(stream: &mut reqwest::Response) -> Vec<Value> {
+    let chunk = tokio::time::timeout(WAIT, stream.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    events(std::str::from_utf8(&chunk).unwrap())
+}
+
 fn events(body: &str) -> Vec<Value> {
     body.lines()
         .filter_map(|line| line.strip_prefix("data: "))
@@ -222,12 +232,7 @@ async fn a_handshake_session_lives_from_initialize_to_delete() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let chunk = tokio::time::timeout(WAIT, stream.chunk())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let seen = events(std::str::from_utf8(&chunk).unwrap());
+    let seen = next_events(&mut stream).await;
     assert_eq!(seen[0]["method"], "notifications/tools/list_changed");
     drop(stream);
 
@@ -239,14 +244,7 @@ async fn a_handshake_session_lives_from_initialize_to_delete() {
         .await
         .unwrap();
     assert_eq!(bad_version.status(), 400);
-    let deleted = server
-        .http
-        .delete(&server.url)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), 200);
+    server.delete(&session).await;
     let gone = server
         .post(&call)
         .header("mcp-session-id", &session)
@@ -299,12 +297,7 @@ async fn a_call_in_a_session_is_read_in_one_pass_and_served_as_a_request_is() {
     let slow = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"p"}}}"#;
     let mut stream = post(slow).send().await.unwrap();
     assert_eq!(stream.headers()["content-type"], "text/event-stream");
-    let chunk = tokio::time::timeout(WAIT, stream.chunk())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let seen = events(std::str::from_utf8(&chunk).unwrap());
+    let seen = next_events(&mut stream).await;
     assert_eq!(seen[0]["params"]["progressToken"], "p", "{seen:?}");
     drop(stream);
 
@@ -314,14 +307,7 @@ async fn a_call_in_a_session_is_read_in_one_pass_and_served_as_a_request_is() {
     let answer: Value = post(twice).send().await.unwrap().json().await.unwrap();
     assert!(answer.get("error").is_some(), "{answer}");
     assert_eq!(counts(), (2, 1));
-    let deleted = server
-        .http
-        .delete(&server.url)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), 200);
+    server.delete(&session).await;
     server.settled().await;
 }
 
@@ -337,12 +323,7 @@ async fn progress_makes_an_event_stream_and_closing_it_cancels_the_request() {
         .await
         .unwrap();
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let chunk = tokio::time::timeout(WAIT, response.chunk())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let seen = events(std::str::from_utf8(&chunk).unwrap());
+    let seen = next_events(&mut response).await;
     assert_eq!(seen[0]["params"]["progressToken"], 7);
     assert_eq!(server.handle.stats().in_flight, 1);
     drop(response);
@@ -354,13 +335,7 @@ async fn progress_makes_an_event_stream_and_closing_it_cancels_the_request() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    server
-        .http
-        .delete(&server.url)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
+    server.delete(&session).await;
     server.settled().await;
 }
 
