@@ -128,9 +128,13 @@ async fn pass_on(ctx: &Context, said: Said) {
     }
 }
 
-/// The runtime's level for the front's level name.
+/// The runtime's level for the front's level name (read from the name itself: every
+/// forwarded call asks, and a tree of one string was an allocation each time).
 fn level_of(name: &str) -> Option<LoggingLevel> {
-    serde_json::from_value(Value::String(name.to_owned())).ok()
+    use serde::de::IntoDeserializer;
+    let name: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+        name.into_deserializer();
+    serde::Deserialize::deserialize(name).ok()
 }
 
 /// Gets prompt `name` (a prompt catalogue name) from its owner; what the upstream asks the
@@ -404,6 +408,24 @@ mod tests {
             r#"{"content":[],"structuredContent":{"isError":true}}"#
         ));
         assert!(!is_error("true"));
+    }
+
+    #[test]
+    fn every_front_level_name_is_the_runtime_s() {
+        for name in [
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency",
+        ] {
+            let level = super::level_of(name).expect(name);
+            assert_eq!(serde_json::to_value(level).unwrap(), name);
+        }
+        assert!(super::level_of("loud").is_none());
     }
 
     #[test]
