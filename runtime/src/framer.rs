@@ -369,6 +369,31 @@ mod tests {
     }
 
     #[test]
+    fn arguments_given_as_text_are_written_byte_for_byte() {
+        let written = r#"{ "b" : 1, "a" : "caf\u00e9" }"#;
+        let params = Params::ToolCall {
+            name: "t".into(),
+            arguments: Arguments::Text(RawValue::from_string(written.to_owned()).unwrap()),
+            meta: None,
+            task: None,
+        };
+        let body = Body {
+            params: &params,
+            retry: None,
+            meta: Meta {
+                progress_token: Some(3),
+                modern: None,
+                caller: None,
+            },
+        };
+        let text = String::from_utf8(frame::request(3, "tools/call", &body).to_vec()).unwrap();
+        assert!(
+            text.contains(&format!(r#""arguments":{written}"#)),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_retry_echoes_the_state_byte_for_byte_beside_the_original_params() {
         let params = Params::ToolCall {
             name: "t".into(),

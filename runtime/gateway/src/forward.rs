@@ -412,16 +412,7 @@ mod tests {
 
     #[test]
     fn every_front_level_name_is_the_runtime_s() {
-        for name in [
-            "debug",
-            "info",
-            "notice",
-            "warning",
-            "error",
-            "critical",
-            "alert",
-            "emergency",
-        ] {
+        for name in switchboard_server::logging::LEVELS {
             let level = super::level_of(name).expect(name);
             assert_eq!(serde_json::to_value(level).unwrap(), name);
         }

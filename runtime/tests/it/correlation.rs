@@ -107,7 +107,7 @@ async fn json_rpc_errors_and_tool_errors_are_told_apart() {
 }
 
 #[tokio::test]
-async fn arguments_given_as_json_text_are_sent_as_written() {
+async fn arguments_given_as_json_text_reach_the_server() {
     let (rt, _server) = runtime_with(demo_memory(&["--faults"])).await;
     let text = |t: &str| serde_json::value::RawValue::from_string(t.to_owned()).unwrap();
     let r = rt

@@ -272,7 +272,7 @@ impl Lines {
 }
 
 #[tokio::test]
-async fn a_call_s_arguments_go_upstream_as_the_front_client_wrote_them_unless_invalid() {
+async fn a_call_s_arguments_reach_the_upstream_unless_they_are_no_valid_json_object() {
     use tokio::io::AsyncBufReadExt;
     let setup = Setup::start().await;
     let served = switchboard_gateway::Gateway::new(setup.upstream.clone())
@@ -296,7 +296,8 @@ async fn a_call_s_arguments_go_upstream_as_the_front_client_wrote_them_unless_in
         .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
         .await;
 
-    // Escapes and spacing as the client wrote them, decoded once, by the upstream.
+    // Escapes and spacing as the client wrote them reach the upstream, which decodes them
+    // (that the text is written as it came is the framer's test).
     front
         .send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments": { "text" : "\u00e9t\u00e9 \"q\"" }}}"#)
         .await;
