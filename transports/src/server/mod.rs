@@ -105,6 +105,9 @@ pub struct Responder {
     tx: mpsc::Sender<Outgoing>,
     /// The W3C `traceparent` the request's transport carried beside it (an HTTP header).
     traceparent: Option<Arc<str>>,
+    /// The HTTP connection whose answer budget what it sends counts against.
+    #[cfg(feature = "server-http")]
+    charge: Option<Arc<http::connections::Conn>>,
 }
 
 impl fmt::Debug for Responder {
@@ -119,13 +122,23 @@ impl Responder {
     /// A responder over a fresh queue of `capacity` messages, and the queue's receiving end.
     pub fn channel(capacity: usize) -> (Responder, mpsc::Receiver<Outgoing>) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        (
-            Responder {
-                tx,
-                traceparent: None,
-            },
-            rx,
-        )
+        (Responder::from_sender(tx), rx)
+    }
+
+    /// What it sends counts against `conn`'s answer budget until written.
+    #[cfg(feature = "server-http")]
+    pub(crate) fn charged_to(mut self, conn: Arc<http::connections::Conn>) -> Self {
+        self.charge = Some(conn);
+        self
+    }
+
+    /// `frame`, counted against the answer budget when the responder has one.
+    fn charge(&self, frame: Bytes) -> Bytes {
+        #[cfg(feature = "server-http")]
+        if let Some(conn) = &self.charge {
+            return conn.charge(frame);
+        }
+        frame
     }
 
     /// With the `traceparent` the transport carried beside the request.
@@ -144,6 +157,8 @@ impl Responder {
         Responder {
             tx,
             traceparent: None,
+            #[cfg(feature = "server-http")]
+            charge: None,
         }
     }
 
@@ -151,7 +166,7 @@ impl Responder {
     /// client), waiting for room.
     pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
         self.tx
-            .send(Outgoing::Message(message))
+            .send(Outgoing::Message(self.charge(message)))
             .await
             .map_err(|_| Closed)
     }
@@ -159,11 +174,14 @@ impl Responder {
     /// Sends a message about the request without waiting; `false` if the queue is full
     /// or the client gone (the message is dropped).
     pub fn try_send(&self, message: Bytes) -> bool {
-        self.tx.try_send(Outgoing::Message(message)).is_ok()
+        self.tx
+            .try_send(Outgoing::Message(self.charge(message)))
+            .is_ok()
     }
 
     /// Sends the answer; a client already gone is no error worth reporting.
     pub async fn answer(self, frame: Bytes, error: Option<i64>) {
+        let frame = self.charge(frame);
         let _ = self.tx.send(Outgoing::Answer { frame, error }).await;
     }
 
@@ -186,7 +204,7 @@ impl Responder {
 /// stream is closed, so that a client that stops reading never grows the server's memory.
 #[derive(Clone, Default)]
 pub struct Notifier {
-    slot: Arc<Mutex<Option<mpsc::Sender<Outgoing>>>>,
+    slot: Arc<Mutex<Option<Responder>>>,
 }
 
 impl fmt::Debug for Notifier {
@@ -207,7 +225,13 @@ impl Notifier {
 
     /// Makes `tx` the stream this session's notifications go to, replacing any other.
     pub fn attach(&self, tx: mpsc::Sender<Outgoing>) {
-        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+        self.attach_responder(Responder::from_sender(tx));
+    }
+
+    /// Makes `stream` the stream this session's notifications go to (an HTTP GET stream,
+    /// charged to its connection), replacing any other.
+    pub(crate) fn attach_responder(&self, stream: Responder) {
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(stream);
     }
 
     /// Forgets the stream (the client closed it, or the session ended).
@@ -221,17 +245,20 @@ impl Notifier {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
-            .is_some_and(|tx| !tx.is_closed())
+            .is_some_and(|stream| !stream.is_closed())
     }
 
     /// Queues one serialized message; `false` if it was dropped (no stream, or its queue
     /// full, in which case the stream is closed).
     pub fn notify(&self, message: Bytes) -> bool {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(tx) = slot.as_ref() else {
+        let Some(stream) = slot.as_ref() else {
             return false;
         };
-        match tx.try_send(Outgoing::Message(message)) {
+        match stream
+            .tx
+            .try_send(Outgoing::Message(stream.charge(message)))
+        {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!("a client is not reading its notifications: closing the stream");

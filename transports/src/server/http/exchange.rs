@@ -9,7 +9,8 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE,
+    HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER,
+    WWW_AUTHENTICATE,
 };
 use hyper::{Method, Request as HttpRequest, Response, StatusCode};
 use serde_json::Value;
@@ -20,9 +21,12 @@ use tokio::sync::mpsc;
 use super::super::stdio::error_frame;
 use super::super::{Inbound, Notifier, Outgoing, Responder, Service};
 use super::auth::{self, AuthRefusal, Principal};
-use super::body::ResponseBody;
+use super::body::{Holds, ResponseBody};
+use super::clients::{self, Client, ClientKey, Clients, Quota};
+use super::config::{ClientLimits, Rejection};
+use super::connections::{Conn, Connections};
 use super::guard::{self, Refusal, SESSION_ID};
-use super::sessions::{new_id, Busy, Entry, Inserted, Sessions};
+use super::sessions::{new_id, now_us, Busy, Entry, Inserted, Sessions};
 use super::{Config, Counters};
 
 /// What every connection's tasks share.
@@ -31,6 +35,10 @@ pub(crate) struct Shared<S: Service> {
     pub(crate) config: Config,
     pub(crate) sessions: Sessions<S>,
     pub(crate) counters: Counters,
+    pub(crate) connections: Arc<Connections>,
+    pub(crate) clients: Clients,
+    /// What one client may hold and ask.
+    limits: ClientLimits,
 }
 
 /// A request a POST carried: a `tools/call` read in one pass, or any request.
@@ -76,10 +84,13 @@ impl<S: Service> Drop for CloseOnDrop<S> {
     }
 }
 
-/// What a request holds until its answer is delivered or abandoned: its counts, and for a
+/// What a request holds until its answer is delivered or abandoned: its counts (the
+/// server's, its client's, a listen stream's place in its client's streams), and for a
 /// stateless request the close of its session. Each releases by drop.
-pub(crate) struct Guards {
+struct Guards {
     _in_flight: Count,
+    _client: clients::Held,
+    _stream: Option<clients::Held>,
     /// The session's count (and a stateless session's close), typed by the service.
     _session: Box<dyn std::any::Any + Send + Sync>,
 }
@@ -109,6 +120,23 @@ fn refused(refusal: Refusal, id: Option<&Id>) -> HttpResponse {
 
 fn error(status: u16, code: i64, message: &str, id: Option<&Id>) -> HttpResponse {
     json(status, error_frame(id, code, message))
+}
+
+/// A refusal the client may try again after `after` (rounded up to whole seconds).
+fn retry_after(mut response: HttpResponse, after: std::time::Duration) -> HttpResponse {
+    let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    response
+}
+
+/// 429 or 503 for a bound the client may meet again shortly.
+fn busy(status: u16, message: &str, id: Option<&Id>) -> HttpResponse {
+    retry_after(
+        error(status, -32000, message, id),
+        std::time::Duration::from_secs(1),
+    )
 }
 
 fn event_stream(body: ResponseBody) -> HttpResponse {
@@ -147,6 +175,8 @@ enum Lookup<S: Service> {
     Unknown,
     /// A session another principal opened: 403.
     Foreign,
+    /// A sealed session this replica has no room to restore now: 429 or 503, to try again.
+    Full(Rejection),
 }
 
 fn foreign_session() -> HttpResponse {
@@ -155,6 +185,43 @@ fn foreign_session() -> HttpResponse {
 
 fn session_not_found() -> HttpResponse {
     error(404, -32001, "session not found", None)
+}
+
+/// The answer to a request refused for `rejection`, a bound the client may meet again.
+fn refused_for(rejection: Rejection, limits: &ClientLimits, config: &Config) -> HttpResponse {
+    let (status, message) = match rejection {
+        Rejection::Sessions => (503, format!("too many sessions ({})", config.max_sessions)),
+        Rejection::ClientSessions => (
+            429,
+            format!(
+                "too many sessions for this client ({}), none idle enough to end",
+                limits.sessions
+            ),
+        ),
+        Rejection::ClientStreams => (
+            429,
+            format!("too many streams open for this client ({})", limits.streams),
+        ),
+        Rejection::ClientInFlight => (
+            429,
+            format!(
+                "too many requests in flight for this client ({})",
+                limits.in_flight
+            ),
+        ),
+        Rejection::SessionInFlight => (
+            429,
+            format!(
+                "too many requests in flight in this session ({})",
+                config.max_in_flight_per_session
+            ),
+        ),
+        _ => (
+            503,
+            format!("too many requests in flight ({})", config.max_in_flight),
+        ),
+    };
+    busy(status, &message, None)
 }
 
 /// Where a POST's message goes.
@@ -169,13 +236,87 @@ impl<S: Service> Shared<S> {
     pub(crate) fn new(service: Arc<S>, config: Config) -> Self {
         Shared {
             service,
-            sessions: Sessions::new(config.max_sessions),
+            sessions: Sessions::new(config.max_sessions, config.session_grace),
+            connections: Connections::new(&config),
+            clients: Clients::new(),
+            limits: config.client_limits(),
             config,
             counters: Counters::default(),
         }
     }
 
-    pub(crate) async fn handle(self: &Arc<Self>, request: HttpRequest<Incoming>) -> HttpResponse {
+    /// The answer on the lane past the connection cap: a probe's, or 503.
+    pub(crate) fn shed(&self, request: &HttpRequest<Incoming>) -> HttpResponse {
+        if let Some(answer) = self.probe(request) {
+            return answer;
+        }
+        busy(503, "too many connections", None)
+    }
+
+    /// Who a request on `conn` comes from: its principal, else the address a trusted
+    /// proxy forwarded it for, else the connection's address. The connection keeps the
+    /// last one it looked up: no lookup while they stay the same.
+    fn client_of(
+        &self,
+        conn: &Arc<Conn>,
+        principal: Option<&Arc<Principal>>,
+        headers: &hyper::HeaderMap,
+    ) -> Arc<Client> {
+        let key = match principal {
+            Some(principal) => Err(principal.subject.as_str()),
+            None if self.config.trusted_proxies.contains(&conn.addr) => {
+                let forwarded = clients::forwarded_for(
+                    headers
+                        .get_all("x-forwarded-for")
+                        .iter()
+                        .map(|v| v.as_bytes()),
+                    &self.config.trusted_proxies,
+                );
+                match forwarded {
+                    Some(ip) => Ok(ClientKey::address(ip)),
+                    None => return conn.peer.clone(),
+                }
+            }
+            None => return conn.peer.clone(),
+        };
+        let mut last = conn
+            .last_client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = |client: &Client| match (&key, &client.key) {
+            (Err(subject), ClientKey::Principal(held)) => **held == **subject,
+            (Ok(address), held) => address == held,
+            _ => false,
+        };
+        if let Some(client) = last.as_ref().filter(|c| same(c)) {
+            return client.clone();
+        }
+        let key = key.unwrap_or_else(|subject| ClientKey::Principal(subject.into()));
+        if key == conn.peer.key {
+            return conn.peer.clone();
+        }
+        let client = self.clients.get(key);
+        *last = Some(client.clone());
+        client
+    }
+
+    /// Admits one request of `client` under its rate; the 429 otherwise.
+    fn rate(&self, client: &Client) -> Result<(), Box<HttpResponse>> {
+        client.admit(&self.limits, now_us()).map_err(|wait| {
+            client.reject(Rejection::Rate, self.config.rejections.as_ref());
+            let message = format!(
+                "rate limit: more than {} requests a second from this client",
+                self.limits.rate.unwrap_or_default()
+            );
+            Box::new(retry_after(error(429, -32000, &message, None), wait))
+        })
+    }
+
+    pub(crate) async fn handle(
+        self: &Arc<Self>,
+        request: HttpRequest<Incoming>,
+        conn: &Arc<Conn>,
+    ) -> HttpResponse {
         if request.uri().path() != self.config.path {
             if let Some(answer) = self.probe(&request) {
                 return answer;
@@ -190,13 +331,24 @@ impl<S: Service> Shared<S> {
         }
         let principal = match self.authenticate(&request).await {
             Ok(principal) => principal,
-            Err(refusal) => return refusal,
+            Err(refusal) => {
+                // Refused requests count against their address's rate: a flood of bad
+                // tokens is limited like any other.
+                if let Err(limited) = self.rate(&conn.peer) {
+                    return *limited;
+                }
+                return refusal;
+            }
         };
         let principal = principal.as_ref();
+        let client = self.client_of(conn, principal, request.headers());
+        if let Err(limited) = self.rate(&client) {
+            return *limited;
+        }
         match *request.method() {
-            Method::POST => self.post(request, principal).await,
-            Method::GET => self.get(request, principal),
-            Method::DELETE => self.delete(request, principal),
+            Method::POST => self.post(request, principal, &client, conn).await,
+            Method::GET => self.get(request, principal, &client, conn),
+            Method::DELETE => self.delete(request, principal, &client),
             _ => {
                 let mut response = error(405, -32000, "method not allowed", None);
                 response
@@ -276,17 +428,24 @@ impl<S: Service> Shared<S> {
         &self,
         request: &HttpRequest<Incoming>,
         principal: Option<&Arc<Principal>>,
+        client: &Arc<Client>,
     ) -> Lookup<S> {
         let Some(header) = request.headers().get(SESSION_ID) else {
             return Lookup::Unnamed;
         };
         let id = header.to_str().unwrap_or("");
-        match self.sessions.get(id).or_else(|| self.restore(id)) {
-            Some(entry) if entry.admits(principal.map(|p| &**p)) => {
-                Lookup::Found(header.clone(), entry)
-            }
-            Some(_) => Lookup::Foreign,
-            None => Lookup::Unknown,
+        let entry = match self.sessions.get(id) {
+            Some(entry) => entry,
+            None => match self.restore(id, client) {
+                Ok(Some(entry)) => entry,
+                Ok(None) => return Lookup::Unknown,
+                Err(rejection) => return Lookup::Full(rejection),
+            },
+        };
+        if entry.admits(principal.map(|p| &**p)) {
+            Lookup::Found(header.clone(), entry)
+        } else {
+            Lookup::Foreign
         }
     }
 
@@ -294,15 +453,21 @@ impl<S: Service> Shared<S> {
         self: &Arc<Self>,
         request: HttpRequest<Incoming>,
         principal: Option<&Arc<Principal>>,
+        client: &Arc<Client>,
+        conn: &Arc<Conn>,
     ) -> HttpResponse {
         if let Err(refusal) = guard::post(request.headers()) {
             return refused(refusal, None);
         }
         let too_large = || {
+            client.reject(Rejection::BodyTooLarge, self.config.rejections.as_ref());
             error(
                 413,
                 ErrorObject::INVALID_REQUEST,
-                "request body too large",
+                &format!(
+                    "request body too large (over {} bytes)",
+                    self.config.max_body
+                ),
                 None,
             )
         };
@@ -314,17 +479,20 @@ impl<S: Service> Shared<S> {
         if declared.is_some_and(|n| n > self.config.max_body as u64) {
             return too_large();
         }
-        let session = match self.session_of(&request, principal) {
+        let session = match self.session_of(&request, principal, client) {
             Lookup::Found(id, entry) => Some((id, entry)),
             Lookup::Unnamed => None,
             Lookup::Unknown => return session_not_found(),
             Lookup::Foreign => return foreign_session(),
+            Lookup::Full(rejection) => return self.refuse(rejection, client),
         };
         let (parts, body) = request.into_parts();
-        let bytes = match http_body_util::Limited::new(body, self.config.max_body)
+        let reading = conn.reading_body();
+        let collected = http_body_util::Limited::new(body, self.config.max_body)
             .collect()
-            .await
-        {
+            .await;
+        drop(reading);
+        let bytes = match collected {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
             Err(e) => return error(400, -32000, &format!("cannot read the body: {e}"), None),
@@ -397,24 +565,30 @@ impl<S: Service> Shared<S> {
             },
         };
         if self.counters.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight {
-            return error(
-                503,
-                -32000,
-                "too many requests in flight",
-                Some(request.id()),
-            );
+            return self.refuse(Rejection::InFlight, client);
         }
         let id = request.id().clone();
+        let Some(client_in_flight) = client.take(Quota::InFlight, self.limits.in_flight) else {
+            return self.refuse(Rejection::ClientInFlight, client);
+        };
+        // A listen stream may stay open for as long as its client likes: one of its
+        // client's streams.
+        let listening = matches!(
+            (&route, &request),
+            (Route::Stateless, Asked::Request(r)) if r.method == "subscriptions/listen"
+        );
+        let stream = match listening {
+            true => match client.take(Quota::Streams, self.limits.streams) {
+                Some(held) => Some(held),
+                None => return self.refuse(Rejection::ClientStreams, client),
+            },
+            false => None,
+        };
         let (mut session_id, entry, opening, stateless) = match route {
             Route::Session(session_id, entry) => {
                 if entry.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight_per_session
                 {
-                    return error(
-                        429,
-                        -32000,
-                        "too many requests in flight in this session",
-                        Some(&id),
-                    );
+                    return self.refuse(Rejection::SessionInFlight, client);
                 }
                 (Some(session_id), entry, false, false)
             }
@@ -448,10 +622,12 @@ impl<S: Service> Shared<S> {
         };
         let guards = Guards {
             _in_flight: Count::new(&self.counters.in_flight),
+            _client: client_in_flight,
+            _stream: stream,
             _session: session,
         };
         let (responder, mut rx) = Responder::channel(self.config.stream_queue);
-        let responder = responder.with_traceparent(
+        let responder = responder.charged_to(conn.clone()).with_traceparent(
             headers
                 .get(guard::TRACEPARENT)
                 .and_then(|v| v.to_str().ok())
@@ -473,11 +649,11 @@ impl<S: Service> Shared<S> {
             if refused {
                 self.close(&entry);
             } else {
-                match self.admit(entry.clone()) {
-                    Some(admitted) => session_id = HeaderValue::from_str(&admitted).ok(),
-                    None => {
+                match self.admit(entry.clone(), client) {
+                    Ok(admitted) => session_id = HeaderValue::from_str(&admitted).ok(),
+                    Err(rejection) => {
                         self.close(&entry);
-                        return error(503, -32000, "too many sessions", Some(&id));
+                        return self.refuse(rejection, client);
                     }
                 }
             }
@@ -492,7 +668,15 @@ impl<S: Service> Shared<S> {
                 };
                 json(status, frame)
             }
-            Some(first) => event_stream(ResponseBody::request_stream(first, rx, guards)),
+            Some(first) => {
+                let keep_alive = listening.then_some(self.config.stream_keep_alive).flatten();
+                event_stream(ResponseBody::request_stream(
+                    first,
+                    rx,
+                    Box::new(guards),
+                    keep_alive,
+                ))
+            }
             None => {
                 drop(guards);
                 error(
@@ -509,9 +693,16 @@ impl<S: Service> Shared<S> {
         response
     }
 
-    /// Puts an initialized session in the table, under a sealed id when keys are set (and
-    /// its state fits one), else a random one; `None` when the table is full of busy ones.
-    fn admit(&self, entry: Arc<Entry<S>>) -> Option<String> {
+    /// Counts and logs `rejection` of `client`, and answers it.
+    fn refuse(&self, rejection: Rejection, client: &Client) -> HttpResponse {
+        client.reject(rejection, self.config.rejections.as_ref());
+        refused_for(rejection, &self.limits, &self.config)
+    }
+
+    /// Puts an initialized session of `client` in the table, under a sealed id when keys
+    /// are set (and its state fits one), else a random one; why not, when the table (or
+    /// the client's share of it) is full of sessions in use.
+    fn admit(&self, entry: Arc<Entry<S>>, client: &Arc<Client>) -> Result<String, Rejection> {
         let sealed = self.config.sealing.as_ref().and_then(|seal| {
             let state = self.service.session_state(&entry.session)?;
             // The owner travels with the state: every replica refuses it to anyone else.
@@ -519,50 +710,64 @@ impl<S: Service> Shared<S> {
                 &serde_json::json!({"state": state, "owner": entry.owner.get().map(|o| &**o)}),
             )
         });
-        let id = sealed.or_else(new_id)?;
-        match self.insert(id.clone(), entry) {
-            Inserted::Added { .. } => Some(id),
+        // Without randomness there is no id to give: as full as can be.
+        let id = sealed.or_else(new_id).ok_or(Rejection::Sessions)?;
+        match self.insert(id.clone(), entry, client) {
+            Inserted::Added { .. } => Ok(id),
             // A fresh random or sealed id (its nonce is random) is never in the table.
-            Inserted::Present(_) | Inserted::Refused => None,
+            Inserted::Present(_) => Err(Rejection::Sessions),
+            Inserted::Refused(rejection) => Err(rejection),
         }
     }
 
-    /// Puts `entry` in the table under `id`, ending the session it evicts to make room.
-    fn insert(&self, id: String, entry: Arc<Entry<S>>) -> Inserted<S> {
-        let inserted = self.sessions.insert(id, entry);
+    /// Puts `entry` of `client` in the table under `id`, ending the session it evicts to
+    /// make room.
+    fn insert(&self, id: String, entry: Arc<Entry<S>>, client: &Arc<Client>) -> Inserted<S> {
+        let inserted = self
+            .sessions
+            .insert(id, entry, client, self.limits.sessions);
         if let Inserted::Added {
             evicted: Some(evicted),
         } = &inserted
         {
+            client.reject(Rejection::SessionEvicted, self.config.rejections.as_ref());
             self.close(evicted);
         }
         inserted
     }
 
-    /// The session a sealed id carries, rebuilt here and kept in the table.
-    fn restore(&self, id: &str) -> Option<Arc<Entry<S>>> {
-        let seal = self.config.sealing.as_ref()?;
+    /// The session a sealed id carries, rebuilt here and kept in the table (`None`: not a
+    /// session of ours; `Err`: no room for it now).
+    fn restore(&self, id: &str, client: &Arc<Client>) -> Result<Option<Arc<Entry<S>>>, Rejection> {
+        let Some(seal) = self.config.sealing.as_ref() else {
+            return Ok(None);
+        };
         if self.sessions.has_ended(id) {
-            return None;
+            return Ok(None);
         }
-        let sealed = seal.open(id)?;
+        let Some(sealed) = seal.open(id) else {
+            return Ok(None);
+        };
         let notifier = Notifier::default();
-        let session = self
-            .service
-            .restore(notifier.clone(), sealed.get("state")?)?;
+        let Some(session) = sealed
+            .get("state")
+            .and_then(|state| self.service.restore(notifier.clone(), state))
+        else {
+            return Ok(None);
+        };
         let entry = Arc::new(Entry::new(session, notifier));
         if let Some(owner) = sealed.get("owner").and_then(Value::as_str) {
             let _ = entry.owner.set(owner.into());
         }
-        match self.insert(id.to_owned(), entry.clone()) {
-            Inserted::Added { .. } => Some(entry),
+        match self.insert(id.to_owned(), entry.clone(), client) {
+            Inserted::Added { .. } => Ok(Some(entry)),
             Inserted::Present(present) => {
                 self.close(&entry);
-                Some(present)
+                Ok(Some(present))
             }
-            Inserted::Refused => {
+            Inserted::Refused(rejection) => {
                 self.close(&entry);
-                None
+                Err(rejection)
             }
         }
     }
@@ -609,8 +814,11 @@ impl<S: Service> Shared<S> {
         self: &Arc<Self>,
         request: HttpRequest<Incoming>,
         principal: Option<&Arc<Principal>>,
+        client: &Arc<Client>,
+        conn: &Arc<Conn>,
     ) -> HttpResponse {
-        let session = match self.session_of(&request, principal) {
+        let session = match self.session_of(&request, principal, client) {
+            Lookup::Full(rejection) => return self.refuse(rejection, client),
             Lookup::Foreign => return foreign_session(),
             Lookup::Found(_, entry) => entry,
             Lookup::Unnamed => {
@@ -626,17 +834,29 @@ impl<S: Service> Shared<S> {
         if let Err(refusal) = guard::get(request.headers()) {
             return refused(refusal, None);
         }
+        let Some(stream) = client.take(Quota::Streams, self.limits.streams) else {
+            return self.refuse(Rejection::ClientStreams, client);
+        };
         let (tx, rx) = mpsc::channel(self.config.stream_queue.max(1));
-        session.notifier.attach(tx);
-        event_stream(ResponseBody::session_stream(rx))
+        session
+            .notifier
+            .attach_responder(Responder::from_sender(tx).charged_to(conn.clone()));
+        let holds: Holds = Box::new(stream);
+        event_stream(ResponseBody::session_stream(
+            rx,
+            holds,
+            self.config.stream_keep_alive,
+        ))
     }
 
     fn delete(
         self: &Arc<Self>,
         request: HttpRequest<Incoming>,
         principal: Option<&Arc<Principal>>,
+        client: &Arc<Client>,
     ) -> HttpResponse {
-        match self.session_of(&request, principal) {
+        match self.session_of(&request, principal, client) {
+            Lookup::Full(rejection) => self.refuse(rejection, client),
             Lookup::Foreign => foreign_session(),
             Lookup::Found(id, _) => {
                 self.end(id.to_str().unwrap_or(""));

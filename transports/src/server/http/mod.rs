@@ -13,9 +13,15 @@
 //! # Security
 //!
 //! [`Config::default`] accepts only loopback `Host` and `Origin` values (DNS rebinding), and
-//! bounds the body of a POST, the sessions, the requests in flight per session and in all,
-//! and the queue toward each client: a client that stops reading its stream slows only its
-//! own handlers. Bind a loopback address unless the server authenticates its clients.
+//! bounds what any client can make the server hold: the time a request's head and body may
+//! take, an idle keep-alive connection, a response its client does not read; the
+//! connections (past the cap, an idle one is closed for a newcomer, and health probes are
+//! always answered); the body of a POST; the sessions, the requests in flight per session
+//! and in all; the bytes of answers not yet sent; and per client (its principal, else its
+//! address) its sessions, streams, requests in flight and request rate. Each refusal has
+//! its status (408 or a closed connection, 413, 429 or 503 with `Retry-After`) and is
+//! counted ([`Config::with_rejections`]). Bind a loopback address unless the server
+//! authenticates its clients.
 //!
 //! ```no_run
 //! # async fn run<S: switchboard_transports::server::Service>(service: std::sync::Arc<S>) -> std::io::Result<()> {
@@ -34,218 +40,42 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
 
 use super::Service;
 
 mod auth;
 mod body;
+mod clients;
+mod config;
+pub(crate) mod connections;
 mod exchange;
 mod guard;
 mod sealed;
 mod sessions;
 
 pub use auth::{Auth, AuthFuture, AuthRefusal, Authenticate, Principal};
-pub use body::ResponseBody;
+pub use body::{Chunk, ResponseBody};
+pub use config::{default_answer_budget, ClientLimits, Config, Probes, Rejection, LOOPBACK};
 
-/// How the HTTP server checks, bounds and routes.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Config {
-    /// The endpoint's path.
-    pub path: String,
-    /// The host names (without port) a `Host` header may name; `None` accepts any (only
-    /// behind something that checks it).
-    pub allowed_hosts: Option<Vec<String>>,
-    /// The host names (without port) an `Origin` header may name; `None` accepts any.
-    /// A request without `Origin` (not from a browser) is not refused for it.
-    pub allowed_origins: Option<Vec<String>>,
-    /// The largest POST body, in bytes (413 beyond).
-    pub max_body: usize,
-    /// The most handshake-era sessions open at once. A new one beyond ends the session quiet
-    /// longest (nothing in flight, no GET stream), if any; else it is refused (503).
-    pub max_sessions: usize,
-    /// How long a handshake-era session may stay quiet (nothing in flight, no GET stream)
-    /// before it is ended, so that clients gone without a DELETE do not hold their sessions;
-    /// `None` keeps quiet sessions until DELETE or eviction.
-    pub session_idle: Option<Duration>,
-    /// The most requests in flight per session (429 beyond).
-    pub max_in_flight_per_session: usize,
-    /// The most requests in flight in all, stateless ones included (503 beyond).
-    pub max_in_flight: usize,
-    /// The most connections open at once; more wait to be accepted.
-    pub max_connections: usize,
-    /// How many messages may wait toward one client stream before its handler waits.
-    pub stream_queue: usize,
-    /// Seals handshake-era session ids ([`with_session_keys`](Self::with_session_keys)).
-    sealing: Option<Arc<sealed::SessionSeal>>,
-    /// `/healthz` and `/readyz`, when set (404 without).
-    pub probes: Option<Probes>,
-    /// Who may call, when set ([`with_auth`](Self::with_auth)); without it, anyone who
-    /// reaches the address.
-    pub auth: Option<Auth>,
-}
-
-/// The health endpoints: `GET /healthz` answers 200 while the server runs, `GET /readyz`
-/// 200 when `ready` says so and 503 before.
-///
-/// They are served before the `Host` and `Origin` checks, on purpose: a load balancer or a
-/// kubelet probes by address, and the answer (a status and a word) tells nothing a page
-/// could abuse.
-#[derive(Clone)]
-pub struct Probes {
-    ready: Arc<dyn Fn() -> bool + Send + Sync>,
-}
-
-impl fmt::Debug for Probes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Probes")
-            .field("ready", &(self.ready)())
-            .finish()
-    }
-}
-
-impl Probes {
-    /// Probes whose readiness is `ready()`, asked on every `GET /readyz`: keep it cheap.
-    pub fn new(ready: impl Fn() -> bool + Send + Sync + 'static) -> Self {
-        Probes {
-            ready: Arc::new(ready),
-        }
-    }
-
-    /// The status `GET path` answers, if `path` is a probe's.
-    pub(crate) fn answer(&self, path: &str) -> Option<(u16, &'static str)> {
-        match path {
-            "/healthz" => Some((200, "ok")),
-            "/readyz" if (self.ready)() => Some((200, "ready")),
-            "/readyz" => Some((503, "not ready")),
-            _ => None,
-        }
-    }
-}
-
-/// The loopback names a local server answers to by default.
-pub const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]", "::1"];
-
-impl Default for Config {
-    fn default() -> Self {
-        let loopback: Vec<String> = LOOPBACK.iter().map(|h| h.to_string()).collect();
-        Config {
-            path: "/mcp".to_owned(),
-            allowed_hosts: Some(loopback.clone()),
-            allowed_origins: Some(loopback),
-            max_body: 4 * 1024 * 1024,
-            max_sessions: 1024,
-            session_idle: Some(Duration::from_secs(30 * 60)),
-            max_in_flight_per_session: 256,
-            max_in_flight: 4096,
-            max_connections: 4096,
-            stream_queue: 64,
-            sealing: None,
-            probes: None,
-            auth: None,
-        }
-    }
-}
-
-impl Config {
-    /// Accepts these host names (without port) in `Host` and `Origin`, beside loopback.
-    pub fn allow_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        let hosts: Vec<String> = hosts.into_iter().map(Into::into).collect();
-        for list in [&mut self.allowed_hosts, &mut self.allowed_origins]
-            .into_iter()
-            .flatten()
-        {
-            list.extend(hosts.iter().cloned());
-        }
-        self
-    }
-
-    /// Accepts any `Host` and `Origin`.
-    ///
-    /// # Security
-    ///
-    /// Only behind a proxy that checks them, or with authentication: a local server that
-    /// accepts any host can be reached by any web page through DNS rebinding.
-    pub fn allow_any_host(mut self) -> Self {
-        self.allowed_hosts = None;
-        self.allowed_origins = None;
-        self
-    }
-
-    /// Serves at `path` instead of `/mcp`.
-    pub fn with_path(mut self, path: impl Into<String>) -> Self {
-        self.path = path.into();
-        self
-    }
-
-    /// Bounds a POST body to `bytes`.
-    pub fn with_max_body(mut self, bytes: usize) -> Self {
-        self.max_body = bytes;
-        self
-    }
-
-    /// Bounds the open sessions.
-    pub fn with_max_sessions(mut self, sessions: usize) -> Self {
-        self.max_sessions = sessions;
-        self
-    }
-
-    /// Ends handshake-era sessions quiet for longer than `idle` (`None`: never).
-    pub fn with_session_idle(mut self, idle: Option<Duration>) -> Self {
-        self.session_idle = idle;
-        self
-    }
-
-    /// Bounds the requests in flight per session.
-    pub fn with_max_in_flight_per_session(mut self, requests: usize) -> Self {
-        self.max_in_flight_per_session = requests;
-        self
-    }
-
-    /// Makes handshake-era session ids sealed: each carries its session's state, encrypted
-    /// and authenticated under the first of `keys` (any length; each is hashed to a 256-bit
-    /// key), so that every replica configured with the same keys serves every session, with
-    /// no shared table. Rotate by putting a new key first and keeping the old ones after it
-    /// while their sessions live. What still needs the replica that holds a session (its GET
-    /// stream, an answer to a request the server sent, its log level and subscriptions) is
-    /// in the README. No keys: random ids, served only by the process that made them.
-    pub fn with_session_keys<K: AsRef<[u8]>>(mut self, keys: &[K]) -> Self {
-        self.sealing = sealed::SessionSeal::new(keys).map(Arc::new);
-        self
-    }
-
-    /// Serves `/healthz` and `/readyz` (see [`Probes`]).
-    pub fn with_probes(mut self, probes: Probes) -> Self {
-        self.probes = Some(probes);
-        self
-    }
-
-    /// Lets in only the requests `auth` authenticates (see [`Auth`]): `401`/`403` with
-    /// `WWW-Authenticate` otherwise, and the protected-resource metadata served.
-    pub fn with_auth(mut self, auth: Auth) -> Self {
-        self.auth = Some(auth);
-        self
-    }
-
-    /// Bounds the queue toward one client stream.
-    pub fn with_stream_queue(mut self, messages: usize) -> Self {
-        self.stream_queue = messages;
-        self
-    }
-}
+use clients::ClientKey;
+use connections::{Admitted, Tracked};
 
 /// What an HTTP server holds open right now; every count returns to zero when its clients
 /// are gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Stats {
-    /// Open TCP connections.
+    /// Open TCP connections (those past the cap, answered and closed on a lane of their
+    /// own, included).
     pub connections: usize,
     /// Open handshake-era sessions.
     pub sessions: usize,
     /// Requests whose answer has not been delivered (or abandoned) yet.
     pub in_flight: usize,
+    /// Bytes of answers and messages built and not yet taken by a socket.
+    pub unsent: usize,
 }
 
 /// The counts behind [`Stats`], shared by the server's tasks.
@@ -253,6 +83,8 @@ pub struct Stats {
 pub(crate) struct Counters {
     pub(crate) connections: Arc<AtomicUsize>,
     pub(crate) in_flight: Arc<AtomicUsize>,
+    /// Connections on the lane past the cap.
+    pub(crate) shed: Arc<AtomicUsize>,
 }
 
 /// A handle on a running server's counts.
@@ -286,6 +118,7 @@ impl<S: Service> SharedStats for exchange::Shared<S> {
             connections: self.counters.connections.load(Ordering::Relaxed),
             sessions: self.sessions.len(),
             in_flight: self.counters.in_flight.load(Ordering::Relaxed),
+            unsent: self.connections.unsent(),
         }
     }
 }
@@ -303,6 +136,15 @@ impl<S: Service> fmt::Debug for Server<S> {
             .finish_non_exhaustive()
     }
 }
+
+/// The read and write buffers hyper keeps per connection at most: a request head beyond it
+/// is refused (431), and what a connection can hold stays small at the connection cap.
+const CONNECTION_BUFFER: usize = 64 * 1024;
+
+/// The connections past the cap answered at once (503, or a probe's answer), and how long
+/// their head may take: a few, briefly, so that they cost nothing to keep.
+const SHED_LANE: usize = 64;
+const SHED_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl<S: Service> Server<S> {
     /// A server that will accept on `listener`.
@@ -326,20 +168,17 @@ impl<S: Service> Server<S> {
     }
 
     /// Accepts and serves connections until accepting fails for good.
+    ///
+    /// Every connection is accepted as soon as it arrives: past the cap, the idlest one
+    /// without a request in progress is closed for it, or, when every one is busy, it is
+    /// answered 503 (a health probe: its answer) and closed.
     pub async fn run(self) -> io::Result<()> {
         if let Some(idle) = self.shared.config.session_idle {
             tokio::spawn(expire_idle_sessions(Arc::downgrade(&self.shared), idle));
         }
-        let limit = Arc::new(tokio::sync::Semaphore::new(
-            self.shared.config.max_connections.max(1),
-        ));
+        tokio::spawn(sweep(Arc::downgrade(&self.shared)));
         loop {
-            let permit = limit
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(io::Error::other)?;
-            let (stream, _) = match self.listener.accept().await {
+            let (stream, peer) = match self.listener.accept().await {
                 Ok(accepted) => accepted,
                 // Out of descriptors, a reset before accept: the listener itself is fine.
                 Err(e) if is_transient(&e) => {
@@ -350,22 +189,97 @@ impl<S: Service> Server<S> {
                 Err(e) => return Err(e),
             };
             let _ = stream.set_nodelay(true);
-            let shared = self.shared.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                let _open = exchange::Count::new(&shared.counters.connections);
-                let service = service_fn(move |request| {
-                    let shared = shared.clone();
-                    async move { Ok::<_, std::convert::Infallible>(shared.handle(request).await) }
-                });
-                if let Err(e) = http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                {
-                    tracing::debug!("connection ended: {e}");
+            let shared = &self.shared;
+            let client = shared.clients.get(ClientKey::address(peer.ip()));
+            match shared.connections.admit(client.clone(), peer.ip()) {
+                Admitted::Served(id, conn) => {
+                    let registration = shared.connections.registration(id);
+                    let task = tokio::spawn(serve(shared.clone(), stream, conn, registration));
+                    shared.connections.spawned(id, task.abort_handle());
                 }
-            });
+                Admitted::Shed => {
+                    let rejections = shared.config.rejections.as_ref();
+                    client.reject(Rejection::ConnectionShed, rejections);
+                    // Beyond the lane too, the connection is closed at once.
+                    if shared.counters.shed.load(Ordering::Relaxed) < SHED_LANE {
+                        let lane = exchange::Count::new(&shared.counters.shed);
+                        tokio::spawn(shed(shared.clone(), stream, lane));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Serves one admitted connection until it ends or is cut.
+async fn serve<S: Service>(
+    shared: Arc<exchange::Shared<S>>,
+    stream: TcpStream,
+    conn: Arc<connections::Conn>,
+    registration: connections::Registration,
+) {
+    let _registration = registration;
+    let _open = exchange::Count::new(&shared.counters.connections);
+    let io = TokioIo::new(Tracked::new(stream, conn.clone()));
+    let service = service_fn(move |request| {
+        let shared = shared.clone();
+        let in_progress = conn.begin();
+        async move {
+            let mut response = shared.handle(request, in_progress.conn()).await;
+            response.body_mut().hold(in_progress);
+            Ok::<_, std::convert::Infallible>(response)
+        }
+    });
+    if let Err(e) = http1::Builder::new()
+        .keep_alive(true)
+        .max_buf_size(CONNECTION_BUFFER)
+        .serve_connection(io, service)
+        .await
+    {
+        tracing::debug!("connection ended: {e}");
+    }
+}
+
+/// Answers a connection past the cap: its probe, or 503 with `Retry-After`; then closes it.
+async fn shed<S: Service>(
+    shared: Arc<exchange::Shared<S>>,
+    stream: TcpStream,
+    lane: exchange::Count,
+) {
+    let _lane = lane;
+    let _open = exchange::Count::new(&shared.counters.connections);
+    let service = service_fn(move |request| {
+        let shared = shared.clone();
+        async move { Ok::<_, std::convert::Infallible>(shared.shed(&request)) }
+    });
+    let served = http1::Builder::new()
+        .keep_alive(false)
+        .max_buf_size(8 * 1024)
+        .timer(TokioTimer::new())
+        .header_read_timeout(SHED_HEAD_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service);
+    let _ = tokio::time::timeout(SHED_HEAD_TIMEOUT * 2, served).await;
+}
+
+/// Cuts the connections past a timeout, and forgets the clients at rest, until the server
+/// is gone.
+async fn sweep<S: Service>(shared: std::sync::Weak<exchange::Shared<S>>) {
+    let Some(every) = shared.upgrade().map(|s| s.connections.sweep_every()) else {
+        return;
+    };
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut since_clients = Duration::ZERO;
+    loop {
+        tick.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        shared.connections.sweep();
+        since_clients += every;
+        if since_clients >= Duration::from_secs(1) {
+            since_clients = Duration::ZERO;
+            shared.clients.sweep();
         }
     }
 }

@@ -3,9 +3,12 @@
 //!
 //! A client may vanish without its DELETE (a crashed host, a closed laptop), so a session
 //! that is quiet (nothing in flight, no GET stream open) for longer than the idle timeout is
-//! ended, and a full table ends its longest-quiet session to admit a new one rather than
-//! refuse every new client until a restart. A client whose session ended this way gets 404
-//! and, as the spec has it, starts a new one.
+//! ended, and a full table ends its least recently used session to admit a new one rather
+//! than refuse every new client until a restart. A session in use, or used within the grace
+//! period, is never ended for another, and each client holds at most its share of the
+//! table: past it, a new session of that client ends one of the client's own, so that a
+//! flood of `initialize` evicts nobody else's. A client whose session ended this way gets
+//! 404 and, as the spec has it, starts a new one (with sealed ids, it is restored instead).
 //!
 //! Ids are 128 random bits from the operating system, in hex: visible ASCII, as the spec
 //! asks, and not guessable. A lookup takes a read lock for the time of a hash-map access;
@@ -17,6 +20,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use super::super::{Notifier, Service};
+use super::clients::{Client, Held, Quota};
+use super::config::Rejection;
 use super::Principal;
 
 /// One open session.
@@ -91,37 +96,48 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
-fn now_us() -> u64 {
+pub(crate) fn now_us() -> u64 {
     u64::try_from(epoch().elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// What [`Sessions::insert`] did.
 pub(crate) enum Inserted<S: Service> {
-    /// Added; the session it ended to make room, if the table was full.
+    /// Added; the session it ended to make room, if the table (or its client's share)
+    /// was full.
     Added { evicted: Option<Arc<Entry<S>>> },
     /// The id is in the table already (two requests restored it at once): this one.
     Present(Arc<Entry<S>>),
-    /// Full of sessions that are all busy.
-    Refused,
+    /// Full of sessions that are busy or used too recently to end: the server's
+    /// ([`Rejection::Sessions`]) or the client's share ([`Rejection::ClientSessions`]).
+    Refused(Rejection),
 }
 
 /// How many ended ids a table of sealed sessions remembers, to answer 404 for them.
 const ENDED: usize = 4096;
 
+/// A session in the table, and its place in its client's share.
+struct Slot<S: Service> {
+    entry: Arc<Entry<S>>,
+    held: Held,
+}
+
 /// The open sessions, by id.
 pub(crate) struct Sessions<S: Service> {
-    map: RwLock<HashMap<String, Arc<Entry<S>>>>,
+    map: RwLock<HashMap<String, Slot<S>>>,
     max: usize,
+    /// A session used more recently than this is never ended to make room.
+    grace: u64,
     /// Sealed ids ended here (DELETE): a sealed id would otherwise open again. Bounded, and
     /// this replica's only; see the README on what needs affinity.
     ended: Mutex<(HashSet<String>, VecDeque<String>)>,
 }
 
 impl<S: Service> Sessions<S> {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize, grace: Duration) -> Self {
         Sessions {
             map: RwLock::default(),
             max,
+            grace: u64::try_from(grace.as_micros()).unwrap_or(u64::MAX),
             ended: Mutex::default(),
         }
     }
@@ -140,33 +156,67 @@ impl<S: Service> Sessions<S> {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
-            .cloned()?;
+            .map(|slot| slot.entry.clone())?;
         entry.touch();
         Some(entry)
     }
 
-    /// Adds a session under `id` unless one is there, ending the longest-quiet one if the
-    /// table is full.
-    pub(crate) fn insert(&self, id: String, entry: Arc<Entry<S>>) -> Inserted<S> {
+    /// Adds a session under `id`, opened by `client` (which may hold `share` sessions),
+    /// unless one is there. A client at its share ends its own least recently used
+    /// session to make room; a full table ends the least recently used one; neither ends
+    /// a session in use or used within the grace period.
+    pub(crate) fn insert(
+        &self,
+        id: String,
+        entry: Arc<Entry<S>>,
+        client: &Arc<Client>,
+        share: usize,
+    ) -> Inserted<S> {
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(present) = map.get(&id) {
-            return Inserted::Present(present.clone());
+            return Inserted::Present(present.entry.clone());
         }
+        let now = now_us();
         let mut evicted = None;
-        if map.len() >= self.max {
-            let now = now_us();
-            let quietest = map
-                .iter()
-                .filter_map(|(id, e)| Some((e.quiet_for(now)?, id)))
-                .max_by_key(|(quiet, _)| *quiet)
-                .map(|(_, id)| id.clone());
-            match quietest {
-                Some(quietest) => evicted = map.remove(&quietest),
-                None => return Inserted::Refused,
+        let held = match client.take(Quota::Sessions, share) {
+            Some(held) => held,
+            None => {
+                let own = |slot: &Slot<S>| Arc::ptr_eq(slot.held.client(), client);
+                let Some(victim) = self.least_recently_used(&map, now, own) else {
+                    return Inserted::Refused(Rejection::ClientSessions);
+                };
+                evicted = map.remove(&victim).map(|slot| slot.entry);
+                match client.take(Quota::Sessions, share) {
+                    Some(held) => held,
+                    // Taken meanwhile by another of its requests: this one is refused.
+                    None => return Inserted::Refused(Rejection::ClientSessions),
+                }
             }
+        };
+        if evicted.is_none() && map.len() >= self.max {
+            let Some(victim) = self.least_recently_used(&map, now, |_| true) else {
+                return Inserted::Refused(Rejection::Sessions);
+            };
+            evicted = map.remove(&victim).map(|slot| slot.entry);
         }
-        map.insert(id, entry);
+        map.insert(id, Slot { entry, held });
         Inserted::Added { evicted }
+    }
+
+    /// The id of the session among `eligible` ones used least recently, if one is quiet
+    /// (nothing in flight, no GET stream) and has been for longer than the grace period.
+    fn least_recently_used(
+        &self,
+        map: &HashMap<String, Slot<S>>,
+        now: u64,
+        eligible: impl Fn(&Slot<S>) -> bool,
+    ) -> Option<String> {
+        map.iter()
+            .filter(|(_, slot)| eligible(slot))
+            .filter_map(|(id, slot)| Some((slot.entry.quiet_for(now)?, id)))
+            .filter(|(quiet, _)| *quiet >= self.grace)
+            .max_by_key(|(quiet, _)| *quiet)
+            .map(|(_, id)| id.clone())
     }
 
     /// Remembers that the sealed session `id` ended here.
@@ -197,6 +247,7 @@ impl<S: Service> Sessions<S> {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id)
+            .map(|slot| slot.entry)
     }
 
     /// Removes and returns the sessions quiet for longer than `idle`.
@@ -211,17 +262,20 @@ impl<S: Service> Sessions<S> {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
-            .any(|e| stale(e));
+            .any(|slot| stale(&slot.entry));
         if !any {
             return Vec::new();
         }
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
         let ids: Vec<String> = map
             .iter()
-            .filter(|(_, e)| stale(e))
+            .filter(|(_, slot)| stale(&slot.entry))
             .map(|(id, _)| id.clone())
             .collect();
-        ids.iter().filter_map(|id| map.remove(id)).collect()
+        ids.iter()
+            .filter_map(|id| map.remove(id))
+            .map(|slot| slot.entry)
+            .collect()
     }
 }
 
