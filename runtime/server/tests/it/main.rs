@@ -1,7 +1,9 @@
 //! The server side over real transports, in both eras: a client written here speaks raw
 //! JSON-RPC to a `Server` over an in-process stream and over HTTP.
 
+mod admission;
 mod http;
+mod http_support;
 mod readme;
 mod stdio;
 mod support;
