@@ -123,6 +123,20 @@ impl Gateway {
         }
     }
 
+    /// Counts the HTTP front's rejections as `switchboard_front_rejected_total{reason}`,
+    /// beside the runtime's series: give it to
+    /// [`http::Config::with_rejections`](switchboard_server::http::Config::with_rejections).
+    pub fn count_rejections(
+        self: &Arc<Self>,
+    ) -> impl Fn(switchboard_server::http::Rejection) + Send + Sync + 'static {
+        let gateway = Arc::downgrade(self);
+        move |rejection| {
+            if let Some(gateway) = gateway.upgrade() {
+                gateway.metrics.rejected(rejection);
+            }
+        }
+    }
+
     /// The lists now: no lock, since every list request and every HTTP `tools/call` reads them.
     fn lists(&self) -> Arc<Lists> {
         self.lists.load_full()

@@ -7,23 +7,27 @@
 //! | `switchboard_front_requests_total` | counter | `method`, `outcome` | forwarded front requests, by how they ended |
 //! | `switchboard_front_request_duration_seconds` | histogram | `method` | from the front request to its answer |
 //! | `switchboard_front_requests_in_flight` | gauge | — | forwarded front requests not answered yet |
+//! | `switchboard_front_rejected_total` | counter | `reason` | connections and requests the HTTP front turned away or cut |
 //!
 //! `method` is `tools/call`, `resources/read`, `prompts/get` or `completion/complete` (the
 //! lists are answered from the gateway's snapshot, not forwarded); `outcome` is `ok`,
 //! `tool_error` (a result with `isError: true`), `error`, `input_required` (the front client
-//! answers first) or `cancelled` (the front went away). Nothing else is a label: a fixed set
-//! of series, whatever the clients send.
+//! answers first) or `cancelled` (the front went away). `reason` is one of
+//! [`Rejection::as_str`]'s names (`head_timeout`, `rate`, `client_sessions`, …). Nothing else
+//! is a label: a fixed set of series, whatever the clients send.
 
 use std::future::Future;
 use std::time::Instant;
 
 use metrics::{Counter, Gauge, Histogram, Key, Label, Metadata};
 use switchboard::Runtime;
+use switchboard_server::http::Rejection;
 use switchboard_server::HandlerError;
 
 const REQUESTS: &str = "switchboard_front_requests_total";
 const DURATION: &str = "switchboard_front_request_duration_seconds";
 const IN_FLIGHT: &str = "switchboard_front_requests_in_flight";
+const REJECTED: &str = "switchboard_front_rejected_total";
 static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
 
@@ -60,6 +64,8 @@ pub(crate) struct FrontMetrics {
     requests: Vec<Counter>,
     durations: Vec<Histogram>,
     in_flight: Gauge,
+    /// By [`Rejection::ALL`]'s order.
+    rejected: Vec<Counter>,
 }
 
 impl std::fmt::Debug for FrontMetrics {
@@ -105,12 +111,33 @@ impl FrontMetrics {
                 })
                 .collect();
             let in_flight = recorder.register_gauge(&Key::from_name(IN_FLIGHT), &METADATA);
+            recorder.describe_counter(
+                REJECTED.into(),
+                None,
+                "Connections and requests the HTTP front turned away or cut, by reason.".into(),
+            );
+            let rejected = Rejection::ALL
+                .iter()
+                .map(|rejection| {
+                    let key =
+                        Key::from_parts(REJECTED, vec![Label::new("reason", rejection.as_str())]);
+                    recorder.register_counter(&key, &METADATA)
+                })
+                .collect();
             FrontMetrics {
                 requests,
                 durations,
                 in_flight,
+                rejected,
             }
         })
+    }
+
+    /// Counts one `rejection` of the HTTP front.
+    pub(crate) fn rejected(&self, rejection: Rejection) {
+        if let Some(i) = Rejection::ALL.iter().position(|r| *r == rejection) {
+            self.rejected[i].increment(1);
+        }
     }
 
     /// Runs `request` of `method`, measured; `is_tool_error` reads its result.

@@ -14,6 +14,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use switchboard::Runtime;
 use switchboard_gateway::Gateway;
@@ -83,7 +84,127 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", requires = "listen")]
     auth: Option<std::path::PathBuf>,
     #[command(flatten)]
+    limits: Limits,
+    #[command(flatten)]
     config: ConfigArgs,
+}
+
+/// What one `serve --listen` lets any client hold, and for how long (the README's Gateway
+/// section lists each with what a client past it gets).
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Limits (with --listen)")]
+struct Limits {
+    /// The longest a request's head may take; the connection is closed beyond.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::duration, requires = "listen")]
+    head_timeout: Duration,
+    /// The longest a request's body may go without a byte arriving; closed beyond.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::duration, requires = "listen")]
+    body_timeout: Duration,
+    /// How long a keep-alive connection may wait for its next request.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::duration, requires = "listen")]
+    idle_timeout: Duration,
+    /// The longest a response or stream may wait on a client that does not read it; the
+    /// connection is closed and its calls cancelled beyond.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::duration, requires = "listen")]
+    send_timeout: Duration,
+    /// The most connections open at once; past it an idle one is closed for a newcomer, or
+    /// the newcomer gets 503 (health probes are still answered).
+    #[arg(long, value_name = "N", default_value_t = 4096, requires = "listen")]
+    max_connections: usize,
+    /// The most handshake-era sessions open at once.
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "listen")]
+    max_sessions: usize,
+    /// The most requests in flight at once, in all.
+    #[arg(long, value_name = "N", default_value_t = 4096, requires = "listen")]
+    max_in_flight: usize,
+    /// The bytes of answers built and not yet sent, in all (e.g. 512MiB): past it the
+    /// connections that do not read are cut. Default: a sixteenth of the memory, 64 MiB to
+    /// 2 GiB.
+    #[arg(long, value_name = "SIZE", value_parser = size, requires = "listen")]
+    answer_budget: Option<usize>,
+    /// The sessions one client (its --auth name, else its address) may hold. Default: an
+    /// eighth of --max-sessions.
+    #[arg(long, value_name = "N", requires = "listen")]
+    client_sessions: Option<usize>,
+    /// The GET and listen streams one client may hold open. Default: a sixteenth of
+    /// --max-sessions.
+    #[arg(long, value_name = "N", requires = "listen")]
+    client_streams: Option<usize>,
+    /// The requests one client may have in flight. Default: an eighth of --max-in-flight.
+    #[arg(long, value_name = "N", requires = "listen")]
+    client_in_flight: Option<usize>,
+    /// The requests a second one client may make, sustained (0: no limit); past it, 429 with
+    /// Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 1000.0, requires = "listen")]
+    client_rate: f64,
+    /// The requests one client may make at once above its rate.
+    #[arg(long, value_name = "N", default_value_t = 2000, requires = "listen")]
+    client_burst: u32,
+    /// A proxy in front (repeatable) whose X-Forwarded-For names the client: the rightmost
+    /// address in it that is not a trusted proxy. Without it, every client behind a proxy
+    /// is the proxy's address.
+    #[arg(long = "trusted-proxy", value_name = "IP", requires = "listen")]
+    trusted_proxies: Vec<IpAddr>,
+}
+
+impl Limits {
+    /// The HTTP server's config with these limits.
+    fn apply(&self, config: http::Config) -> http::Config {
+        let mut config = config
+            .with_head_timeout(self.head_timeout)
+            .with_body_timeout(self.body_timeout)
+            .with_idle_timeout(self.idle_timeout)
+            .with_send_timeout(self.send_timeout)
+            .with_max_connections(self.max_connections)
+            .with_max_sessions(self.max_sessions)
+            .with_max_in_flight(self.max_in_flight)
+            .with_trusted_proxies(self.trusted_proxies.iter().copied());
+        if let Some(budget) = self.answer_budget {
+            config = config.with_answer_budget(budget);
+        }
+        let mut client = http::ClientLimits::share_of(&config);
+        if let Some(sessions) = self.client_sessions {
+            client = client.with_sessions(sessions);
+        }
+        if let Some(streams) = self.client_streams {
+            client = client.with_streams(streams);
+        }
+        if let Some(in_flight) = self.client_in_flight {
+            client = client.with_in_flight(in_flight);
+        }
+        let rate = (self.client_rate > 0.0).then_some(self.client_rate);
+        config.with_client_limits(client.with_rate(rate, self.client_burst))
+    }
+}
+
+/// A size in bytes: a number, then B, KiB, MiB or GiB (or KB, MB, GB, in powers of ten).
+fn size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        _ => {
+            return Err(format!(
+                "expected a size such as 512MiB or 2GiB, not {text:?}"
+            ))
+        }
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|n| *n > 0)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("expected a size such as 512MiB or 2GiB, not {text:?}"))
 }
 
 /// The shortest secret accepted: 256 bits of a random key, written as text.
@@ -208,8 +329,11 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
                 .local_addr()
                 .map_err(|e| Failure::Run(format!("the listener has no address: {e}")))?;
             let ready = gateway.clone();
-            let mut config =
-                http::Config::default().with_probes(Probes::new(move || ready.is_ready()));
+            let mut config = args
+                .limits
+                .apply(http::Config::default())
+                .with_probes(Probes::new(move || ready.is_ready()))
+                .with_rejections(gateway.count_rejections());
             let mut hosts = args.allow_hosts;
             if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
                 hosts.push(addr.ip().to_string());
@@ -273,6 +397,17 @@ mod tests {
         );
         assert!(listen_addr("localhost:80").is_err());
         assert!(listen_addr("99999").is_err());
+    }
+
+    #[test]
+    fn sizes_take_binary_and_decimal_units() {
+        assert_eq!(size("512MiB"), Ok(512 << 20));
+        assert_eq!(size("2GiB"), Ok(2 << 30));
+        assert_eq!(size("64 KB"), Ok(64_000));
+        assert_eq!(size("4096"), Ok(4096));
+        for bad in ["", "0", "MiB", "1.5GiB", "-1MiB", "12 parsecs"] {
+            assert!(size(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
