@@ -297,11 +297,20 @@ impl<T> ServerConfig<T> {
         self.tool(tool, ToolPolicy::new().timeout(timeout))
     }
 
-    /// Bounds the handshake (default 30 s). Past it the connection is closed: `initialize`
-    /// is never cancelled, as the specification requires.
+    /// Bounds the start (default 30 s): opening the connection, the era probe
+    /// (`server/discover`, see [`Protocol::Auto`]), the handshake and the first `tools/list`,
+    /// together. Past it the connection is closed: `initialize` is never cancelled, as the
+    /// specification requires.
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = Some(timeout);
         self
+    }
+
+    /// The start's bound this configuration sets ([`startup_timeout`](Self::startup_timeout)),
+    /// if it sets one; `None` leaves it to the runtime's default. Named as
+    /// [`std::process::Command`] names its getters, beside the setter of the same name.
+    pub fn get_startup_timeout(&self) -> Option<Duration> {
+        self.startup_timeout
     }
 
     /// Bounds the requests in flight to this server (default 1024, at least 1). Past it a

@@ -40,10 +40,23 @@ use crate::exchange::{exchange, Origin};
 use crate::transport::Transport;
 
 /// The longest the auto probe waits for an answer to `server/discover` before it decides the
-/// server is legacy (and at most half the startup timeout, which must leave `initialize`
-/// time too). Legacy servers answer the unknown method at once with an error; only one that
-/// drops it costs this wait.
+/// server is legacy (and at most half of what is left of the startup window, which must
+/// leave `initialize` time too: see [`discover_timeout`]). Legacy servers answer the unknown
+/// method at once with an error; only one that drops it costs this wait.
 pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long `server/discover` waits for its answer when `left` is what remains of the
+/// startup window (the startup timeout, counted from the connection's start). The auto
+/// probe waits at most [`PROBE_TIMEOUT`] and at most half of `left`, so that `initialize`
+/// has the other half; a server forced modern waits what is left, as its discover is its
+/// handshake. Never past the window: the startup timeout bounds probe and handshake
+/// together, however long opening the connection took.
+fn discover_timeout(protocol: Protocol, left: Duration) -> Duration {
+    match protocol {
+        Protocol::Auto => PROBE_TIMEOUT.min(left / 2),
+        Protocol::Modern | Protocol::Legacy => left,
+    }
+}
 
 impl ServerActor {
     /// The connection is open: find out which era the server speaks (or take it from the
@@ -128,11 +141,12 @@ impl ServerActor {
             version,
             modern_capabilities(self.core.config.handlers.as_ref()),
         ));
-        let timeout = match self.core.config.protocol {
-            Protocol::Auto => PROBE_TIMEOUT.min(self.core.config.startup_timeout_value() / 2),
-            // Forced modern: the startup timeout alone bounds the handshake.
-            _ => self.core.config.startup_timeout_value(),
-        };
+        let left = self
+            .core
+            .config
+            .startup_timeout_value()
+            .saturating_sub(self.connect_started.elapsed());
+        let timeout = discover_timeout(self.core.config.protocol, left);
         let Some(mut request) = self.own_request(
             modern::SERVER_DISCOVER,
             serde_json::json!({}),
@@ -408,4 +422,38 @@ fn modern_capabilities(handlers: Option<&ClientHandlers>) -> serde_json::Value {
         );
     }
     capabilities
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_probe_waits_half_of_what_is_left_of_the_start_and_never_past_it() {
+        // The default window, just opened: the probe's own cap.
+        assert_eq!(discover_timeout(Protocol::Auto, 30 * S), PROBE_TIMEOUT);
+        // A short window: half of it, initialize gets the rest.
+        assert_eq!(discover_timeout(Protocol::Auto, 3 * S), S * 3 / 2);
+        // Opening the connection took most of the window: half of what is left.
+        let left = (3 * S).saturating_sub(S * 5 / 2);
+        assert_eq!(discover_timeout(Protocol::Auto, left), S / 4);
+        // Nothing left (the startup timer fails the start as well).
+        assert_eq!(
+            discover_timeout(Protocol::Auto, Duration::ZERO),
+            Duration::ZERO
+        );
+        // Forced modern: discover is the handshake, it has what is left, not a fixed 10 s.
+        assert_eq!(discover_timeout(Protocol::Modern, 3 * S), 3 * S);
+        assert_eq!(discover_timeout(Protocol::Modern, 30 * S), 30 * S);
+        for left in [Duration::ZERO, S / 3, 3 * S, 25 * S, 600 * S] {
+            for protocol in [Protocol::Auto, Protocol::Modern] {
+                assert!(
+                    discover_timeout(protocol, left) <= left,
+                    "{protocol} {left:?}"
+                );
+            }
+        }
+    }
 }

@@ -61,8 +61,8 @@ impl ServerActor {
         );
     }
 
-    /// The handshake must be done within the startup timeout, or the connection is closed
-    /// (`initialize` itself is never cancelled).
+    /// The start (connection, era probe, handshake, tools listed) must be done within the
+    /// startup timeout, or the connection is closed (`initialize` itself is never cancelled).
     pub(super) fn start_startup_timer(&mut self, ctx: &mut Context<Self>) {
         if let Some(timer) = self.startup.take() {
             ctx.cancel_future(timer);
@@ -72,8 +72,14 @@ impl ServerActor {
         self.startup = Some(ctx.run_later(limit, move |act, ctx| {
             act.startup = None;
             if act.generation == generation && act.phase.in_handshake() {
+                // What the server left unanswered says where it stalled.
+                let waiting = match act.phase {
+                    Phase::Connecting => "the connection to open".to_owned(),
+                    ref phase => format!("the answer to {}", phase.handshake_method()),
+                };
                 let mut detail = format!(
-                    "no complete handshake within the startup timeout of {} ms",
+                    "no complete handshake within the startup timeout of {} ms, waiting for \
+                     {waiting}",
                     limit.as_millis()
                 );
                 // A server that printed its own text where messages go (a banner on stdout)
