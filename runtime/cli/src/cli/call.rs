@@ -41,9 +41,13 @@ JSON is that JSON (2, true, [1], {\"x\":1}, \"quoted text\"), anything else a st
 checked against the tool's inputSchema before the call: a mismatch is exit 2, in the
 schema's own words, and nothing is sent.
 
-MCP_TIMEOUT and MCP_TOOL_TIMEOUT (milliseconds) set default timeouts. A DURATION is written
-as in a config file (500ms, 1.5s, 2m, 1h); a bare number is refused. A deadline or a Ctrl-C
-is reported at once; the servers are shut down after that, and a second Ctrl-C kills them.
+--timeout bounds the call, and caps each server's start: a server that has not finished
+its handshake within it (or within its startup timeout, if shorter: --startup-timeout, a
+config file's startupTimeout, MCP_TIMEOUT, else 30s) fails with exit 3, on a line naming
+the flag that bounded it and what the server left unanswered. MCP_TIMEOUT and
+MCP_TOOL_TIMEOUT (milliseconds) set default timeouts. A DURATION is written as in a config
+file (500ms, 1.5s, 2m, 1h); a bare number is refused. A deadline or a Ctrl-C is reported at
+once; the servers are shut down after that, and a second Ctrl-C kills them.
 
 With --json, stdout is the tool's result exactly as the server sent it, one JSON document
 (a CallToolResult), the same for `-- CMD` and for a config file:
@@ -57,6 +61,10 @@ Examples:
 
 /// `switchboard call`: the result, readable or raw; exit 1 if the tool reported an error.
 pub(crate) async fn run(args: CallArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
+    // --timeout bounds the call, and no server's start waits longer than it either.
+    if let Some(timeout) = args.timeout {
+        super::startup::set_cap(timeout);
+    }
     let file = config::servers(&args.config, &args.server)?;
     let arguments = arguments(
         &Target {

@@ -24,7 +24,7 @@ use clap::Args;
 use switchboard::transport::{HttpKind, Transport};
 use switchboard::{ConfigFile, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerStatus};
 
-use super::{duration, elicit, start, unready, Failure, Interrupt};
+use super::{duration, elicit, start, startup, unready, Failure, Interrupt};
 
 /// The environment variable naming the config file when `-c` is not given.
 const ENV: &str = "SWITCHBOARD_CONFIG";
@@ -102,9 +102,9 @@ impl ConfigArgs {
 /// One server given on the command line, run instead of a config file's servers.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
-    /// With a server on the command line: how long it may take to start and finish its
-    /// handshake, written as in a config file: 500ms, 10s, 1.5m [default: MCP_TIMEOUT
-    /// (milliseconds), else 30s].
+    /// With a server on the command line: how long it may take to start (the connection,
+    /// the era probe and the handshake, together), written as in a config file: 500ms, 10s,
+    /// 1.5m [default: MCP_TIMEOUT (milliseconds), else 30s]; `call --timeout` caps it.
     #[arg(long, value_name = "DURATION", value_parser = duration, requires = "target")]
     startup_timeout: Option<Duration>,
     /// One server over the legacy HTTP+SSE transport, at its event stream's URL, instead of
@@ -308,8 +308,9 @@ fn locate(
 }
 
 /// Starts every enabled server of `file`, with `MCP_TIMEOUT` and `MCP_TOOL_TIMEOUT` as
-/// defaults under the file's own and form elicitation on the terminal ([`elicit`]), and
-/// waits until each is ready or has failed and the catalogue lists the ready ones.
+/// defaults under the file's own, each start cut to the command's `--timeout`
+/// ([`startup`]), and form elicitation on the terminal ([`elicit`]); waits until each is
+/// ready or has failed and the catalogue lists the ready ones.
 pub(crate) async fn start_all(
     file: &ConfigFile,
     interrupt: &mut Interrupt,
@@ -318,7 +319,7 @@ pub(crate) async fn start_all(
         .with_env_defaults()
         .client_handlers(elicit::handlers())
         .task_store(super::tasks::store())
-        .config(file.clone());
+        .config(startup::bounded(file));
     let starting = match only_server(file) {
         Some(name) => format!("server `{name}` was starting"),
         None => format!("the servers of {} were starting", file.path.display()),

@@ -52,6 +52,7 @@ mod resources;
 mod roots;
 mod serve;
 mod serve_metrics;
+mod startup;
 mod tasks;
 mod tools;
 
@@ -213,7 +214,9 @@ struct CallArgs {
     #[arg(value_name = "ARGS_JSON | KEY=VALUE")]
     arguments: Vec<String>,
     /// How long the call may take, written as in a config file: 500ms, 1.5s, 2m, 1h
-    /// [default: MCP_TOOL_TIMEOUT (milliseconds), else 60s].
+    /// [default: MCP_TOOL_TIMEOUT (milliseconds), else 60s]. It caps each server's start
+    /// too: a server that has not finished its handshake within it fails, as when its
+    /// startup timeout (--startup-timeout, MCP_TIMEOUT, else 30s) is shorter.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     timeout: Option<Duration>,
     /// Print the result exactly as the server sent it, as one JSON document, the same for
@@ -493,6 +496,17 @@ pub(crate) fn ready(server: &ServerHandle, url: Option<&str>) -> Result<ServerSt
 /// reached there (a command that runs once is not waiting for a restart).
 pub(crate) fn unready(name: &str, status: &ServerStatus, url: Option<&str>) -> Option<Failure> {
     let never_ready = status.server_info.is_none() && status.ready_since.is_none();
+    // A start that ran out of its time: how long, which flag bounded it, what stalled.
+    if never_ready {
+        let why = match &status.state {
+            ServerState::Failed { error } => Some(error.to_string()),
+            ServerState::Restarting { last_error, .. } => Some(last_error.to_string()),
+            _ => None,
+        };
+        if let Some(line) = why.and_then(|why| startup::ran_out(name, url, &why)) {
+            return Some(Failure::Run(line));
+        }
+    }
     let not_started = |why: &str| {
         // What the runtime says already names the server when it could not start it; for a
         // URL, what is left once the layers that say "it did not answer" are peeled off is

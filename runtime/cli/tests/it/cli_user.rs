@@ -32,7 +32,8 @@ fn a_deadline_is_reported_before_the_shutdown_and_a_second_signal_kills_the_serv
             "call",
             "hang",
             "--timeout",
-            "300ms",
+            // Long enough for the server's start, which --timeout caps too.
+            "2s",
             "--",
             "/bin/sh",
             "-c",
@@ -134,7 +135,7 @@ fn what_a_server_prints_on_stdout_is_in_the_handshake_error() {
         3,
     );
     assert!(
-        err.contains("no complete handshake within the startup timeout"),
+        err.contains("server `sh` did not complete its handshake within its startup timeout of 1s"),
         "{err}"
     );
     assert!(
