@@ -15,6 +15,7 @@ mod gateway_reload;
 mod gateway_faults;
 mod readme;
 mod replicas;
+mod timeout_caps_the_start;
 
 /// Whether `pid` is the guardian the stdio transport starts beside the servers (it kills
 /// them should the process die; it ends on its own once the process has).
