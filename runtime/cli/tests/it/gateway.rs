@@ -21,7 +21,7 @@ use crate::cli::BIN;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A config file fronting the demo server with its fault tools, in a folder of its own.
-fn config_file() -> PathBuf {
+pub(crate) fn config_file() -> PathBuf {
     config_file_of(
         json!({"mcpServers": {"demo": {"command": BIN, "args": ["demo-server", "--faults"]}}}),
     )

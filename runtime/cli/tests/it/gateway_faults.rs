@@ -433,7 +433,10 @@ async fn a_thousand_front_connections_opened_and_dropped_leave_nothing_behind() 
     /// Connections open at once: far under a default limit of 1,024 descriptors, for the
     /// test and for the gateway.
     const BATCH: u64 = 200;
-    let served = Served::start();
+    // A thousand front clients on one host: one client to the gateway, whose share of
+    // sessions must hold the 250 this leaves open.
+    let config = crate::gateway::config_file();
+    let served = Served::start_with(&config, &["--listen", "0", "--client-sessions", "1024"]);
     let pid = served.child.id();
     let front = front_of(&served).await;
     let addr = addr_of(&served);

@@ -512,3 +512,19 @@ async fn answers_nobody_reads_stay_within_the_budget_and_readers_are_served() {
     server.delete(&session).await;
     server.settled().await;
 }
+
+#[tokio::test]
+async fn with_sealed_ids_a_recent_session_ended_for_room_is_restored_when_next_used() {
+    let counted = Counted::default();
+    let config = proxied().with_session_keys(&["a key of the replicas"]);
+    let limits = ClientLimits::share_of(&config).with_sessions(2);
+    let server = start(counted.counting(config.with_client_limits(limits))).await;
+    let first = server.initialize_from("10.0.0.1").await.1.unwrap();
+    let _second = server.initialize_from("10.0.0.1").await.1.unwrap();
+    // Within the grace period, and still ended for the client's third: it loses nothing.
+    assert_eq!(server.initialize_from("10.0.0.1").await.0, 200);
+    assert_eq!(counted.of(Rejection::SessionEvicted), 1);
+    server.sessions_become(2).await;
+    assert_eq!(server.echo_in(&first).await, 200, "restored from its id");
+    server.sessions_become(3).await;
+}

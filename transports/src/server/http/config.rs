@@ -35,6 +35,8 @@ pub struct Config {
     /// `None` keeps quiet sessions until DELETE or eviction.
     pub session_idle: Option<Duration>,
     /// A session used more recently than this is never ended to make room for another.
+    /// With sealed ids ([`with_session_keys`](Self::with_session_keys)) it does not apply:
+    /// a session ended to make room is restored from its id when it is next used.
     pub session_grace: Duration,
     /// The most requests in flight per session (429 beyond).
     pub max_in_flight_per_session: usize,

@@ -236,7 +236,15 @@ impl<S: Service> Shared<S> {
     pub(crate) fn new(service: Arc<S>, config: Config) -> Self {
         Shared {
             service,
-            sessions: Sessions::new(config.max_sessions, config.session_grace),
+            // A sealed session ended to make room is restored from its id when next used:
+            // ending it loses nothing, so no grace period spares it.
+            sessions: Sessions::new(
+                config.max_sessions,
+                match config.sealing {
+                    Some(_) => std::time::Duration::ZERO,
+                    None => config.session_grace,
+                },
+            ),
             connections: Connections::new(&config),
             clients: Clients::new(),
             limits: config.client_limits(),
