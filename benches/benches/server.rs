@@ -38,7 +38,7 @@ fn switchboard_server() -> HttpServer {
         Box::pin(async move {
             let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
             let server = switchboard_demo::server(switchboard_demo::Options::default());
-            let http = server.http(listener, switchboard_server::http::Config::default());
+            let http = server.http(listener, support::http_server::served_config());
             tokio::select! {
                 _ = stop => {}
                 _ = http.run() => {}
