@@ -392,7 +392,7 @@ mod upstream {
 /// removed, so that its check is measured with the rest.
 pub(crate) fn served_config() -> switchboard_server::http::Config {
     let config = switchboard_server::http::Config::default();
-    let limits = switchboard_server::http::ClientLimits::share_of(&config)
-        .with_rate(Some(1e9), u32::MAX);
+    let limits =
+        switchboard_server::http::ClientLimits::share_of(&config).with_rate(Some(1e9), u32::MAX);
     config.with_client_limits(limits)
 }

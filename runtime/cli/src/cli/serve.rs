@@ -117,9 +117,9 @@ struct Limits {
     /// The most requests in flight at once, in all.
     #[arg(long, value_name = "N", default_value_t = 4096, requires = "listen")]
     max_in_flight: usize,
-    /// The bytes of answers built and not yet sent, in all (e.g. 512MiB): past it the
-    /// connections that do not read are cut. Default: a sixteenth of the memory, 64 MiB to
-    /// 2 GiB.
+    /// The bytes held for clients, in all (e.g. 512MiB): answers not yet sent and request
+    /// bodies being served. Past it the connections that do not read are cut and new bodies
+    /// refused (503). Default: a sixteenth of the memory, 64 MiB to 2 GiB.
     #[arg(long, value_name = "SIZE", value_parser = size, requires = "listen")]
     answer_budget: Option<usize>,
     /// The sessions one client (its --auth name, else its address) may hold. Default: an

@@ -473,12 +473,12 @@ async fn answers_nobody_reads_stay_within_the_budget_and_readers_are_served() {
     let config = Config::default().with_answer_budget(budget);
     let server = start(counted.counting(config)).await;
     let session = server.initialize_from("10.0.0.1").await.1.unwrap();
-    // Answers of 3 MiB: more than the sockets' buffers take, so they wait in the server.
-    let text = "x".repeat(3 * 1024 * 1024);
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "echo", "arguments": {"text": text}}})
-    .to_string();
-    // Ten connections that each ask for a 3 MiB answer and never read it.
+    // A tool that sends 16 KiB messages about its call until its client is gone: each of
+    // its streams holds up to its queue (64 messages, 1 MiB) and what the socket waits on.
+    let call =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "flood"}})
+            .to_string();
+    let one_stream = 65 * 16 * 1024 + 4096;
     let mut readers_that_never_read = Vec::new();
     for _ in 0..10 {
         let mut socket = raw(&server).await;
@@ -490,24 +490,23 @@ async fn answers_nobody_reads_stay_within_the_budget_and_readers_are_served() {
         readers_that_never_read.push(socket);
     }
     counted.seen(Rejection::AnswerBudget).await;
-    // What waits to be sent comes back within the budget and one answer, and stays there.
+    // What waits to be sent comes back within the budget and one stream, and stays there.
     let deadline = Instant::now() + WAIT;
-    while server.handle.stats().unsent > budget + call.len() {
+    while server.handle.stats().unsent > budget + one_stream {
         assert!(Instant::now() < deadline, "{:?}", server.handle.stats());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     for _ in 0..20 {
         let unsent = server.handle.stats().unsent;
-        assert!(unsent <= budget + call.len(), "{unsent} bytes unsent");
+        assert!(unsent <= budget + one_stream, "{unsent} bytes unsent");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    // The longest stalled were cut: the first socket ends.
+    // The longest stalled were cut: the first socket ends, and its call was cancelled.
     closed_within(&mut readers_that_never_read[0], WAIT).await;
     // A client that reads gets its answers.
     for _ in 0..3 {
         assert_eq!(server.echo_in(&session).await, 200);
     }
-    assert!(server.handle.stats().unsent <= budget + call.len());
     drop(readers_that_never_read);
     server.delete(&session).await;
     server.settled().await;
@@ -527,4 +526,73 @@ async fn with_sealed_ids_a_recent_session_ended_for_room_is_restored_when_next_u
     server.sessions_become(2).await;
     assert_eq!(server.echo_in(&first).await, 200, "restored from its id");
     server.sessions_become(3).await;
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_fit_in_what_is_held_for_clients_is_refused_until_it_does() {
+    let counted = Counted::default();
+    let config = Config::default().with_answer_budget(4 * 1024 * 1024);
+    let server = start(counted.counting(config)).await;
+    let session = server.initialize_from("10.0.0.1").await.1.unwrap();
+    let call = |kib: usize| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"text": "x".repeat(kib * 1024)}}})
+        .to_string()
+    };
+    // A 3 MiB answer nobody reads: held, within the budget.
+    let stalled_call = call(3 * 1024);
+    let mut stalled = raw(&server).await;
+    stalled
+        .write_all(head(stalled_call.len(), Some(&session)).as_bytes())
+        .await
+        .unwrap();
+    stalled.write_all(stalled_call.as_bytes()).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    while server.handle.stats().unsent < 2 * 1024 * 1024 {
+        assert!(Instant::now() < deadline, "{:?}", server.handle.stats());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // A 2 MiB body does not fit beside it: 503 with Retry-After, and counted.
+    let big = call(2 * 1024);
+    let refused = server
+        .http
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .body(big.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(retry_after(&refused), 1);
+    assert_eq!(counted.of(Rejection::BodyBudget), 1);
+    // A small one does.
+    assert_eq!(server.echo_in(&session).await, 200);
+    // Once the reader that never read is gone, the big one fits.
+    drop(stalled);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let response = server
+            .http
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .body(big.clone())
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never fitted: {}",
+            response.status()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.delete(&session).await;
+    server.settled().await;
 }

@@ -62,8 +62,10 @@ pub struct Config {
     /// How often a GET or listen stream that has nothing to say sends an SSE comment, so
     /// that a client gone or no longer reading shows; `None`: never.
     pub stream_keep_alive: Option<Duration>,
-    /// The bytes of answers and messages built and not yet sent, across every connection:
-    /// past it, the connections that are not reading are cut, longest stalled first.
+    /// The bytes held for clients, across every connection: answers and messages built and
+    /// not yet sent, and the bodies of requests being served. Past it, the connections that
+    /// are not reading are cut, longest stalled first, and a new request body is refused
+    /// (503).
     pub answer_budget: usize,
     /// What one client may hold and ask; `None`: [`ClientLimits::share_of`] this config.
     pub client: Option<ClientLimits>,
@@ -175,11 +177,13 @@ pub enum Rejection {
     ClientStreams,
     /// A connection cut because the answers waiting for slow readers passed the budget.
     AnswerBudget,
+    /// A request body refused because what is held for clients is over the budget (503).
+    BodyBudget,
 }
 
 impl Rejection {
     /// Every rejection, for registering their series up front.
-    pub const ALL: [Rejection; 15] = [
+    pub const ALL: [Rejection; 16] = [
         Rejection::ConnectionShed,
         Rejection::ConnectionEvicted,
         Rejection::HeadTimeout,
@@ -195,6 +199,7 @@ impl Rejection {
         Rejection::SessionEvicted,
         Rejection::ClientStreams,
         Rejection::AnswerBudget,
+        Rejection::BodyBudget,
     ];
 
     /// Its name, a metric label: one of a fixed set.
@@ -215,6 +220,7 @@ impl Rejection {
             Rejection::SessionEvicted => "session_evicted",
             Rejection::ClientStreams => "client_streams",
             Rejection::AnswerBudget => "answer_budget",
+            Rejection::BodyBudget => "body_budget",
         }
     }
 }

@@ -93,6 +93,43 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Whether `len` more bytes fit in the budget now.
+    pub(crate) fn fits(&self, len: usize) -> bool {
+        let budget = &self.connections.budget;
+        budget.used.load(Ordering::Relaxed).saturating_add(len) <= budget.limit
+    }
+
+    /// A request body of `len` bytes, counted against the budget while its request is
+    /// served.
+    pub(crate) fn hold(self: &Arc<Self>, len: usize) -> Holding {
+        self.connections
+            .budget
+            .used
+            .fetch_add(len, Ordering::Relaxed);
+        Holding {
+            conn: self.clone(),
+            len,
+        }
+    }
+}
+
+/// A request body counted against the budget; given back by drop.
+pub(crate) struct Holding {
+    conn: Arc<Conn>,
+    len: usize,
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        self.conn
+            .connections
+            .budget
+            .used
+            .fetch_sub(self.len, Ordering::Relaxed);
+    }
+}
+
 /// A frame charged to the budget: given back when the last copy of it is dropped, which
 /// hyper does once the socket has taken all of it.
 struct Charged {

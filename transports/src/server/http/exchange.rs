@@ -24,7 +24,7 @@ use super::auth::{self, AuthRefusal, Principal};
 use super::body::{Holds, ResponseBody};
 use super::clients::{self, Client, ClientKey, Clients, Quota};
 use super::config::{ClientLimits, Rejection};
-use super::connections::{Conn, Connections};
+use super::connections::{Conn, Connections, Holding};
 use super::guard::{self, Refusal, SESSION_ID};
 use super::sessions::{new_id, now_us, Busy, Entry, Inserted, Sessions};
 use super::{Config, Counters};
@@ -89,6 +89,7 @@ impl<S: Service> Drop for CloseOnDrop<S> {
 /// stateless request the close of its session. Each releases by drop.
 struct Guards {
     _in_flight: Count,
+    _body: Holding,
     _client: clients::Held,
     _stream: Option<clients::Held>,
     /// The session's count (and a stateless session's close), typed by the service.
@@ -214,6 +215,13 @@ fn refused_for(rejection: Rejection, limits: &ClientLimits, config: &Config) -> 
             format!(
                 "too many requests in flight in this session ({})",
                 config.max_in_flight_per_session
+            ),
+        ),
+        Rejection::BodyBudget => (
+            503,
+            format!(
+                "too many bytes held for clients (the budget is {} bytes)",
+                config.answer_budget
             ),
         ),
         _ => (
@@ -487,6 +495,11 @@ impl<S: Service> Shared<S> {
         if declared.is_some_and(|n| n > self.config.max_body as u64) {
             return too_large();
         }
+        // What clients make the server hold is bounded in all: a body is read only when it
+        // fits in the budget, and counts against it while its request is served.
+        if declared.is_some_and(|n| !conn.fits(n as usize)) {
+            return self.refuse(Rejection::BodyBudget, client);
+        }
         let session = match self.session_of(&request, principal, client) {
             Lookup::Found(id, entry) => Some((id, entry)),
             Lookup::Unnamed => None,
@@ -505,6 +518,11 @@ impl<S: Service> Shared<S> {
             Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
             Err(e) => return error(400, -32000, &format!("cannot read the body: {e}"), None),
         };
+        // A chunked body says its length only once read.
+        let body_len = bytes.len();
+        if declared.is_none() && !conn.fits(body_len) {
+            return self.refuse(Rejection::BodyBudget, client);
+        }
         if bytes.trim_ascii_start().first() == Some(&b'[') {
             return error(
                 400,
@@ -630,6 +648,7 @@ impl<S: Service> Shared<S> {
         };
         let guards = Guards {
             _in_flight: Count::new(&self.counters.in_flight),
+            _body: conn.hold(body_len),
             _client: client_in_flight,
             _stream: stream,
             _session: session,
