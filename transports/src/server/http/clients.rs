@@ -146,7 +146,18 @@ impl Client {
         if let Some(hook) = hook {
             (hook.0)(rejection);
         }
-        let now = now_us();
+        if let Some(more) = self.report_due(now_us()) {
+            tracing::warn!(
+                "refused {}: {rejection} ({more} more refusals of this client since the last report)",
+                self.key
+            );
+        }
+    }
+
+    /// Whether a rejection at `now` (µs) is to be logged: `Some` with how many went
+    /// unreported since the last report, once every [`WARN_EVERY`]; `None` counts it as
+    /// unreported.
+    fn report_due(&self, now: u64) -> Option<u64> {
         let last = self.warned_at.load(Ordering::Relaxed);
         let due = last == 0 || now.saturating_sub(last) >= WARN_EVERY.as_micros() as u64;
         if due
@@ -155,14 +166,10 @@ impl Client {
                 .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            let more = self.unreported.swap(0, Ordering::Relaxed);
-            tracing::warn!(
-                "refused {}: {rejection} ({more} more refusals of this client since the last report)",
-                self.key
-            );
-        } else {
-            self.unreported.fetch_add(1, Ordering::Relaxed);
+            return Some(self.unreported.swap(0, Ordering::Relaxed));
         }
+        self.unreported.fetch_add(1, Ordering::Relaxed);
+        None
     }
 
     /// Whether nothing holds it and its rate is at rest: it may be forgotten.
@@ -303,6 +310,19 @@ mod tests {
         }
         assert!(client.admit(&limits, later).is_err());
         assert!(client.admit(&limits.with_rate(None, 1), later).is_ok());
+    }
+
+    #[test]
+    fn a_client_is_reported_once_every_ten_seconds_with_what_went_unreported() {
+        let client = Client::new(ClientKey::Principal("a".into()));
+        let t0 = 5_000_000;
+        assert_eq!(client.report_due(t0), Some(0));
+        for i in 1..=1000 {
+            assert_eq!(client.report_due(t0 + i * 1000), None);
+        }
+        assert_eq!(client.report_due(t0 + 9_999_999), None);
+        assert_eq!(client.report_due(t0 + 10_000_000), Some(1001));
+        assert_eq!(client.report_due(t0 + 10_000_001), None);
     }
 
     #[test]
