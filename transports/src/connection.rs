@@ -88,6 +88,18 @@ pub enum Event {
         /// Why.
         reason: Arc<str>,
     },
+    /// A request could not be delivered because the server could not be reached at all
+    /// (HTTP transports: its connection was refused, its name did not resolve, no
+    /// connection was made within the connect timeout). The request did not run. Over
+    /// Streamable HTTP the connection then ends with [`CloseCause::WriteFailed`]; a caller
+    /// that keeps the server's address may find it back at the same place later (a
+    /// restart), unlike a request the server refused ([`Event::SendFailed`]).
+    Unreachable {
+        /// The request's id.
+        id: Id,
+        /// Why, without secrets.
+        reason: Arc<str>,
+    },
     /// A request's response broke before its answer (HTTP transports): the connection was
     /// reset or the body cut off after the request was sent, or its event stream ended and
     /// could not be resumed (a stateless-era stream, which the era never resumes, or one

@@ -164,7 +164,8 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
             }
             None
         }
-        Event::SendFailed { id, reason } => {
+        // A request the server could not be reached for did not run, as one it refused.
+        Event::SendFailed { id, reason } | Event::Unreachable { id, reason } => {
             let failed = match id {
                 Id::Number(id) => table.fail(id, |waiter| Error::Transport {
                     server: table.server().clone(),

@@ -303,10 +303,31 @@ impl Shared {
         .await;
     }
 
+    /// Reports a message that could not be sent because the server could not be reached
+    /// ([`Error::Connect`]): [`Event::Unreachable`] for a request, a log line otherwise.
+    pub(crate) async fn unreachable(&self, id: Option<Id>, error: &Error) {
+        let reason = error.to_string();
+        match id {
+            Some(id) => {
+                tracing::debug!(server = %self.name, id = %id, %reason, "the server cannot be reached");
+                self.emit(Event::Unreachable {
+                    id,
+                    reason: reason.into(),
+                })
+                .await;
+            }
+            None => {
+                tracing::warn!(server = %self.name, %reason, "a message to the server failed")
+            }
+        }
+    }
+
     /// Reports a failed message with its typed cause: a 401 that stays becomes
-    /// [`Event::Unauthorized`], anything else goes to [`fail`](Self::fail).
+    /// [`Event::Unauthorized`], a server that cannot be reached [`Event::Unreachable`],
+    /// anything else goes to [`fail`](Self::fail).
     pub(crate) async fn fail_error(&self, id: Option<Id>, error: &Error) {
         match error {
+            Error::Connect { .. } => self.unreachable(id, error).await,
             Error::Unauthorized {
                 resource_metadata, ..
             } => {

@@ -60,7 +60,8 @@
 //! - **End.** No single stream's end means "disconnected". The connection ends with
 //!   [`CloseCause::Closed`] after [`Control::close`] (which first DELETEs the session), or
 //!   with [`CloseCause::WriteFailed`] when a POST cannot connect to the server at all (the
-//!   server is gone), so the runtime fails what is pending and reconnects.
+//!   server is gone), so the runtime fails what is pending and reconnects; that POST's
+//!   request, which did not run, is reported first as [`Event::Unreachable`].
 //!
 //! # Legacy HTTP+SSE
 //!

@@ -249,9 +249,8 @@ async fn post(shared: Arc<Shared>, outbound: Outbound, initialize: bool, probe: 
         Ok(response) => response,
         Err(e @ Error::Connect { .. }) => {
             tracing::warn!(server = %shared.name, error = %e, "the server cannot be reached");
-            let reason = e.to_string();
-            shared.fail(outbound.request_id().cloned(), &reason).await;
-            return PostEnd::Fatal(CloseCause::WriteFailed(reason));
+            shared.unreachable(outbound.request_id().cloned(), &e).await;
+            return PostEnd::Fatal(CloseCause::WriteFailed(e.to_string()));
         }
         // Connected, then broken (a reset, a truncated head): the server may have run it.
         Err(e @ Error::Request { .. }) => {

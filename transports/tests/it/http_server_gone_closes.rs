@@ -1,6 +1,7 @@
 //! A Streamable HTTP server that goes away ends the connection: the next POST cannot
-//! connect, its request fails and `Closed` follows, so the runtime can reconnect. Errors
-//! name neither header values nor the URL's query.
+//! connect, its request is reported unreachable (typed: it did not run) and `Closed`
+//! follows, so the runtime can reconnect. Errors name neither header values nor the URL's
+//! query.
 
 use hyper::Method;
 use switchboard_codecs::jsonrpc::Id;
@@ -46,11 +47,11 @@ async fn a_server_that_goes_away_closes_the_connection() {
     drop(server);
     conn.sender.send(request(2)).unwrap();
     match next_event(&mut conn.events).await {
-        Event::SendFailed { id, reason } => {
+        Event::Unreachable { id, reason } => {
             assert_eq!(id, Id::Number(2));
             assert!(!reason.contains("sekrit"), "{reason}");
         }
-        other => panic!("expected SendFailed, got {other:?}"),
+        other => panic!("expected Unreachable, got {other:?}"),
     }
     let (_, reason) = until_closed(&mut conn.events).await;
     match &reason.cause {
