@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use switchboard_transports::connection::KillHandle;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 
 use crate::admission::Admission;
 use crate::call_table::Table;
@@ -42,12 +42,21 @@ pub(crate) enum Gate {
     Starting,
     /// Ready: calls go through this connection's table.
     Ready(Arc<Table>),
+    /// Down after the transport lost the server (an HTTP connection refused, an event
+    /// stream the server ended), the backoff's retry pending: calls wait for a restart as
+    /// they do while `Starting`, and knock first ([`ServerCore::knocks`]), so that a server
+    /// that may be back already is tried at once.
+    Backoff,
     /// Not starting, or failing to start (a spawn failure, a refused handshake, a crash
     /// loop, a shutdown): calls fail at once with this reason, and the error behind it.
     Unavailable {
         because: crate::error::Unavailability,
         reason: Arc<str>,
         cause: Option<Arc<Error>>,
+        /// When the failed attempt began, if the transport could not reach the server at
+        /// all: a call made after that may find it back, so it knocks
+        /// ([`ServerCore::knocks`]) and waits for an attempt of its own instead of failing.
+        knock: Option<Instant>,
     },
 }
 
@@ -98,6 +107,9 @@ pub(crate) struct ServerCore {
     pub(crate) admission: Admission,
     /// Whether the server takes calls now, and through which connection.
     pub(crate) gate: ArcSwap<Gate>,
+    /// Calls that found the server unreachable ask its actor for a new attempt here: one
+    /// stored wake-up however many knock, and no lock.
+    pub(crate) knocks: Notify,
     /// The server's status, published by its actor.
     pub(crate) status: watch::Sender<ServerStatus>,
     pub(crate) metrics: Arc<ServerMetrics>,
@@ -150,6 +162,7 @@ impl ServerCore {
             default_timeout,
             ids: AtomicI64::new(1),
             gate: ArcSwap::from_pointee(Gate::Starting),
+            knocks: Notify::new(),
             status,
             metrics,
             tool_rules: ArcSwap::from_pointee(ToolRules::default()),

@@ -372,6 +372,10 @@ pub(crate) struct Table {
     /// Whether the connection's reader settles in place ([`settle::settle_inline`] ran):
     /// then the router leaves alone what the reader did already.
     pub(crate) read_inline: AtomicBool,
+    /// Whether the transport could not reach the server at all on this connection (it
+    /// reported a request it could not deliver as unreachable): what tells a start that
+    /// failed for want of the server from one the server refused.
+    unreachable: AtomicBool,
 }
 
 impl Table {
@@ -399,7 +403,19 @@ impl Table {
             }),
             metrics,
             read_inline: AtomicBool::new(false),
+            unreachable: AtomicBool::new(false),
         }
+    }
+
+    /// The transport could not reach the server (noted before the request it could not
+    /// deliver is failed, so whoever that failure wakes sees it).
+    pub(crate) fn note_unreachable(&self) {
+        self.unreachable.store(true, Ordering::Release);
+    }
+
+    /// Whether the transport could not reach the server at all on this connection.
+    pub(crate) fn found_unreachable(&self) -> bool {
+        self.unreachable.load(Ordering::Acquire)
     }
 
     /// The server this table belongs to.

@@ -4,11 +4,12 @@
 //! the router only passes on the rest.
 //!
 //! Settled here, never in an actor: answers (results and JSON-RPC errors), malformed answers
-//! whose id can be read, HTTP send failures and 401s for a request, and progress
-//! notifications (they run the caller's callback and may move its deadline). Answers to ids
-//! nobody waits for are counted and logged here too. Log messages are handed to the call they
-//! belong to here, and passed on too. Passed on: every other notification,
-//! every request from the server, session loss, and the close.
+//! whose id can be read, HTTP send failures (a server that could not be reached is noted on
+//! the table first) and 401s for a request, and progress notifications (they run the
+//! caller's callback and may move its deadline). Answers to ids nobody waits for are counted
+//! and logged here too. Log messages are handed to the call they belong to here, and passed
+//! on too. Passed on: every other notification, every request from the server, session
+//! loss, and the close.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -164,8 +165,23 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
             }
             None
         }
-        // A request the server could not be reached for did not run, as one it refused.
-        Event::SendFailed { id, reason } | Event::Unreachable { id, reason } => {
+        Event::Unreachable { id, reason } => {
+            table.note_unreachable();
+            let failed = match id {
+                Id::Number(id) => table.fail(id, |waiter| Error::Transport {
+                    server: table.server().clone(),
+                    method: waiter.method.clone(),
+                    tool: waiter.tool.clone(),
+                    reason: reason.clone(),
+                }),
+                Id::String(_) => false,
+            };
+            if !failed {
+                tracing::debug!(server = %table.server(), %reason, "the server could not be reached for a finished request");
+            }
+            None
+        }
+        Event::SendFailed { id, reason } => {
             let failed = match id {
                 Id::Number(id) => table.fail(id, |waiter| Error::Transport {
                     server: table.server().clone(),

@@ -8,7 +8,8 @@
 //!    for one within its deadline (past it: `Overloaded`); the actor's own take none;
 //! 2. **readiness** ([`ready`]): the connection to use — for a caller the one the server's
 //!    [`Gate`] names, waiting while the server starts (within the deadline) and failing at
-//!    once while it cannot start; for the actor, its own connection;
+//!    once while it cannot start, unless it could not be reached: then the call has the
+//!    actor try again and waits for that attempt; for the actor, its own connection;
 //! 3. **framing** ([`crate::framer`]): a new id, and the frame in the server's era, `_meta` built
 //!    one way, with what the transport must know of it ([`Outbound`](switchboard_transports::Outbound)'s facts);
 //! 4. **register and write** ([`send`]): the waiter goes into the connection's call
@@ -254,10 +255,10 @@ async fn ready(
 ) -> Result<Arc<Table>> {
     match &request.origin {
         Origin::Actor { table, .. } => Ok(table.clone()),
-        Origin::Caller => match gate(core, &request.tool)? {
+        Origin::Caller => match gate(core, &request.tool, request.started)? {
             Some(table) => Ok(table),
             // Boxed: waiting is rare, and would otherwise enlarge every call's future.
-            None => Box::pin(wait_ready(core, deadline, &request.tool)).await,
+            None => Box::pin(wait_ready(core, deadline, request)).await,
         },
     }
 }
@@ -266,14 +267,15 @@ async fn ready(
 async fn wait_ready(
     core: &ServerCore,
     deadline: Option<Instant>,
-    tool: &Option<Arc<str>>,
+    request: &Request,
 ) -> Result<Arc<Table>> {
+    let tool = &request.tool;
     loop {
         // Marked seen before the gate is read again: the actor stores the gate before it
         // publishes the status, so no change slips between the two.
         let mut changes = core.status.subscribe();
         changes.borrow_and_update();
-        if let Some(table) = gate(core, tool)? {
+        if let Some(table) = gate(core, tool, request.started)? {
             return Ok(table);
         }
         match until(deadline, changes.changed()).await {
@@ -293,15 +295,35 @@ async fn wait_ready(
     }
 }
 
-/// The table to use now, `None` to wait, or why the server takes no calls.
-fn gate(core: &ServerCore, tool: &Option<Arc<str>>) -> Result<Option<Arc<Table>>> {
+/// The table to use now, `None` to wait, or why the server takes no calls, for a call made
+/// at `started`.
+fn gate(
+    core: &ServerCore,
+    tool: &Option<Arc<str>>,
+    started: Instant,
+) -> Result<Option<Arc<Table>>> {
     match &**core.gate.load() {
         Gate::Ready(table) if !table.is_closed() => Ok(Some(table.clone())),
         Gate::Ready(_) | Gate::Starting => Ok(None),
+        // The transport lost the server, which may be back by now: no need to wait for the
+        // backoff's retry.
+        Gate::Backoff => {
+            core.knocks.notify_one();
+            Ok(None)
+        }
+        // An attempt begun before this call could not reach the server: it may be back by
+        // now, and only an attempt begun after the call may fail it.
+        Gate::Unavailable {
+            knock: Some(tried), ..
+        } if *tried < started => {
+            core.knocks.notify_one();
+            Ok(None)
+        }
         Gate::Unavailable {
             because,
             reason,
             cause,
+            ..
         } => Err(Error::Unavailable {
             server: core.name.clone(),
             tool: tool.clone(),

@@ -24,3 +24,4 @@ mod server_features;
 mod skipped_frames;
 mod supervision;
 mod tasks;
+mod unreachable_server_is_tried_again;

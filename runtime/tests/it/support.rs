@@ -63,6 +63,64 @@ pub(crate) fn demo_stdio(args: &[&str]) -> ServerConfig<Stdio> {
         .close_timeouts(Duration::from_secs(2), Duration::from_secs(2))
 }
 
+/// The bundled demo server as a child process serving Streamable HTTP at
+/// `http://127.0.0.1:{port}/mcp`; killed (and reaped) on drop.
+#[derive(Debug)]
+pub(crate) struct HttpDemo {
+    child: std::process::Child,
+}
+
+impl HttpDemo {
+    /// Starts one on `port`, and returns once the port accepts connections.
+    pub(crate) async fn start(port: u16) -> HttpDemo {
+        let (exe, args) = demo_child();
+        let child = std::process::Command::new(exe)
+            .args(args)
+            .env(ENV_VAR, format!("--http 127.0.0.1:{port}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("a demo child");
+        let mut demo = HttpDemo { child };
+        let end = tokio::time::Instant::now() + Duration::from_secs(30);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            if let Ok(Some(status)) = demo.child.try_wait() {
+                panic!("the demo child exited before listening on {port}: {status}");
+            }
+            assert!(
+                tokio::time::Instant::now() < end,
+                "the demo child did not listen on {port} within 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        demo
+    }
+
+    /// Kills it (`SIGKILL`) and reaps it: its port refuses connections from then on.
+    pub(crate) fn kill(self) {
+        drop(self);
+    }
+}
+
+impl Drop for HttpDemo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port of 127.0.0.1 nothing listens on: one the kernel just handed out and took back.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port")
+}
+
 /// In a demo child: serves the demo server on stdin and the stdout moved aside, and exits.
 /// In a normal run: the child serves an `echo` round trip.
 #[test]
@@ -96,6 +154,10 @@ fn serve_as_child(stdout: OwnedFd) -> i32 {
         .build()
         .expect("a runtime");
     let served = runtime.block_on(async {
+        // `--http ADDR`: Streamable HTTP until the process is killed.
+        if let Some(addr) = options.http.clone() {
+            return switchboard_demo::serve_http(&addr, options).await;
+        }
         let stdout = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
         switchboard_demo::serve(tokio::io::stdin(), stdout, options).await
     });

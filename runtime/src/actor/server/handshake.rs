@@ -182,8 +182,14 @@ impl ServerActor {
             // The network cut the answer: the server said nothing about its era, and this
             // attempt failed (no 10 s wait, no verdict).
             Err(e @ Error::StreamBroken { .. }) => {
-                let error = self.handshake_error(format!("server/discover was cut off: {e}"));
-                return self.fail_start(error, ctx);
+                let detail = format!("server/discover was cut off: {e}");
+                return self.fail_start(self.handshake_failure(detail, e), ctx);
+            }
+            // Nothing answered: no verdict either, and no `initialize` on a connection
+            // that is ending.
+            Err(e @ Error::Transport { .. }) if self.found_unreachable() => {
+                let detail = format!("server/discover could not be sent: {e}");
+                return self.fail_start(self.handshake_failure(detail, e), ctx);
             }
             Err(e) if self.core.config.protocol == Protocol::Auto => {
                 tracing::debug!(server = %self.name, error = %e, "server/discover refused: a legacy server");
@@ -303,8 +309,8 @@ impl ServerActor {
                     // Keep a typed 401 as it is: the application can start OAuth from it.
                     Err(e @ Error::Unauthorized { .. }) => act.fail_start(e, ctx),
                     Err(e) => {
-                        let error = act.handshake_error(format!("initialize was refused: {e}"));
-                        act.fail_start(error, ctx)
+                        let detail = format!("initialize was refused: {e}");
+                        act.fail_start(act.handshake_failure(detail, e), ctx)
                     }
                 }
             },
@@ -399,6 +405,13 @@ impl ServerActor {
                 init.server_info = info;
             }
         }
+    }
+
+    /// Whether the transport of the current connection could not reach the server at all.
+    fn found_unreachable(&self) -> bool {
+        self.link
+            .as_ref()
+            .is_some_and(|link| link.table.found_unreachable())
     }
 
     /// Whether requests to the server go in the modern era.

@@ -17,6 +17,7 @@ use crate::core::Gate;
 use crate::error::{Error, Unavailability};
 use crate::restart::Decision;
 use crate::status::ServerState;
+use crate::transport::Transport;
 
 /// Events the router passes on to the actor, queued: as many as the transport queues, so
 /// backpressure reaches the reader unchanged.
@@ -27,6 +28,7 @@ impl ServerActor {
         self.phase = Phase::Connecting;
         self.generation += 1;
         self.connect_started = Instant::now();
+        self.half_open.attempted(self.connect_started);
         self.learnt.init = None;
         self.relist.reset();
         self.session.reset();
@@ -190,10 +192,21 @@ impl ServerActor {
         }
     }
 
+    /// A failed handshake, with the error of the request that failed it (which tells a
+    /// server that could not be reached from one that refused).
+    pub(super) fn handshake_failure(&self, detail: String, cause: Error) -> Error {
+        Error::Handshake {
+            server: self.name.clone(),
+            detail: detail.into(),
+            cause: Some(Arc::new(cause)),
+        }
+    }
+
     /// The handshake is done and the tools listed: the server takes calls.
     pub(super) fn become_ready(&mut self, ctx: &mut Context<Self>) {
         let now = Instant::now();
         self.phase = Phase::Ready { since: now };
+        self.early = None;
         self.stop_startup_timer(ctx);
         let handshake = now.duration_since(self.connect_started);
         self.handshake_time = Some(handshake);
@@ -258,10 +271,13 @@ impl ServerActor {
         self.forget_verdict();
         self.stop_startup_timer(ctx);
         let reason: Arc<str> = error.to_string().into();
+        let table = self.link.as_ref().map(|link| &*link.table);
+        let knock = self.knock_after(&error, table);
         self.set_gate(Gate::Unavailable {
             because: Unavailability::StartFailed,
             reason: reason.clone(),
             cause: Some(Arc::new(error.clone())),
+            knock,
         });
         let link = self.link.take();
         if link.is_some() {
@@ -272,7 +288,7 @@ impl ServerActor {
             ServerState::Failed {
                 error: error.clone(),
             },
-            true,
+            None,
             ctx,
         );
         if let Some(link) = link {
@@ -332,6 +348,7 @@ impl ServerActor {
                 because: Unavailability::StartFailed,
                 reason: error.to_string().into(),
                 cause: Some(Arc::new(error.clone())),
+                knock: self.knock_after(&error, table.as_deref()),
             });
             ServerState::Failed { error }
         } else {
@@ -339,8 +356,18 @@ impl ServerActor {
                 reason: reason.clone(),
             }
         };
+        // Calls wait for the restart; when the transport lost the server (it may be back
+        // before the backoff's retry), they knock.
+        let waiting = (!failed_start).then(|| {
+            let over_http = matches!(self.core.config.transport, Transport::Http(_));
+            let unreachable = table.as_deref().is_some_and(Table::found_unreachable);
+            match super::half_open::lost_the_server(&reason.cause, over_http, unreachable) {
+                true => Gate::Backoff,
+                false => Gate::Starting,
+            }
+        });
         // The status first: a caller told "disconnected" then finds the server down.
-        self.went_down(text, state, failed_start, ctx);
+        self.went_down(text, state, waiting, ctx);
         if let Some(table) = table {
             table.close(|waiter| waiter.disconnected(reason.clone()));
         }
@@ -380,14 +407,70 @@ impl ServerActor {
         self.connection_lost(CloseReason::aborted(why), table, ctx);
     }
 
+    /// When a start that failed with `error` (on the connection of `table`, if it had one)
+    /// began, if the transport could not reach the server: calls made after it knock.
+    fn knock_after(&self, error: &Error, table: Option<&Table>) -> Option<Instant> {
+        let over_http = matches!(self.core.config.transport, Transport::Http(_));
+        let unreachable = table.is_some_and(Table::found_unreachable);
+        super::half_open::could_not_reach(error, over_http, unreachable)
+            .then_some(self.connect_started)
+    }
+
+    /// A call found the server lost by the transport, or unreachable by an attempt begun
+    /// before it was made: during the backoff, an attempt starts at once, or when
+    /// [`HalfOpen`](super::half_open::HalfOpen) allows, unless the backoff's retry comes
+    /// first. The call waits for it at the gate.
+    pub(super) fn on_knock(&mut self, ctx: &mut Context<Self>) {
+        let Phase::Restarting {
+            timer,
+            due,
+            early: false,
+        } = self.phase
+        else {
+            // An attempt is under way (its outcome is the caller's), one is already
+            // brought forward, or the server is ready, stopped or given up.
+            return;
+        };
+        let knockable = matches!(
+            &**self.core.gate.load(),
+            Gate::Backoff | Gate::Unavailable { knock: Some(_), .. }
+        );
+        let now = Instant::now();
+        let Some(at) = self.half_open.early_at(now, due).filter(|_| knockable) else {
+            return;
+        };
+        ctx.cancel_future(timer);
+        if at <= now {
+            tracing::debug!(server = %self.name, "a call found the server unreachable: trying again ahead of the backoff");
+            self.retry(Some(due), ctx);
+        } else {
+            let timer = ctx.run_later(at - now, move |act, ctx| act.retry(Some(due), ctx));
+            self.phase = Phase::Restarting {
+                timer,
+                due,
+                early: true,
+            };
+        }
+    }
+
+    /// Starts the next attempt: the backoff's, or an early one (`early`: when the retry it
+    /// runs ahead of is due).
+    fn retry(&mut self, early: Option<Instant>, ctx: &mut Context<Self>) {
+        self.early = early;
+        self.restarts += 1;
+        self.connect(ctx);
+    }
+
     /// Schedules a restart with backoff, or gives up for good; publishes the gate and the
-    /// status. After a crash, calls wait for the restart within their deadline; after a
-    /// failed start (`failed_start`) they fail at once (the gate already says why).
+    /// status. After a crash, calls wait for the restart within their deadline (`waiting`
+    /// is the gate they find meanwhile); after a failed start (`waiting` is `None`) they fail
+    /// at once (the gate already says why), unless it could not reach the server (then they
+    /// knock).
     fn went_down(
         &mut self,
         reason: Arc<str>,
         final_state: ServerState,
-        failed_start: bool,
+        mut waiting: Option<Gate>,
         ctx: &mut Context<Self>,
     ) {
         // Nothing is listed until the next connection: callers waiting for a re-list go on
@@ -396,16 +479,42 @@ impl ServerActor {
         self.last_error = Some(reason.clone());
         self.session.reset();
         let now = Instant::now();
+        // An early attempt that failed before the retry it ran ahead of was due leaves the
+        // backoff as it was (see `half_open`): the retry is made when it was due.
+        let ahead = self
+            .early
+            .take()
+            .filter(|&due| !super::half_open::HalfOpen::counts(now, due));
+        if let Some(due) = ahead {
+            if let Some(gate) = waiting.take() {
+                self.set_gate(gate);
+            }
+            let timer = ctx.run_later(due.saturating_duration_since(now), |act, ctx| {
+                act.retry(None, ctx)
+            });
+            self.phase = Phase::Restarting {
+                timer,
+                due,
+                early: false,
+            };
+            self.publish(ServerState::Restarting {
+                attempt: self.backoff.attempt(),
+                next_retry_at: due,
+                last_error: reason,
+            });
+            return;
+        }
         match self.backoff.on_failure(now, random_unit()) {
             Decision::RetryAfter(delay) => {
-                if !failed_start {
-                    self.set_gate(Gate::Starting);
+                if let Some(gate) = waiting {
+                    self.set_gate(gate);
                 }
-                let timer = ctx.run_later(delay, |act, ctx| {
-                    act.restarts += 1;
-                    act.connect(ctx);
-                });
-                self.phase = Phase::Restarting { timer };
+                let timer = ctx.run_later(delay, |act, ctx| act.retry(None, ctx));
+                self.phase = Phase::Restarting {
+                    timer,
+                    due: now + delay,
+                    early: false,
+                };
                 self.publish(ServerState::Restarting {
                     attempt: self.backoff.attempt(),
                     next_retry_at: now + delay,
@@ -437,6 +546,7 @@ impl ServerActor {
                     because: Unavailability::GaveUp,
                     reason: why,
                     cause,
+                    knock: None,
                 });
                 self.publish(state);
             }

@@ -14,13 +14,15 @@
 //! [`Phase`] (which carries the phase's data), its connection, and small owned machines,
 //! each a pure type tested on its own: [`Backoff`] (restarts), [`relist::Relist`] (tool
 //! relisting), [`strikes::Strikes`] (liveness), [`session::Session`] (a lost HTTP
-//! session). The work is split by concern: [`lifecycle`] (connecting, going down,
+//! session), [`half_open::HalfOpen`] (attempts callers ask for when the server could not be
+//! reached). The work is split by concern: [`lifecycle`] (connecting, going down,
 //! restarts), [`handshake`] (the era and the handshake), [`tools`] (listing tools),
 //! [`lists`] (resources and prompts listed into the status), [`liveness`] (pings and
 //! silence), [`listen`] (a stateless server's `subscriptions/listen` stream), [`inbound`]
 //! (what the server sends that is not an answer) and [`server_requests`] (the server's
 //! requests, answered by the application).
 
+mod half_open;
 mod handshake;
 mod inbound;
 mod lifecycle;
@@ -75,9 +77,12 @@ enum Phase {
     Ready {
         since: Instant,
     },
-    /// Down, with a restart scheduled.
+    /// Down, with a restart scheduled: `timer` starts the next attempt, at `due` (the
+    /// backoff's retry) or, when `early`, sooner for a call that knocked.
     Restarting {
         timer: SpawnHandle,
+        due: Instant,
+        early: bool,
     },
     /// Down for good (restarts off, or a crash loop).
     Down,
@@ -152,6 +157,10 @@ pub(crate) struct ServerActor {
     silences: mpsc::UnboundedSender<Silence>,
     /// A stateless server's `subscriptions/listen`.
     listening: listen::Listening,
+    /// When attempts began, which bounds the early ones calls ask for.
+    half_open: half_open::HalfOpen,
+    /// While an early attempt runs: when the retry it ran ahead of was due.
+    early: Option<Instant>,
 }
 
 impl ServerActor {
@@ -184,6 +193,8 @@ impl ServerActor {
             session: session::Session::default(),
             silences,
             listening: listen::Listening::default(),
+            half_open: half_open::HalfOpen::default(),
+            early: None,
         }
     }
 
@@ -342,6 +353,12 @@ impl Actor for ServerActor {
         let uris =
             tokio_stream::wrappers::WatchStream::from_changes(self.core.subscriptions.revisions());
         ctx.add_stream(tokio_stream::StreamExt::map(uris, |_| listen::UrisChanged));
+        let core = self.core.clone();
+        let knocks = futures_util::stream::unfold(core, |core| async move {
+            core.knocks.notified().await;
+            Some((Knocked, core))
+        });
+        ctx.add_stream(knocks);
         if self.liveness.is_enabled() {
             let tick = (self.liveness.interval / 4).max(Duration::from_millis(10));
             ctx.run_interval(tick, |act, ctx| act.liveness_tick(ctx));
@@ -378,6 +395,17 @@ impl StreamHandler<StaleTools> for ServerActor {
             // (During the handshake's listing, that listing ends the callers' wait.)
             self.core.freshness.tools.forget();
         }
+    }
+
+    fn finished(&mut self, _ctx: &mut Context<Self>) {}
+}
+
+/// A caller found the server unreachable by an attempt made before its call.
+pub(crate) struct Knocked;
+
+impl StreamHandler<Knocked> for ServerActor {
+    fn handle(&mut self, _: Knocked, ctx: &mut Context<Self>) {
+        self.on_knock(ctx);
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
@@ -424,7 +452,8 @@ impl Handler<Shutdown> for ServerActor {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
-        if let Phase::Restarting { timer } = std::mem::replace(&mut self.phase, Phase::Stopping) {
+        if let Phase::Restarting { timer, .. } = std::mem::replace(&mut self.phase, Phase::Stopping)
+        {
             ctx.cancel_future(timer);
         }
         let reason: Arc<str> = "the runtime is shutting down".into();
@@ -432,6 +461,7 @@ impl Handler<Shutdown> for ServerActor {
             because: Unavailability::Stopped,
             reason: reason.clone(),
             cause: None,
+            knock: None,
         });
         self.core.admission.close();
         let link = self.link.take();
@@ -485,7 +515,7 @@ impl Handler<Restart> for ServerActor {
 
     fn handle(&mut self, _: Restart, ctx: &mut Context<Self>) {
         match std::mem::replace(&mut self.phase, Phase::Connecting) {
-            Phase::Restarting { timer } => {
+            Phase::Restarting { timer, .. } => {
                 ctx.cancel_future(timer);
             }
             Phase::Down => {}
@@ -495,6 +525,7 @@ impl Handler<Restart> for ServerActor {
             }
         }
         self.backoff.reset();
+        self.early = None;
         self.restarts += 1;
         // Asked to start over: the server may have been redeployed in another era.
         self.forget_verdict();
