@@ -513,9 +513,14 @@ pub enum Unavailability {
     /// The server kept failing and is no longer restarted (a crash loop, or restarts off);
     /// [`Runtime::restart_server`](crate::Runtime::restart_server) tries again.
     GaveUp,
-    /// The server did not become ready within the call's deadline (it was starting or
-    /// restarting).
+    /// The server did not become ready within the call's deadline while it started.
     NotReady,
+    /// The server was being restarted at the call's deadline: it went down (a crash, a
+    /// lost connection, a liveness kill), or a start that could not reach it is being
+    /// tried again. A server that went down keeps its tools, resources and prompts in the
+    /// catalogue meanwhile: a call for one waits for the restart within its deadline, and
+    /// is told this past it, never that the name is unknown.
+    Restarting,
     /// A stateless server's list that decides the call was still being fetched again (past
     /// its `ttlMs`) at the call's deadline.
     ListNotFresh,

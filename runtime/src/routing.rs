@@ -5,8 +5,9 @@
 //! The catalogues are snapshots, rebuilt from every server's status: by the supervisor as
 //! statuses change (in batches), and by any caller that finds the snapshot older than the
 //! status of the server it is about to route to. So what a caller observes of a server
-//! agrees: once its status says it is not ready (say `Failed`), the catalogue no longer
-//! routes to it. Reading a snapshot is lock-free; a rebuild takes a lock (rebuilds are rare,
+//! agrees: once its status says it offers nothing (say `Failed`: it gave up), the catalogue
+//! no longer routes to it. A server that restarts keeps its entries: a call routed to it
+//! waits for the restart within its deadline (see [`ServerStatus::offers_entries`]). Reading a snapshot is lock-free; a rebuild takes a lock (rebuilds are rare,
 //! and never on a call's path unless a status changed under it).
 //!
 //! A stateless (2026-07-28) server's list past its `ttlMs` that decides a route (the
@@ -154,7 +155,7 @@ impl Registry {
                 allow: &handle.core.config.allow_tools,
                 deny: &handle.core.config.deny_tools,
                 tools: &status.tools,
-                available: status.is_ready(),
+                available: status.offers_entries(),
             })
             .collect();
         let current = self.snapshot.load_full();
@@ -175,7 +176,7 @@ impl Registry {
                 allow: &[],
                 deny: &[],
                 tools,
-                available: status.is_ready(),
+                available: status.offers_entries(),
             })
             .collect();
         let prompts = Catalogue::build(&prompt_inputs, &self.naming, *version + 1);
@@ -367,13 +368,14 @@ impl Registry {
         }
     }
 
-    /// The ready servers that list `uri` as a resource, or else a template matching it.
+    /// The servers that offer `uri` as a resource (ready, or restarting: a read waits for
+    /// the restart), or else a template matching it.
     pub(crate) fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {
         let servers = self.servers.load();
         let ready: Vec<(&ServerHandle, ServerStatus)> = servers
             .values()
             .map(|h| (h, h.status()))
-            .filter(|(_, status)| status.is_ready())
+            .filter(|(_, status)| status.offers_entries())
             .collect();
         let listing: Vec<ServerHandle> = ready
             .iter()
@@ -414,7 +416,7 @@ impl Registry {
             [] => Err(Error::ResourceNotFound {
                 server: None,
                 uri: uri.into(),
-                message: "no ready server lists it or a template that matches it".into(),
+                message: "no server offers it or a template that matches it".into(),
             }),
             several => Err(Error::AmbiguousResource {
                 uri: uri.into(),

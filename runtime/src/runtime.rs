@@ -468,8 +468,10 @@ impl Runtime {
         self.inner.registry.servers().values().cloned().collect()
     }
 
-    /// The tool catalogue of every ready server, now. A stateless server's tool list past
-    /// its `ttlMs` is in it as it is, and fetched again in the background.
+    /// The tool catalogue of every server that offers its tools now: ready, or restarting
+    /// (see [`ServerStatus::offers_entries`](crate::ServerStatus::offers_entries)). A
+    /// stateless server's tool list past its `ttlMs` is in it as it is, and fetched again in
+    /// the background.
     pub fn catalogue(&self) -> Arc<Catalogue> {
         self.inner.registry.touch(|lists| &lists.tools);
         self.inner.registry.tools()
@@ -504,9 +506,10 @@ impl Runtime {
         )
     }
 
-    /// Every ready server's prompts, named as the tool catalogue names tools: a prompt is
-    /// prefixed with its server only when another server has one of the same name (with the
-    /// default naming). The entries' `tool` is the prompt's name, title and description.
+    /// Every offered prompt (of a server ready or restarting), named as the tool catalogue
+    /// names tools: a prompt is prefixed with its server only when another server has one
+    /// of the same name (with the default naming). The entries' `tool` is the prompt's name,
+    /// title and description.
     pub fn prompt_catalogue(&self) -> Arc<Catalogue> {
         // Stateless servers' prompt lists past their `ttlMs` are listed again meanwhile.
         self.inner.registry.touch(|lists| &lists.prompts);
@@ -544,7 +547,8 @@ impl Runtime {
         self.inner.registry.route_resource(uri).await
     }
 
-    /// The ready servers that list `uri` as a resource, or else a template matching it.
+    /// The servers (ready or restarting) that list `uri` as a resource, or else a template
+    /// matching it.
     pub fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {
         // Stateless servers' resource lists past their `ttlMs` are listed again meanwhile.
         self.inner.registry.touch(|lists| &lists.resources);

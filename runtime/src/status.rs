@@ -79,6 +79,21 @@ impl ServerStatus {
         matches!(self.state, ServerState::Ready)
     }
 
+    /// Whether the server's tools, resources and prompts (as last listed) are offered: in
+    /// the runtime's catalogues, to [`Runtime::read_resource`](crate::Runtime::read_resource)'s
+    /// routing, and through a gateway. They are while the server is ready, and while it
+    /// starts or restarts after going down (a call for one waits for the restart within its
+    /// deadline, or fails with [`Unavailability::Restarting`](crate::Unavailability::Restarting));
+    /// not once it gave up (`failed`, `down`) or stopped. A server removed from the runtime,
+    /// or restarted with [`Runtime::restart_server`](crate::Runtime::restart_server), offers
+    /// nothing until it lists again.
+    pub fn offers_entries(&self) -> bool {
+        matches!(
+            self.state,
+            ServerState::Ready | ServerState::Starting | ServerState::Restarting { .. }
+        )
+    }
+
     /// Which shape of tasks the server speaks, if any (see [`crate::task`]): a
     /// handshake-era server that declares `tasks.requests.tools.call`, or a stateless one
     /// that declares the extension `io.modelcontextprotocol/tasks`.

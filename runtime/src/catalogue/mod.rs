@@ -95,9 +95,10 @@ pub(crate) struct ServerTools<'a> {
     pub(crate) deny: &'a [String],
     /// The tools as the server last listed them.
     pub(crate) tools: &'a [Tool],
-    /// Whether its tools are offered now (the server is ready). The last known tools of a
-    /// server that is not still take part in naming, so names do not change while it
-    /// restarts, but they are neither listed nor resolvable.
+    /// Whether its tools are offered now (the server is ready, or restarting: see
+    /// [`ServerStatus::offers_entries`](crate::ServerStatus::offers_entries)). The last known
+    /// tools of a server that is not (it gave up) still take part in naming, so names do not
+    /// change when it is started again, but they are neither listed nor resolvable.
     pub(crate) available: bool,
 }
 

@@ -282,11 +282,17 @@ async fn wait_ready(
             Some(Ok(())) => continue,
             Some(Err(_)) => return Err(gone(core, tool)),
             None => {
-                let why = not_ready(&core.status());
+                let status = core.status();
+                let because = match status.state {
+                    ServerState::Restarting { .. } => Unavailability::Restarting,
+                    ServerState::Starting if status.restarts > 0 => Unavailability::Restarting,
+                    _ => Unavailability::NotReady,
+                };
+                let why = not_ready(&status);
                 return Err(Error::Unavailable {
                     server: core.name.clone(),
                     tool: tool.clone(),
-                    because: Unavailability::NotReady,
+                    because,
                     reason: format!("not ready within the call's deadline: {why}").into(),
                     cause: None,
                 });
@@ -477,6 +483,9 @@ fn not_ready(status: &ServerStatus) -> String {
     match &status.state {
         ServerState::Restarting { last_error, .. } => {
             format!("it is restarting (last error: {last_error})")
+        }
+        ServerState::Starting if status.restarts > 0 => {
+            "it is restarting (an attempt is under way)".to_owned()
         }
         ServerState::Starting => "it is starting".to_owned(),
         other => format!("it is {}", other.as_str()),

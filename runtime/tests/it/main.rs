@@ -20,6 +20,7 @@ mod liveness;
 mod load;
 mod metrics;
 mod processes;
+mod restarting_server_keeps_its_entries;
 mod server_features;
 mod skipped_frames;
 mod supervision;

@@ -173,6 +173,18 @@ impl ServerActor {
         let config = &core.config;
         let restart = config.restart.clone().unwrap_or_default();
         let liveness = config.liveness.clone().unwrap_or_default();
+        // A new incarnation (the last one's actor panicked) goes on offering what the server
+        // last listed while it starts again, as any restart does.
+        let learnt = {
+            let last = core.status.borrow();
+            Learnt {
+                tools: last.tools.clone(),
+                resources: last.resources.clone(),
+                resource_templates: last.resource_templates.clone(),
+                prompts: last.prompts.clone(),
+                ..Learnt::default()
+            }
+        };
         ServerActor {
             name: core.name.clone(),
             core,
@@ -187,7 +199,7 @@ impl ServerActor {
             connect_started: Instant::now(),
             handshake_time: None,
             last_error: None,
-            learnt: Learnt::default(),
+            learnt,
             relist: relist::Relist::default(),
             strikes: strikes::Strikes::new(0, Instant::now()),
             session: session::Session::default(),
@@ -526,6 +538,11 @@ impl Handler<Restart> for ServerActor {
         }
         self.backoff.reset();
         self.early = None;
+        // A fresh start: what the server listed before is not offered until it lists again.
+        self.learnt.tools = Arc::from(Vec::new());
+        self.learnt.resources = Arc::from(Vec::new());
+        self.learnt.resource_templates = Arc::from(Vec::new());
+        self.learnt.prompts = Arc::from(Vec::new());
         self.restarts += 1;
         // Asked to start over: the server may have been redeployed in another era.
         self.forget_verdict();
