@@ -6,7 +6,10 @@
 //! sending it, are the client's mistake: -32602. A resource nobody lists is the spec's
 //! resource-not-found. Everything else (a timeout, an upstream that is down, restarting or
 //! crashed mid-call, an answer that is not valid JSON) is -32603 with the runtime's message,
-//! which names the server and the tool, and `data` saying which (`server`, `tool`, `kind`).
+//! which names the server and the tool, and `data` saying which (`server`, `name`, `kind`).
+//! A tool of an upstream that is restarting is still in the catalogue, so its call is never
+//! -32602: it waits for the restart, and past its deadline is -32603 saying the server is
+//! restarting.
 
 use serde_json::json;
 use switchboard::{Error, ErrorKind};
@@ -127,6 +130,24 @@ mod tests {
         let object = object(to_front(&error, "nope"));
         assert_eq!(object.code, ErrorObject::INVALID_PARAMS);
         assert!(object.message.contains("nope"), "{}", object.message);
+    }
+
+    #[test]
+    fn a_tool_whose_server_is_restarting_is_an_internal_error_saying_so_not_invalid_params() {
+        let error = Error::Unavailable {
+            server: Arc::from("demo"),
+            tool: Some(Arc::from("echo")),
+            because: switchboard::Unavailability::Restarting,
+            reason: "not ready within the call's deadline: it is restarting (last error: it disconnected: the server was killed by signal 9)".into(),
+            cause: None,
+        };
+        let object = object(to_front(&error, "echo"));
+        assert_eq!(object.code, ErrorObject::INTERNAL_ERROR);
+        assert!(object.message.contains("demo"), "{}", object.message);
+        assert!(object.message.contains("restarting"), "{}", object.message);
+        let data: serde_json::Value = serde_json::from_str(object.data.unwrap().get()).unwrap();
+        assert_eq!(data["name"], "echo");
+        assert_eq!(data["kind"], "Unavailable");
     }
 
     #[test]

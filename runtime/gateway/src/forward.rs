@@ -224,11 +224,12 @@ pub(crate) async fn complete(runtime: &Runtime, mut params: Value) -> Result<Val
     request(&server, "completion/complete", params, &what).await
 }
 
-/// The one ready upstream that lists `uri` as a resource template (or as a resource).
+/// The one upstream that offers `uri` as a resource template (or as a resource): ready, or
+/// restarting (the request waits for it).
 fn template_owner(runtime: &Runtime, uri: &str) -> Result<ServerHandle, HandlerError> {
     let mut owners = runtime.servers().into_iter().filter(|server| {
         let status = server.status();
-        status.is_ready()
+        status.offers_entries()
             && (status
                 .resource_templates
                 .iter()
@@ -238,7 +239,7 @@ fn template_owner(runtime: &Runtime, uri: &str) -> Result<ServerHandle, HandlerE
     match (owners.next(), owners.next()) {
         (Some(owner), None) => Ok(owner),
         (None, _) => Err(HandlerError::invalid_params(format!(
-            "no ready server lists the resource template `{uri}`"
+            "no server offers the resource template `{uri}`"
         ))),
         (Some(first), Some(second)) => Err(HandlerError::invalid_params(format!(
             "servers `{}` and `{}` both list the resource template `{uri}`",

@@ -1,11 +1,11 @@
 //! What the gateway lists: the runtime's catalogue in the shapes of `tools/list`,
 //! `resources/list`, `resources/templates/list` and `prompts/list`, built once per change.
 //!
-//! A [`Lists`] is an immutable snapshot, built from the runtime's catalogues and its ready
-//! servers' statuses when the runtime says something changed, and shared in an `Arc`: a
-//! request reads it, never rebuilds it. Tools and prompts carry their catalogue names (with
-//! one server and no prefix, the names the server gave); resources and templates keep their
-//! URIs, which need no renaming.
+//! A [`Lists`] is an immutable snapshot, built from the runtime's catalogues and the
+//! statuses of its servers that offer their entries (ready or restarting) when the runtime
+//! says something changed, and shared in an `Arc`: a request reads it, never rebuilds it.
+//! Tools and prompts carry their catalogue names (with one server and no prefix, the names
+//! the server gave); resources and templates keep their URIs, which need no renaming.
 
 use std::collections::HashMap;
 
@@ -44,11 +44,13 @@ impl Lists {
             }
             lists.tools.push(tool);
         }
+        // A server restarting keeps its entries, as in the runtime's catalogues: no
+        // list_changed for a crash, and a call for one waits for the restart.
         let ready: Vec<_> = runtime
             .servers()
             .into_iter()
             .map(|server| (server.name().to_owned(), server.status()))
-            .filter(|(_, status)| status.is_ready())
+            .filter(|(_, status)| status.offers_entries())
             .collect();
         for (_, status) in &ready {
             lists

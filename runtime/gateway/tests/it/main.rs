@@ -1,10 +1,12 @@
 //! The gateway in process: a Switchboard runtime (the front client) talks to a `Gateway`
 //! over an in-memory line stream, and the gateway's own runtime runs the demo server in
-//! memory too. The real processes (`switchboard serve`, a demo server that crashes) are the
-//! CLI's tests.
+//! memory too, or as this test binary's child process where the test kills it. The real
+//! `switchboard serve` is the CLI's tests.
 
 mod asks;
+mod child;
 mod forwarding;
 mod front_metrics;
+mod restarting_upstream;
 mod support;
 mod trace;
