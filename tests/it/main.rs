@@ -28,5 +28,6 @@ mod interop_tasks;
 mod oauth;
 mod oauth_fixture;
 mod peers;
+mod python_server_restarted_on_its_port;
 mod secrets;
 mod wire;
