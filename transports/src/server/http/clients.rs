@@ -13,11 +13,21 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::config::{ClientLimits, Rejection, Rejections};
-use super::sessions::now_us;
+
+/// The process's clock origin for the times kept in atomics (a session's last use, a
+/// client's rate): an atomic holds microseconds, not an `Instant`.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+pub(crate) fn now_us() -> u64 {
+    u64::try_from(epoch().elapsed().as_micros()).unwrap_or(u64::MAX)
+}
 
 /// Who a client is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -22,11 +22,11 @@ use super::super::stdio::error_frame;
 use super::super::{Inbound, Notifier, Outgoing, Responder, Service};
 use super::auth::{self, AuthRefusal, Principal};
 use super::body::{Holds, ResponseBody};
-use super::clients::{self, Client, ClientKey, Clients, Quota};
+use super::clients::{self, now_us, Client, ClientKey, Clients, Quota};
 use super::config::{ClientLimits, Rejection};
 use super::connections::{Conn, Connections, Holding};
 use super::guard::{self, Refusal, SESSION_ID};
-use super::sessions::{new_id, now_us, Busy, Entry, Inserted, Sessions};
+use super::sessions::{new_id, Busy, Entry, Inserted, Sessions};
 use super::{Config, Counters};
 
 /// What every connection's tasks share.

@@ -17,10 +17,10 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::super::{Notifier, Service};
-use super::clients::{Client, Held, Quota};
+use super::clients::{now_us, Client, Held, Quota};
 use super::config::Rejection;
 use super::Principal;
 
@@ -30,7 +30,7 @@ pub(crate) struct Entry<S: Service> {
     pub(crate) notifier: Notifier,
     /// Its requests in flight.
     pub(crate) in_flight: Arc<AtomicUsize>,
-    /// When it was last used, in microseconds since [`epoch`].
+    /// When it was last used, in microseconds since the clock's origin ([`now_us`]).
     last_used: AtomicU64,
     /// The principal that opened it, with inbound authentication: nobody else may use it.
     pub(crate) owner: OnceLock<Arc<str>>,
@@ -87,17 +87,6 @@ impl<S: Service> Drop for Busy<S> {
         self.0.touch();
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// The process's clock origin for `last_used`: an atomic holds microseconds, not an
-/// `Instant`.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-pub(crate) fn now_us() -> u64 {
-    u64::try_from(epoch().elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// What [`Sessions::insert`] did.
