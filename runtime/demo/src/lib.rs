@@ -56,6 +56,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+#[cfg(unix)]
+pub mod child;
 mod completion;
 mod conformance;
 mod demo;

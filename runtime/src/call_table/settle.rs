@@ -167,33 +167,11 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
         }
         Event::Unreachable { id, reason } => {
             table.note_unreachable();
-            let failed = match id {
-                Id::Number(id) => table.fail(id, |waiter| Error::Transport {
-                    server: table.server().clone(),
-                    method: waiter.method.clone(),
-                    tool: waiter.tool.clone(),
-                    reason: reason.clone(),
-                }),
-                Id::String(_) => false,
-            };
-            if !failed {
-                tracing::debug!(server = %table.server(), %reason, "the server could not be reached for a finished request");
-            }
+            fail_send(table, id, &reason, "the server could not be reached");
             None
         }
         Event::SendFailed { id, reason } => {
-            let failed = match id {
-                Id::Number(id) => table.fail(id, |waiter| Error::Transport {
-                    server: table.server().clone(),
-                    method: waiter.method.clone(),
-                    tool: waiter.tool.clone(),
-                    reason: reason.clone(),
-                }),
-                Id::String(_) => false,
-            };
-            if !failed {
-                tracing::debug!(server = %table.server(), %reason, "a send failed for a finished request");
-            }
+            fail_send(table, id, &reason, "a send failed");
             None
         }
         Event::StreamBroken { id, reason } => {
@@ -252,5 +230,22 @@ fn unknown_answer(table: &Table, response: &Response) {
             id = %id.as_ref().map(ToString::to_string).unwrap_or_default(),
             "ignored an answer to an unknown request id"
         ),
+    }
+}
+
+/// Fails request `id`, whose send failed for `reason`, with a transport error; `what`
+/// says in the log what happened when the request had finished already.
+fn fail_send(table: &Table, id: Id, reason: &Arc<str>, what: &str) {
+    let failed = match id {
+        Id::Number(id) => table.fail(id, |waiter| Error::Transport {
+            server: table.server().clone(),
+            method: waiter.method.clone(),
+            tool: waiter.tool.clone(),
+            reason: reason.clone(),
+        }),
+        Id::String(_) => false,
+    };
+    if !failed {
+        tracing::debug!(server = %table.server(), %reason, "{what} for a finished request");
     }
 }

@@ -1,42 +1,24 @@
 //! Shared fixtures: the demo server as a child process or in memory.
 //!
 //! The child process is this test binary itself, started again with the demo server's
-//! options in [`ENV_VAR`]: before `main` (and libtest's output, which would corrupt the MCP
-//! stream), a constructor moves stdout aside for the demo server and points the descriptor
-//! at `/dev/null`; then the one test [`the_test_binary_serves_the_demo_as_a_child`] runs and
-//! serves. So these tests need no other binary, and never run a stale one.
+//! options in [`ENV_VAR`] (see `switchboard_demo::child`): the one test
+//! [`the_test_binary_serves_the_demo_as_a_child`] serves. So these tests need no other
+//! binary, and never run a stale one.
 
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use switchboard::transport::{Memory, Stdio};
 use switchboard::{Runtime, ServerConfig, ServerHandle};
 use switchboard_demo::{Options, ENV_VAR};
 
-/// The real stdout of a demo child, moved aside before `main`; -1 in a normal test run.
-static CHILD_STDOUT: AtomicI32 = AtomicI32::new(-1);
-
 /// The test a demo child runs (libtest's filter for it).
 const CHILD_TEST: &str = "support::the_test_binary_serves_the_demo_as_a_child";
 
-// Life before main: nothing but libc calls here.
+// Life before main.
 #[ctor::ctor(unsafe)]
 fn keep_stdout_for_a_demo_child() {
-    // SAFETY: plain libc calls on descriptors this process owns; the C strings are literals.
-    unsafe {
-        if libc::getenv(c"SWITCHBOARD_DEMO_SERVER".as_ptr()).is_null() {
-            return;
-        }
-        let saved = libc::dup(1);
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if saved < 0 || null < 0 {
-            return;
-        }
-        libc::dup2(null, 1);
-        libc::close(null);
-        CHILD_STDOUT.store(saved, Ordering::SeqCst);
-    }
+    // SAFETY: before main, while no other thread runs, as it asks.
+    unsafe { switchboard_demo::child::keep_stdout_aside() }
 }
 
 /// This test binary's path and the arguments that make it a demo child (with [`ENV_VAR`]).
@@ -125,12 +107,7 @@ pub(crate) fn free_port() -> u16 {
 /// In a normal run: the child serves an `echo` round trip.
 #[test]
 fn the_test_binary_serves_the_demo_as_a_child() {
-    let fd = CHILD_STDOUT.load(Ordering::SeqCst);
-    if fd >= 0 {
-        // SAFETY: the descriptor was dup'ed for this use alone, and is used once.
-        let stdout = unsafe { OwnedFd::from_raw_fd(fd) };
-        std::process::exit(serve_as_child(stdout));
-    }
+    switchboard_demo::child::serve_if_child();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let (rt, server) = runtime_with(demo_stdio(&[])).await;
@@ -138,38 +115,6 @@ fn the_test_binary_serves_the_demo_as_a_child() {
         assert_echoes(&server, "from a child").await;
         rt.shutdown().await;
     });
-}
-
-fn serve_as_child(stdout: OwnedFd) -> i32 {
-    let value = std::env::var(ENV_VAR).unwrap_or_default();
-    let options = match Options::from_args(value.split_whitespace().map(str::to_owned)) {
-        Ok(options) => options,
-        Err(e) => {
-            eprintln!("switchboard-demo: {ENV_VAR}: {e}");
-            return 2;
-        }
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let served = runtime.block_on(async {
-        // `--http ADDR`: Streamable HTTP until the process is killed.
-        if let Some(addr) = options.http.clone() {
-            return switchboard_demo::serve_http(&addr, options).await;
-        }
-        let stdout = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
-        switchboard_demo::serve(tokio::io::stdin(), stdout, options).await
-    });
-    // tokio reads stdin on a blocking thread that may never return: do not wait for it.
-    runtime.shutdown_timeout(Duration::from_millis(500));
-    match served {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("switchboard-demo: {e}");
-            1
-        }
-    }
 }
 
 /// The demo server in this process, over the in-memory transport.

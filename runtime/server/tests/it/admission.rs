@@ -554,16 +554,17 @@ async fn a_body_that_does_not_fit_in_what_is_held_for_clients_is_refused_until_i
     }
     // A 2 MiB body does not fit beside it: 503 with Retry-After, and counted.
     let big = call(2 * 1024);
-    let refused = server
-        .http
-        .post(&server.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &session)
-        .body(big.clone())
-        .send()
-        .await
-        .unwrap();
+    let post_big = || {
+        server
+            .http
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .body(big.clone())
+            .send()
+    };
+    let refused = post_big().await.unwrap();
     assert_eq!(refused.status(), 503);
     assert_eq!(retry_after(&refused), 1);
     assert_eq!(counted.of(Rejection::BodyBudget), 1);
@@ -573,16 +574,7 @@ async fn a_body_that_does_not_fit_in_what_is_held_for_clients_is_refused_until_i
     drop(stalled);
     let deadline = Instant::now() + WAIT;
     loop {
-        let response = server
-            .http
-            .post(&server.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .body(big.clone())
-            .send()
-            .await
-            .unwrap();
+        let response = post_big().await.unwrap();
         if response.status() == 200 {
             break;
         }
