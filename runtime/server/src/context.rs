@@ -19,6 +19,7 @@ use switchboard_codecs::jsonrpc::{Id, Outcome};
 use switchboard_transports::server::{Principal, Responder};
 
 use crate::audience::{Audience, Change};
+use crate::client::{ClientInfo, Negotiated};
 use crate::error::HandlerError;
 use crate::logging;
 use crate::session::Session;
@@ -47,10 +48,11 @@ struct Inner {
     responder: Responder,
     id: Id,
     era: Era,
-    version: Arc<str>,
+    /// The version, the client's capabilities and who it is: the session's, or the
+    /// stateless request's.
+    negotiated: Arc<Negotiated>,
     progress_token: Option<Value>,
     traceparent: Option<String>,
-    capabilities: Arc<Value>,
     /// The stateless request's `_meta` log level (none: no log messages at all).
     meta_log_level: Option<usize>,
     inputs: Mutex<Inputs>,
@@ -80,10 +82,9 @@ impl fmt::Debug for Context {
 pub(crate) struct Origin {
     pub(crate) id: Id,
     pub(crate) era: Era,
-    pub(crate) version: Arc<str>,
+    pub(crate) negotiated: Arc<Negotiated>,
     pub(crate) progress_token: Option<Value>,
     pub(crate) traceparent: Option<String>,
-    pub(crate) capabilities: Arc<Value>,
     pub(crate) meta_log_level: Option<usize>,
     pub(crate) inputs: Inputs,
 }
@@ -104,10 +105,9 @@ impl Context {
                 responder,
                 id: origin.id,
                 era: origin.era,
-                version: origin.version,
+                negotiated: origin.negotiated,
                 progress_token: origin.progress_token,
                 traceparent: origin.traceparent,
-                capabilities: origin.capabilities,
                 meta_log_level: origin.meta_log_level,
                 inputs: Mutex::new(origin.inputs),
             }),
@@ -136,20 +136,34 @@ impl Context {
 
     /// The request's protocol version (the negotiated one in the handshake era).
     pub fn protocol_version(&self) -> &str {
-        &self.inner.version
+        &self.inner.negotiated.version
     }
 
-    /// The client's capabilities (`{}` when it declared none).
+    /// The client's capabilities as the server keeps them (`{}` when it declared none):
+    /// those the specification defines for a client (`roots`, `sampling`, `elicitation`,
+    /// `tasks`), each with only the fields it defines (`sampling.tools`,
+    /// `elicitation.url`, `roots.listChanged`, …), a declared one as an object.
+    /// `experimental` and `extensions` are not kept: a client may send any amount there,
+    /// and a session keeps what it was told for as long as the client wants.
     pub fn client_capabilities(&self) -> &Value {
-        &self.inner.capabilities
+        &self.inner.negotiated.capabilities
     }
 
-    /// Whether the client declared `capability` (`sampling`, `elicitation`, `roots`).
+    /// Whether the client declared `capability` (`sampling`, `elicitation`, `roots`,
+    /// `tasks`).
     pub fn client_supports(&self, capability: &str) -> bool {
         self.inner
+            .negotiated
             .capabilities
             .get(capability)
             .is_some_and(|c| !c.is_null())
+    }
+
+    /// Who the client says it is: `clientInfo` from `initialize` (handshake era) or from
+    /// the request's `_meta` (2026-07-28), its name and version cut at 128 and 64 bytes;
+    /// `None` if it did not say.
+    pub fn client_info(&self) -> Option<&ClientInfo> {
+        self.inner.negotiated.client.as_ref()
     }
 
     /// Who sent the request, when the transport authenticates its clients (HTTP with

@@ -22,6 +22,7 @@ use switchboard_transports::server::{Inbound, Responder};
 
 use crate::arguments::Arguments;
 use crate::audience::Listen;
+use crate::client::Negotiated;
 use crate::context::{Context, Era, Inputs, Origin};
 use crate::error::{HandlerError, RESOURCE_NOT_FOUND};
 use crate::handler::{Reply, Seen, TextReply};
@@ -441,14 +442,12 @@ fn handshake_context(
     traceparent: Option<String>,
     responder: Responder,
 ) -> Context {
-    let (version, capabilities) = session.negotiated();
     let origin = Origin {
         id: id.clone(),
         era: Era::Handshake,
-        version,
+        negotiated: session.negotiated(),
         progress_token,
         traceparent,
-        capabilities,
         meta_log_level: None,
         inputs: Inputs::default(),
     };
@@ -468,12 +467,13 @@ fn initialize(core: &Core, session: &Session, params: &Value) -> Value {
         (None, Some(v)) if HANDSHAKE_VERSIONS.contains(&v) => v.to_owned(),
         (None, _) => HANDSHAKE_VERSIONS[0].to_owned(),
     };
-    let capabilities = params
-        .get("capabilities")
-        .filter(|c| c.is_object())
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    session.initialize(&version, capabilities);
+    // Only what serving reads, bounded: the params may be anything up to their limit.
+    let capabilities = params.get("capabilities").unwrap_or(&Value::Null);
+    session.initialize(Negotiated::new(
+        version.clone(),
+        capabilities,
+        params.get("clientInfo"),
+    ));
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": core.info.capabilities(),
@@ -572,10 +572,16 @@ async fn stateless_answer(
     let capabilities = meta
         .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
         .filter(|c| c.is_object())
-        .cloned()
         .ok_or_else(|| {
             HandlerError::invalid_params(format!("missing _meta[{:?}]", meta::CLIENT_CAPABILITIES))
         })?;
+    // What the request's context keeps of its client, as a session keeps it: a handler
+    // may hold its context for long, and the gateway passes the capabilities upstream.
+    let negotiated = Arc::new(Negotiated::new(
+        version,
+        capabilities,
+        meta.and_then(|m| m.get(meta::CLIENT_INFO)),
+    ));
     let meta_log_level = meta
         .and_then(|m| m.get(meta::LOG_LEVEL))
         .and_then(Value::as_str)
@@ -596,7 +602,7 @@ async fn stateless_answer(
         method if REMOVED.contains(&method) => {
             return Err(rpc(
                 ErrorObject::METHOD_NOT_FOUND,
-                format!("{method} was removed in {version}"),
+                format!("{method} was removed in {}", negotiated.version),
             ))
         }
         _ => {}
@@ -648,10 +654,9 @@ async fn stateless_answer(
     let origin = Origin {
         id: request.id.clone(),
         era: Era::Stateless,
-        version: version.into(),
+        negotiated,
         progress_token: progress_token(&params),
         traceparent: traceparent(meta_traceparent(&params), &responder),
-        capabilities: Arc::new(capabilities),
         meta_log_level,
         inputs,
     };

@@ -60,6 +60,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 mod arguments;
 mod audience;
+mod client;
 mod context;
 mod dispatch;
 mod error;
@@ -70,6 +71,7 @@ mod session;
 mod shared;
 
 pub use arguments::Arguments;
+pub use client::ClientInfo;
 pub use context::{Context, Era};
 pub use error::{HandlerError, RESOURCE_NOT_FOUND};
 pub use handler::{BoxFuture, Handler, Info, Reply, Seen, TextReply};
@@ -306,22 +308,18 @@ impl Service for Server {
         self.core.handler.tool_input_schema(name)
     }
 
-    /// A sealed session id carries the negotiated version and the client's capabilities:
-    /// what every request's handling reads from the session. Its log level and
+    /// A sealed session id carries the negotiated version, the client's capabilities and
+    /// who it is, as the session keeps them (a few hundred bytes, whatever the client
+    /// sent): what every request's handling reads from the session. Its log level and
     /// subscriptions stay with the process that was told them.
     fn session_state(&self, session: &Arc<Session>) -> Option<serde_json::Value> {
-        let (version, capabilities) = session.initialized()?;
-        Some(serde_json::json!({"protocolVersion": &*version, "capabilities": &*capabilities}))
+        Some(session.initialized()?.to_state())
     }
 
     fn restore(&self, notifier: Notifier, state: &serde_json::Value) -> Option<Arc<Session>> {
-        let version = state.get("protocolVersion")?.as_str()?;
-        if !HANDSHAKE_VERSIONS.contains(&version) {
-            return None;
-        }
-        let capabilities = state.get("capabilities").filter(|c| c.is_object())?;
+        let negotiated = client::Negotiated::from_state(state)?;
         let session = self.open(notifier, false);
-        session.initialize(version, capabilities.clone());
+        session.initialize(negotiated);
         Some(session)
     }
 

@@ -2,7 +2,8 @@
 //! request of a stateless HTTP exchange.
 //!
 //! It holds what the protocol keeps between requests: whether `initialize` happened and
-//! what it negotiated, the log level, the subscribed URIs, the requests in flight (so that
+//! what it negotiated (what [`crate::client`] keeps of the client: bounded, whatever the
+//! client sent), the log level, the subscribed URIs, the requests in flight (so that
 //! `notifications/cancelled` can stop one) and the requests sent to the client awaiting
 //! answers. Each is behind its own short lock; none is held across an await.
 //!
@@ -14,20 +15,17 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use serde_json::Value;
 use switchboard_codecs::jsonrpc::{Id, Outcome};
 use switchboard_transports::server::{Notifier, Principal};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
+use crate::client::Negotiated;
 use crate::logging;
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
-
-/// A session's protocol version and its client's capabilities.
-pub(crate) type Negotiated = (Arc<str>, Arc<Value>);
 
 /// A session's state.
 pub struct Session {
@@ -36,7 +34,7 @@ pub struct Session {
     /// Its key in the server's registry of sessions that hear changes.
     pub(crate) key: u64,
     /// What `initialize` negotiated: shared, since every request's context holds it.
-    negotiated: Mutex<Option<Negotiated>>,
+    negotiated: Mutex<Option<Arc<Negotiated>>>,
     log_level: AtomicUsize,
     subscriptions: Mutex<HashSet<String>>,
     /// Requests in flight by id, each with a generation so that a late removal of a
@@ -100,29 +98,20 @@ impl Session {
         self.principal.get()
     }
 
-    /// `initialize` answered: the session speaks `version` with a client that can `capabilities`.
-    pub(crate) fn initialize(&self, version: &str, capabilities: Value) {
-        *lock(&self.negotiated) = Some((version.into(), Arc::new(capabilities)));
+    /// `initialize` answered: the session speaks with the client as `negotiated` says.
+    pub(crate) fn initialize(&self, negotiated: Negotiated) {
+        *lock(&self.negotiated) = Some(Arc::new(negotiated));
     }
 
-    /// The negotiated version and the client's capabilities (the latest, before
-    /// `initialize`, with no capabilities).
-    pub(crate) fn negotiated(&self) -> Negotiated {
-        static BEFORE_INITIALIZE: OnceLock<Negotiated> = OnceLock::new();
-        lock(&self.negotiated).clone().unwrap_or_else(|| {
-            BEFORE_INITIALIZE
-                .get_or_init(|| {
-                    (
-                        crate::HANDSHAKE_VERSIONS[0].into(),
-                        Arc::new(Value::Object(Default::default())),
-                    )
-                })
-                .clone()
-        })
+    /// What `initialize` negotiated (before it, the latest version and no capabilities).
+    pub(crate) fn negotiated(&self) -> Arc<Negotiated> {
+        lock(&self.negotiated)
+            .clone()
+            .unwrap_or_else(Negotiated::before_initialize)
     }
 
     /// What `initialize` negotiated, if it happened.
-    pub(crate) fn initialized(&self) -> Option<Negotiated> {
+    pub(crate) fn initialized(&self) -> Option<Arc<Negotiated>> {
         lock(&self.negotiated).clone()
     }
 

@@ -376,3 +376,89 @@ async fn an_http_upstreams_log_messages_and_sampling_reach_the_front_client_that
         gatewayed.upstream.shutdown().await;
     }
 }
+
+/// A front client that speaks raw lines to the gateway, in the handshake era.
+struct RawFront {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+}
+
+impl RawFront {
+    fn start(server: switchboard_server::Server) -> RawFront {
+        use tokio::io::AsyncBufReadExt;
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let (reader, writer) = tokio::io::split(theirs);
+            let _ = server.serve(reader, writer).await;
+        });
+        let (read, write) = tokio::io::split(ours);
+        RawFront {
+            write,
+            read: tokio::io::BufReader::new(read).lines(),
+        }
+    }
+
+    async fn send(&mut self, message: serde_json::Value) {
+        use tokio::io::AsyncWriteExt;
+        let line = format!("{message}\n");
+        self.write.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn next(&mut self) -> serde_json::Value {
+        let line = tokio::time::timeout(WAIT, self.read.next_line())
+            .await
+            .expect("in time")
+            .unwrap()
+            .expect("the gateway's stream is open");
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_front_client_that_sent_a_large_initialize_is_asked_what_it_declared() {
+    // The session keeps only what serving reads of its `initialize`: what the client
+    // declared amid kilobytes of `experimental`, and under a name of thousands of bytes,
+    // still reaches the upstream, whichever era it speaks.
+    let experimental: serde_json::Map<String, serde_json::Value> =
+        (0..3_000).map(|i| (format!("k{i}"), json!({}))).collect();
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"sampling": {"tools": {}, "junk": "j".repeat(2_000)},
+            "experimental": experimental},
+        "clientInfo": {"name": "n".repeat(10_000), "version": "1"}}});
+    for upstream in ERAS {
+        let gatewayed = Gatewayed::start(upstream).await;
+        let mut front = RawFront::start(gatewayed.served.server().clone());
+        front.send(initialize.clone()).await;
+        let answer = front.next().await;
+        assert_eq!(
+            answer["result"]["protocolVersion"], "2025-11-25",
+            "{answer}"
+        );
+        front
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        front
+            .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "test_sampling", "arguments": {"prompt": "q"}}}))
+            .await;
+        let answer = loop {
+            let message = front.next().await;
+            if message["method"] == "sampling/createMessage" {
+                front
+                    .send(json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "role": "assistant", "model": "front-model",
+                        "content": {"type": "text", "text": "the large client's answer"}}}))
+                    .await;
+            } else if message["id"] == 1 {
+                break message;
+            }
+        };
+        assert_eq!(
+            answer["result"]["content"][0]["text"], "LLM response: the large client's answer",
+            "upstream {upstream:?}: {answer}"
+        );
+        drop(front);
+        gatewayed.upstream.shutdown().await;
+    }
+}

@@ -564,7 +564,8 @@ async fn a_sealed_session_is_served_by_every_replica_that_has_its_key() {
     let (a, b) = (replica(&keys[1..]).await, replica(&keys).await);
     let caps = json!({"sampling": {}, "roots": {"listChanged": true}});
     let session = a.initialize_as("2025-06-18", caps.clone()).await;
-    let expected = json!({"protocolVersion": "2025-06-18", "capabilities": caps});
+    let expected = json!({"protocolVersion": "2025-06-18", "capabilities": caps,
+        "clientInfo": {"name": "t", "version": "1"}});
     assert_eq!(a.whoami(&session).await, expected);
     // A replica that never saw the session serves it as it was negotiated (and a newer
     // key first: rotation keeps the old sessions).

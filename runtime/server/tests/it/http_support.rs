@@ -19,6 +19,15 @@ pub(crate) struct Running {
 
 pub(crate) async fn start(config: Config) -> Running {
     let (server, probe) = server();
+    start_serving(server, probe, config).await
+}
+
+/// `server` (whose handler reports to `probe`) over HTTP with `config`.
+pub(crate) async fn start_serving(
+    server: switchboard_server::Server,
+    probe: std::sync::Arc<Probe>,
+    config: Config,
+) -> Running {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let http = server.clone().http(listener, config);
     let addr = http.local_addr().unwrap();
@@ -94,8 +103,8 @@ impl Running {
         session
     }
 
-    /// What `whoami` says of `session`: its version and the client's capabilities, as the
-    /// server that answers knows them.
+    /// What `whoami` says of `session`: its version, the client's capabilities and who
+    /// it is, as the server that answers knows them.
     pub(crate) async fn whoami(&self, session: &str) -> Value {
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami"}});
         let response = self.post(&call).header("mcp-session-id", session);

@@ -2,6 +2,7 @@
 //! JSON-RPC to a `Server` over an in-process stream and over HTTP.
 
 mod admission;
+mod bounded_session;
 mod http;
 mod http_support;
 mod readme;

@@ -129,10 +129,17 @@ impl Handler for TestHandler {
                     Ok(Reply::text("flooded"))
                 }
                 "region" => Ok(Reply::text(args["region"].as_str().unwrap_or("none"))),
-                "whoami" => Ok(Reply::structured(json!({
-                    "protocolVersion": ctx.protocol_version(),
-                    "capabilities": ctx.client_capabilities(),
-                }))),
+                "whoami" => {
+                    let mut whoami = json!({
+                        "protocolVersion": ctx.protocol_version(),
+                        "capabilities": ctx.client_capabilities(),
+                    });
+                    if let Some(client) = ctx.client_info() {
+                        whoami["clientInfo"] =
+                            json!({"name": client.name(), "version": client.version()});
+                    }
+                    Ok(Reply::structured(whoami))
+                }
                 "changed" => {
                     ctx.tools_changed();
                     Ok(Reply::text("announced"))
@@ -236,4 +243,34 @@ impl LineClient {
             .expect("serve returns at EOF");
         assert!(served.unwrap().is_ok());
     }
+}
+
+/// An `initialize` request as JSON text, whose capabilities are `capabilities` plus `keys`
+/// small `experimental` keys (300,000 of them make 3.8 MB), from `client_info`.
+pub(crate) fn initialize_line(
+    id: i64,
+    version: &str,
+    capabilities: &Value,
+    keys: usize,
+    client_info: &Value,
+) -> String {
+    use std::fmt::Write;
+    let mut experimental = String::with_capacity(keys * 14 + 2);
+    experimental.push('{');
+    for i in 0..keys {
+        if i > 0 {
+            experimental.push(',');
+        }
+        let _ = write!(experimental, r#""k{i}":{{}}"#);
+    }
+    experimental.push('}');
+    let declared = capabilities.to_string();
+    let rest = declared
+        .strip_prefix('{')
+        .expect("capabilities are an object");
+    let separator = if rest == "}" { "" } else { "," };
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":{},"capabilities":{{"experimental":{experimental}{separator}{rest},"clientInfo":{client_info}}}}}"#,
+        json!(version),
+    )
 }
