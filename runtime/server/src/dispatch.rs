@@ -270,6 +270,9 @@ async fn answer(
             return answer_call(core, session, call, responder).await;
         }
     }
+    if request.method == "initialize" {
+        initialize_within_limit(core, &request)?;
+    }
     let params = params_of(&request)?;
     let stateless = session.stateless
         || params
@@ -285,6 +288,19 @@ async fn answer(
         Box::pin(handshake_answer(core, session, &request, params, responder)).await
     };
     answered.map_err(|error| into_error(error, stateless))
+}
+
+/// Refuses `initialize` params over the server's limit, measured as the text they came
+/// in: nothing of an oversized one is parsed, let alone kept.
+fn initialize_within_limit(core: &Core, request: &Request) -> Result<(), ErrorObject> {
+    let limit = core.options.max_initialize_params;
+    match request.params.as_deref().map(|raw| raw.get().len()) {
+        Some(len) if len > limit => Err(ErrorObject::new(
+            ErrorObject::INVALID_PARAMS,
+            format!("initialize params of {len} bytes exceed this server's limit of {limit} bytes"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A handshake-era `tools/call`: the tool's answer.

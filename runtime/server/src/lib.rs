@@ -106,6 +106,11 @@ pub struct Options {
     pub request_state_key: Option<Vec<u8>>,
     /// `ttlMs` on cacheable 2026-07-28 results that do not set their own.
     pub ttl_ms: u64,
+    /// The largest `initialize` params accepted, in bytes of their JSON text (64 KiB by
+    /// default): larger ones are refused with -32602 before they are parsed, and the
+    /// session stays uninitialized. A client's capabilities and identity fit in far less;
+    /// what passes is kept only in part (see [`Context::client_capabilities`]).
+    pub max_initialize_params: usize,
     /// The stdio framing and queue.
     pub stdio: transport::stdio::Config,
 }
@@ -119,6 +124,7 @@ impl Default for Options {
             input_timeout: Duration::from_secs(60),
             request_state_key: None,
             ttl_ms: 0,
+            max_initialize_params: 64 * 1024,
             stdio: transport::stdio::Config::default(),
         }
     }
@@ -146,6 +152,17 @@ impl Options {
     /// Seals `requestState` with `key`.
     pub fn with_request_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.request_state_key = Some(key.into());
+        self
+    }
+
+    /// Refuses `initialize` params longer than `bytes` of JSON text.
+    ///
+    /// # Security
+    ///
+    /// The params are read whole before the server keeps its part of them: a larger limit
+    /// lets every anonymous client that opens a session have that much parsed.
+    pub fn with_max_initialize_params(mut self, bytes: usize) -> Self {
+        self.max_initialize_params = bytes;
         self
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use switchboard_server::{
-    Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Seen, Server,
+    Arguments, BoxFuture, Context, Handler, HandlerError, Info, Options, Reply, Seen, Server,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
@@ -170,10 +170,18 @@ impl Handler for TestHandler {
 }
 
 pub(crate) fn server() -> (Server, Arc<Probe>) {
+    server_with(Options::default())
+}
+
+/// The test handler's server, with `options`.
+pub(crate) fn server_with(options: Options) -> (Server, Arc<Probe>) {
     let probe = Arc::new(Probe::default());
-    let server = Server::new(TestHandler {
-        probe: probe.clone(),
-    });
+    let server = Server::with_options(
+        TestHandler {
+            probe: probe.clone(),
+        },
+        options,
+    );
     (server, probe)
 }
 
