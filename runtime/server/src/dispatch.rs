@@ -713,6 +713,11 @@ async fn stateless_answer(
 
 /// `subscriptions/listen`: acknowledges the subset of the filter the server serves, then
 /// carries matching notifications until the client cancels it (or closes the stream).
+///
+/// A listen of which the server serves nothing would carry nothing for as long as the
+/// client keeps it, holding a stream, a task and (on HTTP) a request slot for nothing: it
+/// is acknowledged (with no notifications) and then ended at once, with the result that
+/// says the server closed it gracefully.
 async fn listen(
     core: &Arc<Core>,
     request: &Request,
@@ -754,6 +759,7 @@ async fn listen(
     if !uris.is_empty() {
         granted.insert("resourceSubscriptions".to_owned(), json!(uris));
     }
+    let honoured = !granted.is_empty();
     let subscription_id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
     let ack = json!({
         "jsonrpc": "2.0",
@@ -763,6 +769,19 @@ async fn listen(
             "_meta": { meta::SUBSCRIPTION_ID: subscription_id },
         },
     });
+    if !honoured {
+        // Acknowledged all the same: the spec has every subscription begin with its
+        // acknowledgement, one that ends at once included, and the result then ends it.
+        let _ = responder
+            .send(Bytes::from(serde_json::to_vec(&ack).unwrap_or_default()))
+            .await;
+        let closed = json!({"_meta": { meta::SUBSCRIPTION_ID: subscription_id }});
+        return Ok(Reply::Result(decorate(
+            core,
+            modern::listen::SUBSCRIPTIONS_LISTEN,
+            closed,
+        )));
+    }
     let _guard = core.audience.listen(Listen {
         responder: responder.clone(),
         subscription_id,

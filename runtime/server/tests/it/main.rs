@@ -9,3 +9,4 @@ mod oversized_initialize_is_refused;
 mod readme;
 mod stdio;
 mod support;
+mod unserved_listen_ends;
