@@ -807,12 +807,8 @@ impl<S: Service> Shared<S> {
         headers: &hyper::HeaderMap,
         request: &switchboard_codecs::jsonrpc::Request,
     ) -> Result<Route<S>, Box<HttpResponse>> {
-        let params: Value = request
-            .params
-            .as_deref()
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
-            .unwrap_or(Value::Null);
-        if request.method == "initialize" && guard::meta_version(&params).is_none() {
+        let params = guard::Peek::of(request.params.as_deref());
+        if request.method == "initialize" && params.meta_version().is_none() {
             return Ok(Route::Opening);
         }
         if !guard::is_stateless(headers, &params) {
@@ -827,9 +823,9 @@ impl<S: Service> Shared<S> {
             return Err(Box::new(refused(refusal, Some(&request.id))));
         }
         let tool = (request.method == "tools/call")
-            .then(|| params.get("name").and_then(Value::as_str))
+            .then(|| params.tool())
             .flatten();
-        if let Some(schema) = tool.and_then(|t| self.service.tool_input_schema(t)) {
+        if let Some(schema) = tool.and_then(|t| self.service.tool_input_schema(&t)) {
             if let Err(refusal) = guard::param_headers(headers, &schema, &params) {
                 return Err(Box::new(refused(refusal, Some(&request.id))));
             }

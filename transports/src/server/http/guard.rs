@@ -2,7 +2,11 @@
 //! `Content-Type` and `Accept`, and for a 2026-07-28 request the headers that must agree
 //! with its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`).
 
+use std::borrow::Cow;
+
 use hyper::header::{AsHeaderName, HeaderMap, HeaderName, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use switchboard_codecs::jsonrpc::Request;
 use switchboard_codecs::mcp::modern::{self, headers::encode, headers::ParamHeader};
@@ -153,21 +157,63 @@ fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The version a stateless request's `_meta` names, if it names one.
-pub(crate) fn meta_version(params: &Value) -> Option<&str> {
-    params
-        .get("_meta")?
-        .get(modern::meta::PROTOCOL_VERSION)?
-        .as_str()
+/// What the checks of a request outside a session read of its params, borrowed from their
+/// text: nothing else of them is built, so that an `initialize` of megabytes costs a scan,
+/// not a tree ten times its size. Params that do not read are an empty peek: the protocol
+/// layer says what is wrong with them.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Peek<'a> {
+    #[serde(rename = "_meta", default, borrow)]
+    meta: Option<PeekMeta<'a>>,
+    #[serde(default, borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    uri: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PeekMeta<'a> {
+    // `modern::meta::PROTOCOL_VERSION`, spelled out: serde needs a literal.
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, borrow)]
+    version: Option<&'a RawValue>,
+}
+
+impl<'a> Peek<'a> {
+    /// The peek of `params` (the request's raw params, if any).
+    pub(crate) fn of(params: Option<&'a RawValue>) -> Self {
+        params
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_default()
+    }
+
+    /// The `_meta` protocol version, as it was written (any JSON), if there is one.
+    fn meta_version_raw(&self) -> Option<&'a RawValue> {
+        self.meta.as_ref()?.version
+    }
+
+    /// The `name` a `tools/call` gives, if it is a string.
+    pub(crate) fn tool(&self) -> Option<Cow<'a, str>> {
+        string(self.name)
+    }
+
+    /// The version a stateless request's `_meta` names, if it names one as a string.
+    pub(crate) fn meta_version(&self) -> Option<Cow<'a, str>> {
+        string(self.meta_version_raw())
+    }
+}
+
+/// The string `raw` holds, if it holds one.
+fn string(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    serde_json::from_str(raw?.get()).ok()
 }
 
 /// Whether a request without a session is a 2026-07-28 one: its `_meta` names a protocol
 /// version (whichever: a wrong one is the protocol's -32022 to give), or its
 /// `MCP-Protocol-Version` one that is not of the handshake era.
-pub(crate) fn is_stateless(headers: &HeaderMap, params: &Value) -> bool {
-    let in_meta = params
-        .get("_meta")
-        .is_some_and(|m| m.get(modern::meta::PROTOCOL_VERSION).is_some());
+pub(crate) fn is_stateless(headers: &HeaderMap, params: &Peek<'_>) -> bool {
+    let in_meta = params.meta_version_raw().is_some();
     in_meta || header(headers, PROTOCOL_VERSION).is_some_and(|v| !LEGACY_VERSIONS.contains(&v))
 }
 
@@ -175,18 +221,16 @@ pub(crate) fn is_stateless(headers: &HeaderMap, params: &Value) -> bool {
 pub(crate) fn modern_headers(
     headers: &HeaderMap,
     request: &Request,
-    params: &Value,
+    params: &Peek<'_>,
 ) -> Result<(), Refusal> {
     let mismatch = |message: String| Refusal::new(400, modern::HEADER_MISMATCH, message);
     let version = header(headers, PROTOCOL_VERSION)
         .ok_or_else(|| mismatch("missing MCP-Protocol-Version header".to_owned()))?;
-    if let Some(meta) = params
-        .get("_meta")
-        .and_then(|m| m.get(modern::meta::PROTOCOL_VERSION))
-    {
-        if meta.as_str() != Some(version) {
+    if let Some(meta) = params.meta_version_raw() {
+        if string(Some(meta)).as_deref() != Some(version) {
             return Err(mismatch(format!(
-                "MCP-Protocol-Version {version:?} does not match _meta's {meta:?}"
+                "MCP-Protocol-Version {version:?} does not match _meta's {}",
+                meta.get()
             )));
         }
     }
@@ -200,15 +244,16 @@ pub(crate) fn modern_headers(
         }
         None => return Err(mismatch("missing Mcp-Method header".to_owned())),
     }
-    let key = match request.method.as_str() {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
+    let named = match request.method.as_str() {
+        "tools/call" | "prompts/get" => params.name,
+        "resources/read" => params.uri,
         _ => return Ok(()),
     };
-    let Some(name) = params.get(key).and_then(Value::as_str) else {
+    let Some(name) = string(named) else {
         // The body itself is invalid; the protocol layer says so.
         return Ok(());
     };
+    let name = &*name;
     match header(headers, MCP_NAME) {
         Some(given) if given.trim() == name || given.trim() == encode(name) => Ok(()),
         Some(given) => Err(mismatch(format!(
@@ -224,14 +269,21 @@ pub(crate) fn modern_headers(
 pub(crate) fn param_headers(
     headers: &HeaderMap,
     schema: &Value,
-    params: &Value,
+    params: &Peek<'_>,
 ) -> Result<(), Refusal> {
     let mismatch = |message: String| Refusal::new(400, modern::HEADER_MISMATCH, message);
     // A tool whose annotations are invalid is the server's own mistake, not the client's.
     let Ok(wanted) = ParamHeader::from_schema(schema) else {
         return Ok(());
     };
-    let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    // Only a tool whose arguments go into headers has them read here.
+    let arguments: Value = params
+        .arguments
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or(Value::Null);
     for param in wanted {
         let name = param.header_name();
         let given = header(headers, name.to_ascii_lowercase());
@@ -318,6 +370,38 @@ mod tests {
             Some(415)
         );
         assert_eq!(status(&[both]), Some(415));
+    }
+
+    fn peek(params: &str) -> (Option<String>, bool, Option<String>) {
+        let raw = RawValue::from_string(params.to_owned()).unwrap();
+        let peek = Peek::of(Some(&raw));
+        (
+            peek.meta_version().map(Cow::into_owned),
+            is_stateless(&HeaderMap::new(), &peek),
+            peek.tool().map(Cow::into_owned),
+        )
+    }
+
+    #[test]
+    fn a_peek_reads_the_version_and_the_name_and_builds_nothing_else() {
+        let key = modern::meta::PROTOCOL_VERSION;
+        let params = format!(
+            r#"{{"name":"e\u0063ho","arguments":{{"a":[1,2,{{"b":null}}]}},"_meta":{{"{key}":"2026-07-28","x":{{}}}}}}"#
+        );
+        assert_eq!(
+            peek(&params),
+            (Some("2026-07-28".into()), true, Some("echo".into()))
+        );
+        // A version that is not a string still makes the request a stateless one: the
+        // protocol layer gives its -32022.
+        let params = format!(r#"{{"_meta":{{"{key}":7}}}}"#);
+        assert_eq!(peek(&params), (None, true, None));
+        assert_eq!(
+            peek(r#"{"name":3,"capabilities":{"experimental":{}}}"#),
+            (None, false, None)
+        );
+        // Params that do not read (a duplicate key) are an empty peek.
+        assert_eq!(peek(r#"{"name":"a","name":"b"}"#), (None, false, None));
     }
 
     #[test]
