@@ -11,6 +11,8 @@ use switchboard::{Runtime, ServerConfig};
 
 use crate::cli::BIN;
 use crate::gateway::{config_file_of, front, Served};
+#[cfg(target_os = "linux")]
+use crate::gateway_support::fds;
 
 /// How long anything awaited may take before the test fails.
 const WAIT: Duration = Duration::from_secs(20);
@@ -148,14 +150,6 @@ fn children_by_name(gateway: u32) -> std::collections::BTreeMap<String, u32> {
         }
     }
     children
-}
-
-/// A process's open file descriptors.
-#[cfg(target_os = "linux")]
-fn fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count()
 }
 
 /// Waits until `done` holds of the gateway's children, or fails with `what`.

@@ -10,9 +10,11 @@ mod cli_user;
 mod gateway;
 mod gateway_auth;
 mod gateway_reload;
-// Reads the gateway's descriptors and memory in /proc.
+// Read the gateway's descriptors and memory in /proc.
 #[cfg(target_os = "linux")]
 mod gateway_faults;
+#[cfg(target_os = "linux")]
+mod gateway_support;
 mod readme;
 mod replicas;
 mod timeout_caps_the_start;
