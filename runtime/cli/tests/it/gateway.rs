@@ -53,6 +53,8 @@ async fn over_stdio() -> (Runtime, Option<Served>) {
 pub(crate) struct Served {
     pub(crate) child: Child,
     pub(crate) url: String,
+    /// What it logged before saying its address (with `-v`, where `--metrics` serves).
+    pub(crate) log: String,
 }
 
 impl Served {
@@ -86,7 +88,11 @@ impl Served {
         };
         // Keep draining, so that logging never blocks the gateway.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Served { child, url }
+        Served {
+            child,
+            url,
+            log: seen,
+        }
     }
 
     /// `SIGTERM`, then the exit status: 0, with the upstream shut down.

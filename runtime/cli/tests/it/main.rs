@@ -14,6 +14,8 @@ mod gateway_reload;
 #[cfg(target_os = "linux")]
 mod gateway_faults;
 #[cfg(target_os = "linux")]
+mod gateway_hostile;
+#[cfg(target_os = "linux")]
 mod gateway_support;
 mod readme;
 mod replicas;
