@@ -529,18 +529,31 @@ async fn with_sealed_ids_a_recent_session_ended_for_room_is_restored_when_next_u
 }
 
 #[tokio::test]
-async fn a_body_that_does_not_fit_in_what_is_held_for_clients_is_refused_until_it_does() {
+async fn a_body_that_does_not_fit_cuts_readers_that_never_read_and_else_is_refused_until_it_fits() {
     let counted = Counted::default();
     let config = Config::default().with_answer_budget(4 * 1024 * 1024);
     let server = start(counted.counting(config)).await;
     let session = server.initialize_from("10.0.0.1").await.1.unwrap();
-    let call = |kib: usize| {
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "echo", "arguments": {"text": "x".repeat(kib * 1024)}}})
-        .to_string()
+    let text = |kib: usize| "x".repeat(kib * 1024);
+    let post = |body: String| {
+        server
+            .http
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .body(body)
+            .send()
     };
-    // A 3 MiB answer nobody reads: held, within the budget.
-    let stalled_call = call(3 * 1024);
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"text": text(2 * 1024)}}})
+    .to_string();
+
+    // A 3 MiB answer nobody reads holds most of the budget: a 2 MiB body is served all the
+    // same, the reader that never reads cut for it.
+    let stalled_call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"text": text(3 * 1024)}}})
+    .to_string();
     let mut stalled = raw(&server).await;
     stalled
         .write_all(head(stalled_call.len(), Some(&session)).as_bytes())
@@ -552,37 +565,45 @@ async fn a_body_that_does_not_fit_in_what_is_held_for_clients_is_refused_until_i
         assert!(Instant::now() < deadline, "{:?}", server.handle.stats());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    // A 2 MiB body does not fit beside it: 503 with Retry-After, and counted.
-    let big = call(2 * 1024);
-    let post_big = || {
-        server
-            .http
-            .post(&server.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .body(big.clone())
-            .send()
-    };
-    let refused = post_big().await.unwrap();
-    assert_eq!(refused.status(), 503);
-    assert_eq!(retry_after(&refused), 1);
-    assert_eq!(counted.of(Rejection::BodyBudget), 1);
-    // A small one does.
-    assert_eq!(server.echo_in(&session).await, 200);
-    // Once the reader that never read is gone, the big one fits.
-    drop(stalled);
+    // (Refused only in the instant before its write waits for the client.)
     let deadline = Instant::now() + WAIT;
-    loop {
-        let response = post_big().await.unwrap();
-        if response.status() == 200 {
-            break;
-        }
+    while post(big.clone()).await.unwrap().status() != 200 {
         assert!(
             Instant::now() < deadline,
-            "never fitted: {}",
-            response.status()
+            "the reader that never reads was never cut"
         );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    closed_within(&mut stalled, WAIT).await;
+    assert_eq!(counted.of(Rejection::AnswerBudget), 1);
+    let refused_before = counted.of(Rejection::BodyBudget);
+
+    // A 3 MiB body whose call runs (and whose client reads) holds it: nothing to cut, and
+    // the 2 MiB body is refused, 503 with Retry-After, until that call is gone.
+    let mut meta = meta(json!({}));
+    meta["progressToken"] = json!(1);
+    let running = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "slow", "arguments": {"text": text(3 * 1024)}, "_meta": meta}})
+    .to_string();
+    let running = post(running).await.unwrap();
+    assert_eq!(
+        running.status(),
+        200,
+        "an event stream: progress, then nothing"
+    );
+    let refused = post(big.clone()).await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(retry_after(&refused), 1);
+    assert_eq!(counted.of(Rejection::BodyBudget), refused_before + 1);
+    assert_eq!(server.echo_in(&session).await, 200, "a small one fits");
+    drop(running);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let status = post(big.clone()).await.unwrap().status();
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never fitted: {status}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     server.delete(&session).await;

@@ -71,6 +71,11 @@ pub(crate) enum Quota {
     Sessions,
     Streams,
     InFlight,
+    /// Connections from its address (never refused for it: counted, so that past the cap
+    /// the connection closed for a newcomer is one of the client that holds the most).
+    Connections,
+    /// Its connections on the lane past the cap.
+    Shed,
 }
 
 /// How often a client's rejections are logged at most.
@@ -79,7 +84,7 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 /// One client.
 pub(crate) struct Client {
     pub(crate) key: ClientKey,
-    held: [AtomicUsize; 3],
+    held: [AtomicUsize; 5],
     /// The rate limit's theoretical arrival time (GCRA), in microseconds since the epoch.
     tat: AtomicU64,
     /// When it was last warned about, and the rejections since.
@@ -105,7 +110,6 @@ impl Client {
     }
 
     /// How many of `quota` it holds.
-    #[cfg(test)]
     pub(crate) fn holds(&self, quota: Quota) -> usize {
         self.held[quota as usize].load(Ordering::Relaxed)
     }
@@ -122,6 +126,15 @@ impl Client {
             client: self.clone(),
             quota,
         })
+    }
+
+    /// One more of `quota`, whatever it holds (a count, not a limit).
+    pub(crate) fn count(self: &Arc<Self>, quota: Quota) -> Held {
+        self.held[quota as usize].fetch_add(1, Ordering::Relaxed);
+        Held {
+            client: self.clone(),
+            quota,
+        }
     }
 
     /// Admits one request at `now` (µs) under `limits`' rate: `Err` with how long until

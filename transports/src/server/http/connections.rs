@@ -29,13 +29,15 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::task::AbortHandle;
 
-use super::clients::Client;
+use super::clients::{Client, Held, Quota};
 use super::config::{Config, Rejection, Rejections};
 
 /// One connection's counters, shared by its socket, its requests and the sweep.
 pub(crate) struct Conn {
     /// The client its address names.
     pub(crate) peer: Arc<Client>,
+    /// Its place in that client's count of connections.
+    _counted: Held,
     pub(crate) addr: std::net::IpAddr,
     /// The client its last request came from, when that was not `peer` (a principal, a
     /// forwarded address): the next request is most likely from it too.
@@ -94,10 +96,17 @@ impl Conn {
 }
 
 impl Conn {
-    /// Whether `len` more bytes fit in the budget now.
+    /// Whether `len` more bytes fit in the budget: now, or once the connections whose
+    /// clients do not read are cut to make room for them (a client that reads is never
+    /// refused for what those hold).
     pub(crate) fn fits(&self, len: usize) -> bool {
         let budget = &self.connections.budget;
-        budget.used.load(Ordering::Relaxed).saturating_add(len) <= budget.limit
+        let excess = budget
+            .used
+            .load(Ordering::Relaxed)
+            .saturating_add(len)
+            .saturating_sub(budget.limit);
+        excess == 0 || self.connections.cut_stalled(excess) >= excess
     }
 
     /// A request body of `len` bytes, counted against the budget while its request is
@@ -257,6 +266,10 @@ impl AsyncWrite for Tracked {
     }
 }
 
+/// The most connections cut and not yet gone before a newcomer past the cap is shed
+/// instead of making room.
+const PENDING_CUTS: usize = 64;
+
 /// The answer budget's count.
 struct Budget {
     used: AtomicUsize,
@@ -326,8 +339,9 @@ pub(crate) struct Connections {
 
 /// What [`Connections::admit`] decided.
 pub(crate) enum Admitted {
-    /// Served, under this id (its task's abort handle is still to be given).
-    Served(u64, Arc<Conn>),
+    /// Served, under this id (its task's abort handle is still to be given); whether a
+    /// connection was cut to make room.
+    Served(u64, Arc<Conn>, bool),
     /// Past the cap with every connection busy.
     Shed,
 }
@@ -396,18 +410,33 @@ impl Connections {
         self.budget.used.load(Ordering::Relaxed)
     }
 
-    /// Admits a connection from `peer`: makes room past the cap by cutting the idlest
-    /// connection without a request in progress, or sheds it when every one is busy.
+    /// Admits a connection from `peer`: makes room past the cap by cutting a connection
+    /// without a request in progress, or sheds it when every one is busy.
+    ///
+    /// The one cut is of the client that holds the most connections, its idlest: a client
+    /// that opens connections past the cap closes its own, never another client's while it
+    /// holds more (a probe, a well-behaved client's keep-alive connection).
     pub(crate) fn admit(self: &Arc<Self>, peer: Arc<Client>, addr: std::net::IpAddr) -> Admitted {
         let now = Instant::now();
         let clock = self.clock();
         let mut table = self.lock();
+        // Connections cut and not yet gone still hold their sockets: past a few, a
+        // newcomer is shed rather than another cut, so that descriptors stay bounded
+        // however fast evicted clients come back.
+        if table.live >= self.max && table.entries.len() - table.live >= PENDING_CUTS {
+            return Admitted::Shed;
+        }
+        let mut made_room = false;
         if table.live >= self.max {
+            made_room = true;
             let idlest = table
                 .entries
                 .values_mut()
                 .filter(|w| !w.cut && w.conn.in_progress.load(Ordering::Relaxed) == 0)
-                .min_by_key(|w| w.conn.rested_at.load(Ordering::Relaxed));
+                .max_by_key(|w| {
+                    let rested_at = w.conn.rested_at.load(Ordering::Relaxed);
+                    (w.conn.peer.holds(Quota::Connections), u64::MAX - rested_at)
+                });
             match idlest {
                 Some(victim) => {
                     victim.cut();
@@ -421,6 +450,7 @@ impl Connections {
             }
         }
         let conn = Arc::new(Conn {
+            _counted: peer.count(Quota::Connections),
             peer,
             addr,
             last_client: Mutex::new(None),
@@ -452,7 +482,7 @@ impl Connections {
                 blocked_since: None,
             },
         );
-        Admitted::Served(id, conn)
+        Admitted::Served(id, conn, made_room)
     }
 
     /// Gives the connection `id` its task, which a cut aborts; the registration removes it
@@ -500,7 +530,7 @@ impl Connections {
         for (client, why) in cuts {
             match why {
                 Some(rejection) => client.reject(rejection, self.rejections.as_ref()),
-                None => tracing::trace!("closed a keep-alive connection idle for {:?}", t.idle),
+                None => tracing::trace!("closed a connection that sent nothing within its timeout"),
             }
         }
         Connections::over_budget(self);
@@ -567,7 +597,7 @@ impl Connections {
 
 impl Watched {
     /// Why it should be cut now, if it should: `Some(None)` for a keep-alive connection
-    /// idle too long (no rejection: only housekeeping).
+    /// idle too long, or one that never said a word (no rejection: only housekeeping).
     fn overdue(&mut self, now: Instant, clock: u64, t: &Timeouts) -> Option<Option<Rejection>> {
         let conn = &self.conn;
         let read = conn.read.load(Ordering::Relaxed);
@@ -603,8 +633,9 @@ impl Watched {
         let rested =
             Duration::from_micros(clock.saturating_sub(conn.rested_at.load(Ordering::Relaxed)));
         if started == 0 {
-            // Nothing asked since it was accepted: its head is late.
-            return (rested > t.head).then_some(Some(Rejection::HeadTimeout));
+            // Not a byte since it was accepted: closed at the head timeout, but not counted
+            // against anyone (clients open spare connections, browsers preconnect).
+            return (rested > t.head).then_some(None);
         }
         (rested > t.idle).then_some(None)
     }

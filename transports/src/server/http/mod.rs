@@ -59,7 +59,7 @@ pub use auth::{Auth, AuthFuture, AuthRefusal, Authenticate, Principal};
 pub use body::{Chunk, ResponseBody};
 pub use config::{default_answer_budget, ClientLimits, Config, Probes, Rejection, LOOPBACK};
 
-use clients::ClientKey;
+use clients::{ClientKey, Quota};
 use connections::{Admitted, Tracked};
 
 /// What an HTTP server holds open right now; every count returns to zero when its clients
@@ -144,6 +144,7 @@ const CONNECTION_BUFFER: usize = 64 * 1024;
 /// The connections past the cap answered at once (503, or a probe's answer), and how long
 /// their head may take: a few, briefly, so that they cost nothing to keep.
 const SHED_LANE: usize = 64;
+const SHED_LANE_PER_CLIENT: usize = 8;
 const SHED_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl<S: Service> Server<S> {
@@ -192,17 +193,28 @@ impl<S: Service> Server<S> {
             let shared = &self.shared;
             let client = shared.clients.get(ClientKey::address(peer.ip()));
             match shared.connections.admit(client.clone(), peer.ip()) {
-                Admitted::Served(id, conn) => {
+                Admitted::Served(id, conn, made_room) => {
                     let registration = shared.connections.registration(id);
                     let task = tokio::spawn(serve(shared.clone(), stream, conn, registration));
                     shared.connections.spawned(id, task.abort_handle());
+                    if made_room {
+                        // The connection cut for this one closes its socket when its task
+                        // is dropped: let that happen before the next is accepted.
+                        tokio::task::yield_now().await;
+                    }
                 }
                 Admitted::Shed => {
                     let rejections = shared.config.rejections.as_ref();
                     client.reject(Rejection::ConnectionShed, rejections);
-                    // Beyond the lane too, the connection is closed at once.
-                    if shared.counters.shed.load(Ordering::Relaxed) < SHED_LANE {
-                        let lane = exchange::Count::new(&shared.counters.shed);
+                    // Beyond the lane, or past a client's share of it, the connection is
+                    // closed at once: one client cannot fill the lane that answers probes.
+                    if shared.counters.shed.load(Ordering::Relaxed) < SHED_LANE
+                        && client.holds(Quota::Shed) < SHED_LANE_PER_CLIENT
+                    {
+                        let lane = (
+                            exchange::Count::new(&shared.counters.shed),
+                            client.count(Quota::Shed),
+                        );
                         tokio::spawn(shed(shared.clone(), stream, lane));
                     }
                 }
@@ -244,7 +256,7 @@ async fn serve<S: Service>(
 async fn shed<S: Service>(
     shared: Arc<exchange::Shared<S>>,
     stream: TcpStream,
-    lane: exchange::Count,
+    lane: (exchange::Count, clients::Held),
 ) {
     let _lane = lane;
     let _open = exchange::Count::new(&shared.counters.connections);

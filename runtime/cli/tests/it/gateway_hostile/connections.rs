@@ -84,12 +84,15 @@ async fn slow_heads(connections: usize, head_timeout: Option<&str>) {
         longest < head + Duration::from_secs(5),
         "a slow head lasted {longest:?}"
     );
+    // Past the cap a newcomer closes an idle connection or, while the connections cut
+    // for earlier ones are still closing, is shed.
     let evicted = measured.scrape.rejected("connection_evicted");
+    let shed = measured.scrape.rejected("connection_shed");
     let timed_out = measured.scrape.rejected("head_timeout");
     assert!(
-        early as u64 <= evicted && timed_out + evicted >= connections as u64,
+        early as u64 <= evicted + shed && timed_out + evicted + shed >= connections as u64,
         "{connections} slow heads, {early} cut before their timeout: {timed_out} head \
-         timeouts and {evicted} evictions counted"
+         timeouts, {evicted} evictions and {shed} shed counted"
     );
     if connections < CAP - 64 {
         assert_eq!(evicted, 0, "connections evicted under the cap");
@@ -164,6 +167,9 @@ async fn half_sent_heads(reconnecting: bool) {
     // The gateway is at its cap with the holders, for thirty calls and twelve probes.
     attack.for_at_least(30, 12).await;
     let holding = open.load(Ordering::Relaxed);
+    // Read before the gateway's counts are scraped: reconnecting holders go on closing
+    // until they are stopped.
+    let closes = closes.load(Ordering::Relaxed);
     let measured = attack.end(&gateway).await;
     attacking.store(false, Ordering::Relaxed);
     for holder in &holders {
@@ -177,15 +183,16 @@ async fn half_sent_heads(reconnecting: bool) {
         &measured,
         after,
     );
-    let closes = closes.load(Ordering::Relaxed);
     eprintln!("  {holding} holders open at the end; the gateway closed {closes} of them");
     measured.seen.assert_served();
-    // Each newcomer past the cap (a holder, a probe, the client's reconnection) closed the
-    // idlest connection: at least every holder beyond the cap.
+    // Each newcomer past the cap (a holder, a probe, the client's reconnection) closed an
+    // idle connection of the client holding the most, or was shed while the ones cut
+    // before it were closing: at least every holder beyond the cap was closed.
     let evicted = measured.scrape.rejected("connection_evicted");
+    let shed = measured.scrape.rejected("connection_shed");
     assert!(
-        closes >= ATTACKERS - CAP && evicted >= closes as u64,
-        "{closes} holders closed, {evicted} evictions counted"
+        closes >= ATTACKERS - CAP && evicted + shed >= closes as u64,
+        "{closes} holders closed, {evicted} evictions and {shed} shed counted"
     );
     if !reconnecting {
         assert!(
@@ -193,8 +200,10 @@ async fn half_sent_heads(reconnecting: bool) {
             "{holding} half-sent heads held past the cap of {CAP}"
         );
     }
+    // The cap, the connections cut and still closing (64 at most before newcomers are shed
+    // instead), and the lane that answers the shed (64).
     assert!(
-        measured.peak.fds <= gateway.baseline.fds + CAP + 64 + FDS_SLACK,
+        measured.peak.fds <= gateway.baseline.fds + CAP + 64 + 64 + FDS_SLACK,
         "past the cap: {} fds",
         measured.peak.fds
     );
@@ -212,8 +221,6 @@ async fn half_sent_heads_past_the_connection_cap_leave_the_probes_and_a_client_s
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails: past the cap, one client's reconnecting heads evict every other client's \
-            connections, idle or not yet read, and their calls and probes are reset"]
 async fn half_sent_heads_reconnecting_past_the_cap_leave_the_probes_and_a_client_served() {
     half_sent_heads(true).await;
 }

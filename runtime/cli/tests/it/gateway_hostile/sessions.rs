@@ -25,7 +25,6 @@ fn oversized_initialize() -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the initialize-params limit (helper branch h-server)"]
 async fn an_oversized_initialize_is_refused_naming_the_limit_and_keeps_no_memory() {
     const SENT: usize = 12;
     let _one = ONE_AT_A_TIME.lock().await;
