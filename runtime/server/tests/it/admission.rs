@@ -609,3 +609,56 @@ async fn a_body_that_does_not_fit_cuts_readers_that_never_read_and_else_is_refus
     server.delete(&session).await;
     server.settled().await;
 }
+
+#[tokio::test]
+async fn listen_streams_count_in_their_clients_share_of_streams() {
+    let counted = Counted::default();
+    let config = proxied().with_stream_keep_alive(Some(Duration::from_millis(100)));
+    let limits = ClientLimits::share_of(&config).with_streams(1);
+    let server = start(counted.counting(config.with_client_limits(limits))).await;
+    let listen = |id: i64, client: &'static str| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": true}, "_meta": meta(json!({}))}});
+        server
+            .post(&body)
+            .header("x-forwarded-for", client)
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .send()
+    };
+    // The fixture announces tool list changes: the listen is acknowledged and stays open,
+    // saying it is alive while there is nothing to say.
+    let mut open = listen(1, "10.0.0.1").await.unwrap();
+    assert_eq!(open.status(), 200);
+    let ack = tokio::time::timeout(WAIT, open.chunk())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(ack.is_some_and(|c| String::from_utf8_lossy(&c).contains("acknowledged")));
+    let alive = tokio::time::timeout(WAIT, open.chunk())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(alive.as_deref(), Some(&b": keep-alive\n\n"[..]));
+    // A second one of the same client is past its share; another client's is not.
+    let refused = listen(2, "10.0.0.1").await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(retry_after(&refused), 1);
+    assert_eq!(counted.of(Rejection::ClientStreams), 1);
+    let other = listen(3, "10.0.0.2").await.unwrap();
+    assert_eq!(other.status(), 200);
+    // Closed, its place comes back.
+    drop(open);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let again = listen(4, "10.0.0.1").await.unwrap();
+        if again.status() == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the closed listen's place never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
