@@ -550,13 +550,20 @@ impl Connections {
         if excess == 0 {
             return;
         }
-        if this.cut_stalled(excess) < excess && !budget.recheck.swap(true, Ordering::Relaxed) {
-            let again = this.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(BUDGET_RECHECK).await;
-                again.budget.recheck.store(false, Ordering::Relaxed);
-                Connections::over_budget(&again);
-            });
+        if this.cut_stalled(excess) < excess {
+            // Outside a runtime (a notification sent from an embedder's own thread) the
+            // sweep's next tick looks again instead.
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            if !budget.recheck.swap(true, Ordering::Relaxed) {
+                let again = this.clone();
+                runtime.spawn(async move {
+                    tokio::time::sleep(BUDGET_RECHECK).await;
+                    again.budget.recheck.store(false, Ordering::Relaxed);
+                    Connections::over_budget(&again);
+                });
+            }
         }
     }
 

@@ -278,18 +278,23 @@ impl<S: Service> Shared<S> {
         principal: Option<&Arc<Principal>>,
         headers: &hyper::HeaderMap,
     ) -> Arc<Client> {
-        let key = match principal {
-            Some(principal) => Err(principal.subject.as_str()),
+        /// Who a request says it comes from, before it is looked up.
+        enum Who<'a> {
+            Principal(&'a str),
+            Address(ClientKey),
+        }
+        let who = match principal {
+            Some(principal) => Who::Principal(principal.subject.as_str()),
             None if self.config.trusted_proxies.contains(&conn.addr) => {
                 let forwarded = clients::forwarded_for(
                     headers
-                        .get_all("x-forwarded-for")
+                        .get_all(guard::FORWARDED_FOR)
                         .iter()
                         .map(|v| v.as_bytes()),
                     &self.config.trusted_proxies,
                 );
                 match forwarded {
-                    Some(ip) => Ok(ClientKey::address(ip)),
+                    Some(ip) => Who::Address(ClientKey::address(ip)),
                     None => return conn.peer.clone(),
                 }
             }
@@ -299,15 +304,18 @@ impl<S: Service> Shared<S> {
             .last_client
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let same = |client: &Client| match (&key, &client.key) {
-            (Err(subject), ClientKey::Principal(held)) => **held == **subject,
-            (Ok(address), held) => address == held,
+        let same = |client: &Client| match (&who, &client.key) {
+            (Who::Principal(subject), ClientKey::Principal(held)) => **held == **subject,
+            (Who::Address(address), held) => address == held,
             _ => false,
         };
         if let Some(client) = last.as_ref().filter(|c| same(c)) {
             return client.clone();
         }
-        let key = key.unwrap_or_else(|subject| ClientKey::Principal(subject.into()));
+        let key = match who {
+            Who::Principal(subject) => ClientKey::Principal(subject.into()),
+            Who::Address(key) => key,
+        };
         if key == conn.peer.key {
             return conn.peer.clone();
         }

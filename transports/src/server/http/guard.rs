@@ -20,6 +20,8 @@ pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-pro
 pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// `traceparent` (W3C Trace Context).
 pub(crate) const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+/// `X-Forwarded-For`, read from a trusted proxy only.
+pub(crate) const FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
