@@ -8,7 +8,7 @@
 //! demo server and points the descriptor at `/dev/null`; that one test calls
 //! [`serve_if_child`], which serves and exits.
 //!
-//! ```ignore
+//! ```text
 //! #[ctor::ctor(unsafe)]
 //! fn keep_stdout_for_a_demo_child() {
 //!     // SAFETY: before main, as keep_stdout_aside asks.
