@@ -495,8 +495,8 @@ fn initialize(core: &Core, session: &Session, params: &Value) -> Value {
         "capabilities": core.info.capabilities(),
         "serverInfo": core.info.implementation(),
     });
-    if let Some(instructions) = &core.info.instructions {
-        result["instructions"] = json!(instructions);
+    if let Some(instructions) = core.handler.instructions() {
+        result["instructions"] = Value::String(instructions.into_owned());
     }
     result
 }
@@ -506,8 +506,8 @@ fn discover(core: &Core) -> Value {
         "supportedVersions": modern::SUPPORTED_VERSIONS,
         "capabilities": core.info.capabilities(),
     });
-    if let Some(instructions) = &core.info.instructions {
-        result["instructions"] = json!(instructions);
+    if let Some(instructions) = core.handler.instructions() {
+        result["instructions"] = Value::String(instructions.into_owned());
     }
     result
 }

@@ -37,7 +37,8 @@ pub struct Info {
     pub version: String,
     /// `serverInfo.title`.
     pub title: Option<String>,
-    /// How to use the server, for a model's context.
+    /// How to use the server, for a model's context (what the default
+    /// [`Handler::instructions`] answers).
     pub instructions: Option<String>,
     /// Resources and templates (`resources/*`, subscriptions).
     pub resources: bool,
@@ -322,6 +323,15 @@ pub enum Seen<'a> {
 pub trait Handler: Send + Sync + 'static {
     /// Who the server is and what it serves.
     fn info(&self) -> Info;
+
+    /// How to use the server, for a model's context: the `instructions` of `initialize`'s
+    /// result and of `server/discover`'s, asked for each of them (never for a call). By
+    /// default those of [`info`](Self::info), which is read again for it; a handler whose
+    /// instructions change while it serves (a gateway whose upstreams come and go) answers
+    /// here, and its `Info` needs none.
+    fn instructions(&self) -> Option<Cow<'_, str>> {
+        self.info().instructions.map(Cow::Owned)
+    }
 
     /// The tools, in a stable order (cursors index into it).
     fn tools(&self) -> Cow<'_, [Value]> {

@@ -5,6 +5,7 @@ mod admission;
 mod bounded_session;
 mod http;
 mod http_support;
+mod instructions_follow_the_handler;
 mod oversized_initialize_is_refused;
 mod readme;
 mod stdio;
