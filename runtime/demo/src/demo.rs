@@ -127,7 +127,7 @@ fn push_bounded(queue: &Mutex<VecDeque<Value>>, value: Value, max: usize) {
 impl Handler for Demo {
     fn info(&self) -> Info {
         let mut info = Info::new(self.options.name.clone(), env!("CARGO_PKG_VERSION"))
-            .with_instructions("Switchboard's bundled demo server.");
+            .with_instructions(self.options.instructions.clone());
         if self.options.server_features {
             info = info.with_resources().with_prompts().with_completions();
             info.resources_list_changed = true;

@@ -34,7 +34,7 @@
 //! Every list (`tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`) is
 //! paged with `--page-size`. With `--no-server-features` the server declares only `tools` and
 //! `logging`, and answers the resource, prompt and completion methods with -32601, as a server
-//! without them would.
+//! without them would. Its `instructions` are one sentence, or `--instructions TEXT`.
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
@@ -112,6 +112,8 @@ pub struct Options {
     pub conformance: bool,
     /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio.
     pub http: Option<String>,
+    /// The `instructions` of its `initialize` and `server/discover` results.
+    pub instructions: String,
 }
 
 impl Default for Options {
@@ -127,6 +129,7 @@ impl Default for Options {
             modern: false,
             conformance: false,
             http: None,
+            instructions: "Switchboard's bundled demo server.".to_owned(),
         }
     }
 }
@@ -135,7 +138,7 @@ impl Options {
     /// Parses command-line arguments (without the program name): `--faults`,
     /// `--protocol-version V`, `--page-size N`, `--name N`, `--no-server-features`,
     /// `--not-found-code C`, `--exit-on-unknown-method`, `--modern`, `--conformance`,
-    /// `--http ADDR`. Values may also be attached with `=`, as in `--page-size=2`.
+    /// `--http ADDR`, `--instructions TEXT`. Values may also be attached with `=`, as in `--page-size=2`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
         let mut options = Options::default();
         let mut args = args.into_iter();
@@ -169,6 +172,7 @@ impl Options {
                 "--modern" if attached.is_none() => options.modern = true,
                 "--conformance" if attached.is_none() => options.conformance = true,
                 "--http" => options.http = Some(value("an address")?),
+                "--instructions" => options.instructions = value("a text")?,
                 "--not-found-code" => {
                     let code = value("an error code")?;
                     options.not_found_code = code

@@ -507,11 +507,14 @@ fn options_parse() {
             modern: false,
             conformance: false,
             http: None,
+            instructions: "Switchboard's bundled demo server.".to_owned(),
         }
     );
     let options = Options::from_args(args("--modern --conformance --http 127.0.0.1:0")).unwrap();
     assert!(options.modern && options.conformance);
     assert_eq!(options.http.as_deref(), Some("127.0.0.1:0"));
+    let options = Options::from_args(["--instructions".to_owned(), "Call add to add.".to_owned()]);
+    assert_eq!(options.unwrap().instructions, "Call add to add.");
     let options = Options::from_args(args("--not-found-code=-32602")).unwrap();
     assert_eq!(options.not_found_code, -32602);
     assert!(options.server_features);

@@ -145,7 +145,7 @@ enum Command {
     DemoServer {
         /// `--faults`, `--protocol-version V`, `--page-size N`, `--name N`, `--modern`,
         /// `--http ADDR` (Streamable HTTP at `http://ADDR/mcp`), `--conformance` (the
-        /// official suite's fixture).
+        /// official suite's fixture), `--instructions TEXT`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
