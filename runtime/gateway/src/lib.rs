@@ -21,6 +21,11 @@
 //! A resource a front client subscribes to is subscribed to upstream, and its updates reach
 //! the front clients subscribed to it. Not forwarded yet: logging, and the upstream's
 //! requests to the client (sampling, elicitation, roots).
+//!
+//! `initialize` and `server/discover` carry the upstreams' `instructions`: with one
+//! upstream its own, with several a section per upstream under its name, rebuilt with the
+//! lists. [`Gateway::is_ready_for`] says whether the upstreams a deployment needs are ready
+//! ([`Readiness`]), for `/readyz`.
 #![warn(
     missing_docs,
     missing_debug_implementations,
@@ -34,7 +39,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use serde_json::Value;
-use switchboard::{Runtime, ServerState};
+use switchboard::Runtime;
 use switchboard_server::{
     Arguments, BoxFuture, Context, Handler, HandlerError, Info, Options, Reply, Server,
 };
@@ -46,11 +51,13 @@ mod error;
 mod forward;
 mod lists;
 mod metrics;
+mod readiness;
 mod subscriptions;
 
 use metrics::Method;
 
 pub use asks::upstream_handlers;
+pub use readiness::Readiness;
 
 use lists::Lists;
 
@@ -93,14 +100,28 @@ impl Gateway {
     }
 
     /// Whether every configured upstream has started or failed (none is still in its first
-    /// start): the catalogue is as complete as it is going to be. What `/readyz` says.
+    /// start): the catalogue is as complete as it is going to be. What `/readyz` says by
+    /// default: [`is_ready_for`](Self::is_ready_for) [`Readiness::Started`].
     pub fn is_ready(&self) -> bool {
-        self.runtime.servers().iter().all(|server| {
-            let status = server.status();
-            // A restart's attempt is `Starting` too, with the restart counted: an upstream
-            // that crash-loops must not make the gateway flap to not ready (fail open).
-            !matches!(status.state, ServerState::Starting) || status.restarts > 0
-        })
+        self.is_ready_for(&Readiness::Started)
+    }
+
+    /// Whether the upstreams meet `requires`: every one past its first start (the default),
+    /// every one ready, or the named ones ready and the others past their first start.
+    pub fn is_ready_for(&self, requires: &Readiness) -> bool {
+        let servers = self.runtime.servers();
+        let statuses: Vec<_> = servers.iter().map(|s| (s.name(), s.status())).collect();
+        requires.met(
+            statuses
+                .iter()
+                .map(|(name, status)| readiness::Upstream::of(name, status)),
+        )
+    }
+
+    /// How many forwarded front requests (calls, reads, prompts, completions) are waiting
+    /// for their upstream's answer now.
+    pub fn in_flight(&self) -> usize {
+        self.metrics.in_flight()
     }
 
     /// The server for this gateway, and the tasks that tell its clients when the catalogue
@@ -216,6 +237,11 @@ impl Handler for Gateway {
             .with_prompts()
             .with_completions()
             .with_list_changed()
+    }
+
+    // Rebuilt with the lists; asked for by each `initialize` and `server/discover`.
+    fn instructions(&self) -> Option<Cow<'_, str>> {
+        self.lists().instructions.clone().map(Cow::Owned)
     }
 
     // The lists are snapshots in an `Arc`, rebuilt on change; a list request copies one.

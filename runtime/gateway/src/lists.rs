@@ -1,11 +1,14 @@
 //! What the gateway lists: the runtime's catalogue in the shapes of `tools/list`,
-//! `resources/list`, `resources/templates/list` and `prompts/list`, built once per change.
+//! `resources/list`, `resources/templates/list` and `prompts/list`, and the upstreams'
+//! instructions, built once per change.
 //!
 //! A [`Lists`] is an immutable snapshot, built from the runtime's catalogues and the
 //! statuses of its servers that offer their entries (ready or restarting) when the runtime
 //! says something changed, and shared in an `Arc`: a request reads it, never rebuilds it.
 //! Tools and prompts carry their catalogue names (with one server and no prefix, the names
 //! the server gave); resources and templates keep their URIs, which need no renaming.
+//! Instructions are the one server's as it wrote them, or with several servers a section
+//! per server that gave some, under its name ([`instructions`]).
 
 use std::collections::HashMap;
 
@@ -20,6 +23,8 @@ pub(crate) struct Lists {
     pub(crate) resources: Vec<Value>,
     pub(crate) templates: Vec<Value>,
     pub(crate) prompts: Vec<Value>,
+    /// What `initialize` and `server/discover` answer as `instructions`.
+    pub(crate) instructions: Option<String>,
 }
 
 /// Which lists differ between two snapshots.
@@ -73,6 +78,10 @@ impl Lists {
             prompt["name"] = Value::String(entry.name.clone());
             lists.prompts.push(prompt);
         }
+        let given = ready
+            .iter()
+            .filter_map(|(name, status)| Some((name.as_str(), status.instructions.as_deref()?)));
+        lists.instructions = instructions(given, runtime.servers().len() > 1);
         lists
     }
 
@@ -84,6 +93,33 @@ impl Lists {
             prompts: self.prompts != before.prompts,
         }
     }
+}
+
+/// The instructions to pass on from the servers that gave some (`(name, instructions)`, in
+/// order): with one server, its own as written; with `several`, a Markdown section per server
+/// under its name, so that a model reading them knows whose tools they are about.
+///
+/// ```text
+/// ## github
+/// <github's instructions>
+///
+/// ## docs
+/// <docs' instructions>
+/// ```
+pub(crate) fn instructions<'a>(
+    given: impl IntoIterator<Item = (&'a str, &'a str)>,
+    several: bool,
+) -> Option<String> {
+    let mut given = given
+        .into_iter()
+        .filter(|(_, text)| !text.trim().is_empty());
+    if !several {
+        return given.next().map(|(_, text)| text.to_owned());
+    }
+    let sections: Vec<String> = given
+        .map(|(name, text)| format!("## {name}\n{}", text.trim_end()))
+        .collect();
+    (!sections.is_empty()).then(|| sections.join("\n\n"))
 }
 
 fn to_value(item: &impl serde::Serialize) -> Option<Value> {
@@ -120,5 +156,29 @@ mod tests {
         after.tools.clear();
         assert!(after.changed_since(&before).tools);
         assert!(!after.changed_since(&before).prompts);
+    }
+
+    #[test]
+    fn one_servers_instructions_pass_as_written_and_several_under_their_names() {
+        let one = [("docs", "  Search first.\n")];
+        assert_eq!(
+            instructions(one, false).as_deref(),
+            Some("  Search first.\n")
+        );
+        let two = [
+            ("docs", "Search first.\n"),
+            ("github", "Mind the rate limit."),
+        ];
+        assert_eq!(
+            instructions(two, true).as_deref(),
+            Some("## docs\nSearch first.\n\n## github\nMind the rate limit.")
+        );
+        // One of several that gave any still says whose they are.
+        assert_eq!(
+            instructions([("github", "Mind the rate limit.")], true).as_deref(),
+            Some("## github\nMind the rate limit.")
+        );
+        assert_eq!(instructions([("docs", " \n")], true), None);
+        assert_eq!(instructions([], false), None);
     }
 }

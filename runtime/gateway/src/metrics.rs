@@ -17,6 +17,7 @@
 //! is a label: a fixed set of series, whatever the clients send.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use metrics::{Counter, Gauge, Histogram, Key, Label, Metadata};
@@ -64,6 +65,9 @@ pub(crate) struct FrontMetrics {
     requests: Vec<Counter>,
     durations: Vec<Histogram>,
     in_flight: Gauge,
+    /// What `in_flight` says, readable here (a gauge is write-only): for the line a
+    /// stopping gateway logs.
+    waiting: AtomicUsize,
     /// By [`Rejection::ALL`]'s order.
     rejected: Vec<Counter>,
 }
@@ -128,9 +132,15 @@ impl FrontMetrics {
                 requests,
                 durations,
                 in_flight,
+                waiting: AtomicUsize::new(0),
                 rejected,
             }
         })
+    }
+
+    /// The forwarded requests not answered yet.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// Counts one `rejection` of the HTTP front.
@@ -154,6 +164,7 @@ impl FrontMetrics {
             outcome: Outcome::Cancelled,
         };
         self.in_flight.increment(1.0);
+        self.waiting.fetch_add(1, Ordering::Relaxed);
         let answer = request.await;
         measuring.outcome = match &answer {
             Ok(result) if is_tool_error(result) => Outcome::ToolError,
@@ -177,6 +188,7 @@ impl Drop for Measuring<'_> {
     fn drop(&mut self) {
         let m = self.metrics;
         m.in_flight.decrement(1.0);
+        m.waiting.fetch_sub(1, Ordering::Relaxed);
         m.requests[self.method as usize * OUTCOMES.len() + self.outcome as usize].increment(1);
         m.durations[self.method as usize].record(self.started.elapsed().as_secs_f64());
     }

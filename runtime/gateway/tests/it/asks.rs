@@ -14,7 +14,7 @@ use switchboard::model::{Content, LoggingLevel};
 use switchboard::{Protocol, Runtime, ServerConfig, ServerHandle};
 use switchboard_gateway::{upstream_handlers, Front, Gateway};
 
-use crate::support::{demo, in_memory, WAIT};
+use crate::support::{demo, in_memory, RawFront, WAIT};
 
 /// A front client's model: answers with its own name and the prompt it was given, and
 /// remembers every prompt it was asked.
@@ -374,43 +374,6 @@ async fn an_http_upstreams_log_messages_and_sampling_reach_the_front_client_that
         assert_eq!(sampled.text(), "LLM response: front read over http");
         front.shutdown().await;
         gatewayed.upstream.shutdown().await;
-    }
-}
-
-/// A front client that speaks raw lines to the gateway, in the handshake era.
-struct RawFront {
-    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    read: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-}
-
-impl RawFront {
-    fn start(server: switchboard_server::Server) -> RawFront {
-        use tokio::io::AsyncBufReadExt;
-        let (ours, theirs) = tokio::io::duplex(1 << 16);
-        tokio::spawn(async move {
-            let (reader, writer) = tokio::io::split(theirs);
-            let _ = server.serve(reader, writer).await;
-        });
-        let (read, write) = tokio::io::split(ours);
-        RawFront {
-            write,
-            read: tokio::io::BufReader::new(read).lines(),
-        }
-    }
-
-    async fn send(&mut self, message: serde_json::Value) {
-        use tokio::io::AsyncWriteExt;
-        let line = format!("{message}\n");
-        self.write.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    async fn next(&mut self) -> serde_json::Value {
-        let line = tokio::time::timeout(WAIT, self.read.next_line())
-            .await
-            .expect("in time")
-            .unwrap()
-            .expect("the gateway's stream is open");
-        serde_json::from_str(&line).unwrap()
     }
 }
 

@@ -1,10 +1,11 @@
 //! The gateway's front-side series land where the runtime exports its own, counted by
-//! method and outcome.
+//! method and outcome; the requests in flight can be read from the gateway itself.
 
 use serde_json::json;
 use switchboard::Runtime;
+use switchboard_gateway::Gateway;
 
-use crate::support::{demo, fronted};
+use crate::support::{demo, fronted, in_memory, WAIT};
 
 /// The value of the series `line_start` (name and labels) in a Prometheus exposition.
 fn value(exposition: &str, line_start: &str) -> Option<f64> {
@@ -51,6 +52,37 @@ async fn forwarded_requests_are_counted_by_method_and_outcome_beside_the_runtime
     assert!(exposition.contains("switchboard_front_request_duration_seconds"));
     // The upstream series are there too, in the same exposition.
     assert!(exposition.contains(r#"switchboard_requests_total{server="demo""#));
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_waiting_upstream_is_counted_in_flight_until_answered() {
+    let upstream = Runtime::builder()
+        .server("demo", demo(&["--faults"]))
+        .build()
+        .await
+        .unwrap();
+    let gateway = Gateway::new(upstream.clone());
+    let served = gateway
+        .clone()
+        .serve(switchboard_server::Options::default());
+    let front = Runtime::builder()
+        .server("gateway", in_memory(served.server().clone()))
+        .build()
+        .await
+        .unwrap();
+    let call = tokio::spawn(front.call_tool("sleep", json!({"ms": 300})).timeout(WAIT));
+    tokio::time::timeout(WAIT, async {
+        while gateway.in_flight() != 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the call is counted while it waits upstream");
+    let slept = call.await.unwrap().unwrap();
+    assert!(!slept.is_error(), "{slept:?}");
+    assert_eq!(gateway.in_flight(), 0);
     front.shutdown().await;
     upstream.shutdown().await;
 }

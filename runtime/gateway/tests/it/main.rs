@@ -7,6 +7,8 @@ mod asks;
 mod child;
 mod forwarding;
 mod front_metrics;
+mod instructions_pass_through;
+mod readiness;
 mod restarting_upstream;
 mod support;
 mod trace;

@@ -106,3 +106,61 @@ impl Setup {
         self.upstream.shutdown().await;
     }
 }
+
+/// A front client that speaks raw lines to the gateway.
+pub(crate) struct RawFront {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+}
+
+impl RawFront {
+    pub(crate) fn start(server: switchboard_server::Server) -> RawFront {
+        use tokio::io::AsyncBufReadExt;
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let (reader, writer) = tokio::io::split(theirs);
+            let _ = server.serve(reader, writer).await;
+        });
+        let (read, write) = tokio::io::split(ours);
+        RawFront {
+            write,
+            read: tokio::io::BufReader::new(read).lines(),
+        }
+    }
+
+    pub(crate) async fn send(&mut self, message: serde_json::Value) {
+        use tokio::io::AsyncWriteExt;
+        let line = format!("{message}\n");
+        self.write.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    pub(crate) async fn next(&mut self) -> serde_json::Value {
+        let line = tokio::time::timeout(WAIT, self.read.next_line())
+            .await
+            .expect("in time")
+            .unwrap()
+            .expect("the gateway's stream is open");
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+impl RawFront {
+    /// Sends request `id` and returns its answer, skipping the notifications before it.
+    pub(crate) async fn request(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .await;
+        loop {
+            let message = self.next().await;
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+}
