@@ -52,6 +52,7 @@ mod resources;
 mod roots;
 mod serve;
 mod serve_metrics;
+mod serve_status;
 mod startup;
 mod tasks;
 mod tools;
@@ -69,6 +70,10 @@ struct Cli {
     /// Log more to stderr (-v info, -vv debug); RUST_LOG sets finer filters.
     #[arg(short, long, action = ArgAction::Count, global = true)]
     verbose: u8,
+    /// Log only warnings and errors to stderr (`serve` logs what it does at info by
+    /// default; the other commands already log no more than this).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics while the command runs, e.g.
     /// 127.0.0.1:9464 (port 0 picks a free one; -v logs where).
     #[arg(long, value_name = "ADDR", global = true)]
@@ -330,7 +335,7 @@ pub(crate) fn main() -> ExitCode {
         Command::DemoServer { args } => return demo_server(args),
         command => command,
     };
-    init_logging(cli.verbose);
+    init_logging(Verbosity::of(cli.quiet, cli.verbose, &command));
     if let Some(addr) = cli.metrics {
         let _ = METRICS.set(addr);
     }
@@ -400,22 +405,74 @@ fn demo_server(args: Vec<String>) -> ExitCode {
     }
 }
 
-/// Logs go to stderr: `-v` and `-vv` pick info and debug, else `RUST_LOG`, else warnings.
-///
-/// By default Switchboard's own crates log only errors: every failure they warn about reaches
-/// us as an error too, and is printed once, as the one line a failure gets.
-fn init_logging(verbose: u8) {
+/// How much the command logs to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verbosity {
+    /// `-q`: warnings and errors only.
+    Quiet {
+        /// Whether the command is `serve`.
+        serving: bool,
+    },
+    /// No flag: `RUST_LOG`, else what the command logs by default.
+    Default {
+        /// Whether the command is `serve`, which says what it does at info: it runs for
+        /// long, for an operator.
+        serving: bool,
+    },
+    /// `-v` (1) or `-vv` (2 and more).
+    Verbose(u8),
+}
+
+impl Verbosity {
+    fn of(quiet: bool, verbose: u8, command: &Command) -> Verbosity {
+        let serving = matches!(command, Command::Serve(_));
+        match (quiet, verbose) {
+            (true, _) => Verbosity::Quiet { serving },
+            (false, 0) => Verbosity::Default { serving },
+            (false, n) => Verbosity::Verbose(n),
+        }
+    }
+
+    /// The filter: `-v` and `-vv` pick info and debug; by default `RUST_LOG`, else
+    /// warnings, and Switchboard's own crates only errors: every failure they warn about
+    /// reaches us as an error too, and is printed once, as the one line a failure gets
+    /// (`-q` changes nothing there). `serve` adds its own lines at info (where it listens,
+    /// its servers ready or failed, reloads, stopping) and the serving side's warnings
+    /// (clients refused, a stream closed on a client that does not read); with `-q`, its
+    /// warnings only.
+    fn filter(self) -> tracing_subscriber::EnvFilter {
+        use tracing_subscriber::EnvFilter;
+        const DEFAULT: &str =
+            "warn,switchboard=error,switchboard_transports=error,switchboard_codecs=error";
+        // The CLI is the binary crate `switchboard`: its targets are `switchboard::cli::…`,
+        // more specific than the runtime's `switchboard`.
+        const SERVING: &str = "switchboard_gateway=warn,switchboard_server=warn,\
+                               switchboard_transports::server=warn";
+        match self {
+            Verbosity::Quiet { serving: false } => EnvFilter::new(DEFAULT),
+            Verbosity::Quiet { serving: true } => {
+                EnvFilter::new(format!("{DEFAULT},{SERVING},switchboard::cli=warn"))
+            }
+            Verbosity::Default { serving } => {
+                EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                    if serving {
+                        EnvFilter::new(format!("{DEFAULT},{SERVING},switchboard::cli=info"))
+                    } else {
+                        EnvFilter::new(DEFAULT)
+                    }
+                })
+            }
+            Verbosity::Verbose(1) => EnvFilter::new("info"),
+            Verbosity::Verbose(_) => EnvFilter::new("debug"),
+        }
+    }
+}
+
+/// Logs go to stderr, as [`Verbosity::filter`] says.
+fn init_logging(verbosity: Verbosity) {
     use std::io::IsTerminal;
-    use tracing_subscriber::EnvFilter;
-    const DEFAULT: &str =
-        "warn,switchboard=error,switchboard_transports=error,switchboard_codecs=error";
-    let filter = match verbose {
-        0 => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT)),
-        1 => EnvFilter::new("info"),
-        _ => EnvFilter::new("debug"),
-    };
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(verbosity.filter())
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();

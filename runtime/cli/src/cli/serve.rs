@@ -9,19 +9,22 @@
 //! On stdio, stdout carries only MCP (logs go to stderr) and the end of stdin ends the
 //! command. Over HTTP the address is loopback unless another one is given in full, and the
 //! `Host`/`Origin` checks stay on (`--allow-host` names what a proxy in front forwards);
-//! `/healthz` and `/readyz` answer probes. Either way an interruption stops serving and
-//! shuts every server down before exiting 0.
+//! `/healthz` and `/readyz` answer probes (`--ready-requires` says which servers must be
+//! ready). Either way an interruption stops serving and shuts every server down before
+//! exiting 0. What an operator needs to know is logged on stderr at info: where it serves,
+//! its servers ready or not ([`serve_status`]), reloads ([`super::reload`]), an open
+//! address without `--auth` (a warning), and stopping.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use switchboard::Runtime;
-use switchboard_gateway::Gateway;
+use switchboard_gateway::{Gateway, Readiness};
 use switchboard_server::http::{self, Probes};
 
 use super::config::ConfigArgs;
-use super::{Failure, Interrupt, Interrupted};
+use super::{serve_status, Failure, Interrupt, Interrupted};
 
 pub(crate) const AFTER_HELP: &str = "\
 The config file is -c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json: its servers' tools,
@@ -36,7 +39,10 @@ Without --listen, MCP is spoken on stdin/stdout (logs on stderr) until stdin end
 any other address must be written out (0.0.0.0:8080) and is then reachable from the network
 with no authentication (put a proxy that authenticates in front). Host and Origin headers
 must name loopback, the address given, or an --allow-host name. GET /healthz answers 200
-while serving, GET /readyz 200 once every server has started or failed, else 503.
+while serving. GET /readyz answers 200 once every server has started or failed (fail open:
+a server that failed is simply absent), else 503; with --ready-requires all, only while
+every server is ready; with --ready-requires NAME[,NAME...], only while those servers are
+ready and the others have started or failed. A server restarting is not ready.
 
 Replicas: give every replica the same secrets with --session-keys FILE (one per line, the
 first seals, the others still open: rotate by adding a new first line) or
@@ -57,12 +63,19 @@ Reload: SIGHUP, or a change of the config file, reads it again: new servers star
 ones stop once their calls in flight finish, changed ones start anew while the old ones
 finish theirs. A file that does not read changes nothing.
 
+Logs (on stderr, never stdout): where it serves, each server ready or not (and why), as it
+happens; each reload and what it changed, or why the file did not read; a warning when
+--listen is not loopback and there is no --auth; on SIGINT or SIGTERM, that it is stopping
+and how many requests are in flight. -q keeps the warnings and errors only, -v adds the
+runtime's own info, RUST_LOG sets finer filters. No key, token or header value is logged.
+
 SIGINT or SIGTERM stops serving and shuts the servers down; exit 0.
 
 Examples:
   switchboard serve -c .mcp.json
   switchboard serve -c .mcp.json --listen 8080
-  switchboard serve -c .mcp.json --listen 0.0.0.0:8080 --auth auth.json";
+  switchboard serve -c .mcp.json --listen 0.0.0.0:8080 --auth auth.json
+  switchboard serve -c .mcp.json --listen 8080 --ready-requires github,docs";
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -83,6 +96,10 @@ pub(crate) struct Args {
     /// `resource`, `keys`, `jwt`, `requiredScopes`).
     #[arg(long, value_name = "FILE", requires = "listen")]
     auth: Option<std::path::PathBuf>,
+    /// When GET /readyz answers 200: `all` (every server ready) or NAME[,NAME...] (those
+    /// ready, the others started or failed). Default: every server started or failed.
+    #[arg(long, value_name = "all|NAME[,NAME...]", value_parser = ready_requires, requires = "listen")]
+    ready_requires: Option<Readiness>,
     #[command(flatten)]
     limits: Limits,
     #[command(flatten)]
@@ -275,6 +292,51 @@ fn request_state_key(secret: &str) -> Vec<u8> {
         .to_vec()
 }
 
+/// `--ready-requires`: `all`, or server names separated by commas.
+fn ready_requires(text: &str) -> Result<Readiness, String> {
+    if text.trim() == "all" {
+        return Ok(Readiness::All);
+    }
+    let names: Vec<&str> = text.split(',').map(str::trim).collect();
+    if names.iter().any(|n| n.is_empty()) {
+        return Err(format!(
+            "expected `all` or server names separated by commas (github,docs), not {text:?}"
+        ));
+    }
+    Ok(Readiness::servers(names))
+}
+
+/// Every name `requires` has must be a server the file runs: one it does not have, or has
+/// disabled, would never be ready.
+fn check_required(requires: &Readiness, file: &switchboard::ConfigFile) -> Result<(), Failure> {
+    let Readiness::Servers(names) = requires else {
+        return Ok(());
+    };
+    for name in names {
+        if file.servers.iter().any(|(server, _)| server == name) {
+            continue;
+        }
+        let why = if file.disabled.contains(name) {
+            "is disabled in"
+        } else {
+            "is not a server of"
+        };
+        return Err(Failure::Usage(format!(
+            "--ready-requires {name}: `{name}` {why} {} (it would never be ready)",
+            file.path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The names `requires` has, for the line that says one of them left the file.
+fn required_names(requires: Option<&Readiness>) -> Vec<String> {
+    match requires {
+        Some(Readiness::Servers(names)) => names.clone(),
+        _ => Vec::new(),
+    }
+}
+
 /// `--listen`: a bare port is loopback's; anything else is a full socket address.
 fn listen_addr(text: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = text.parse::<u16>() {
@@ -286,6 +348,9 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
 
 pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
     let file = args.config.load(false)?;
+    if let Some(requires) = &args.ready_requires {
+        check_required(requires, &file)?;
+    }
     // Bound first: a port already taken fails before any server is started.
     let listener = match args.listen {
         Some(addr) => Some(
@@ -304,13 +369,16 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         None => None,
     };
     let runtime = start(&file, interrupt).await?;
-    // Dropped (and so stopped) when serving ends.
-    let reloading = tokio::spawn(super::reload::watch(
+    // Each server ready or not, now and as that changes.
+    let (watch, told) =
+        serve_status::at_start(&runtime, required_names(args.ready_requires.as_ref()));
+    let telling = AbortOnDrop(tokio::spawn(serve_status::follow(watch, told)));
+    // Stopped (dropped) when serving ends: no reload while the servers shut down.
+    let reloading = AbortOnDrop(tokio::spawn(super::reload::watch(
         runtime.clone(),
         args.config.clone(),
         file.path.clone(),
-    ));
-    let _stop_reloading = AbortOnDrop(reloading);
+    )));
     let gateway = Gateway::new(runtime.clone());
     let mut options = switchboard_server::Options::default();
     if let Some(first) = keys.first() {
@@ -329,35 +397,55 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
                 .local_addr()
                 .map_err(|e| Failure::Run(format!("the listener has no address: {e}")))?;
             let ready = gateway.clone();
+            let requires = args.ready_requires.unwrap_or_default();
             let mut config = args
                 .limits
                 .apply(http::Config::default())
-                .with_probes(Probes::new(move || ready.is_ready()))
+                .with_probes(Probes::new(move || ready.is_ready_for(&requires)))
                 .with_rejections(gateway.count_rejections());
             let mut hosts = args.allow_hosts;
             if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
                 hosts.push(addr.ip().to_string());
             }
             config = config.allow_hosts(hosts).with_session_keys(&keys);
+            let open = auth.is_none();
             if let Some(auth) = auth {
                 config = config.with_auth(auth.into_auth());
             }
-            eprintln!("switchboard: serving {servers} server{plural} at http://{addr}/mcp");
+            tracing::info!("serving {servers} server{plural} at http://{addr}/mcp");
+            if open && !addr.ip().to_canonical().is_loopback() {
+                tracing::warn!(
+                    "listening on {addr} without --auth: anyone who reaches it can list and \
+                     call every tool; pass --auth FILE, bind loopback, or put a proxy that \
+                     authenticates in front"
+                );
+            }
             interrupt
                 .guard(front.server().serve_http(listener, config))
                 .await
         }
     };
+    let in_flight = || match gateway.in_flight() {
+        1 => "1 request in flight".to_owned(),
+        n => format!("{n} requests in flight"),
+    };
     let outcome = match served {
-        Ok(Ok(())) => Ok(ExitCode::SUCCESS),
+        Ok(Ok(())) => {
+            tracing::info!("the client closed stdin: stopping ({})", in_flight());
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(Err(e)) => Err(Failure::Run(e.to_string())),
         Err(Interrupted(signal)) => {
-            tracing::info!("{signal}: shutting the servers down");
+            tracing::info!(
+                "{signal}: stopping ({}); shutting the servers down",
+                in_flight()
+            );
             Ok(ExitCode::SUCCESS)
         }
     };
-    drop(front);
+    drop((front, reloading, telling));
     super::shut_down(&runtime, interrupt).await;
+    tracing::info!("stopped");
     outcome
 }
 
@@ -397,6 +485,34 @@ mod tests {
         );
         assert!(listen_addr("localhost:80").is_err());
         assert!(listen_addr("99999").is_err());
+    }
+
+    #[test]
+    fn ready_requires_all_or_names_of_servers_the_file_runs() {
+        assert_eq!(ready_requires("all"), Ok(Readiness::All));
+        assert_eq!(
+            ready_requires("github, docs"),
+            Ok(Readiness::servers(["github", "docs"]))
+        );
+        assert!(ready_requires("github,").is_err());
+        assert!(ready_requires("").is_err());
+        let file = switchboard::ConfigFile::parse(
+            r#"{"mcpServers": {"github": {"command": "gh"}, "old": {"command": "o", "disabled": true}}}"#,
+            std::path::Path::new("servers.json"),
+        )
+        .unwrap();
+        assert!(check_required(&Readiness::All, &file).is_ok());
+        assert!(check_required(&Readiness::servers(["github"]), &file).is_ok());
+        for (name, why) in [("docs", "is not a server of"), ("old", "is disabled in")] {
+            let Err(Failure::Usage(refused)) = check_required(&Readiness::servers([name]), &file)
+            else {
+                panic!("{name} was accepted");
+            };
+            assert!(
+                refused.contains(why) && refused.contains("servers.json"),
+                "{refused}"
+            );
+        }
     }
 
     #[test]
