@@ -74,14 +74,14 @@ impl Served {
             .spawn()
             .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        // The line with the address, after whatever an upstream that failed to start logged.
+        // The line with the address, after what it logged of its servers.
         let mut seen = String::new();
         let url = loop {
             let mut line = String::new();
             if stderr.read_line(&mut line).unwrap() == 0 {
                 panic!("serve ended before saying its address: {seen}");
             }
-            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+            if let Some(url) = listening_at(&line) {
                 break url.to_owned();
             }
             seen.push_str(&line);
@@ -101,6 +101,15 @@ impl Served {
         let status = self.child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "serve after SIGTERM: {status}");
     }
+}
+
+/// The URL in `line` if it is the one that says where serve listens.
+pub(crate) fn listening_at(line: &str) -> Option<&str> {
+    if !line.contains("serving ") {
+        return None;
+    }
+    let start = line.find(" at http://")? + " at ".len();
+    line[start..].split_whitespace().next()
 }
 
 impl Drop for Served {

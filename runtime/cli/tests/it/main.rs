@@ -18,7 +18,12 @@ mod gateway_hostile;
 #[cfg(target_os = "linux")]
 mod gateway_support;
 mod readme;
+// `/readyz` asked with the helpers of `gateway_support`.
+#[cfg(target_os = "linux")]
+mod readyz_waits_for_required_servers;
 mod replicas;
+mod serve_passes_instructions_on;
+mod serve_tells_its_operator;
 mod timeout_caps_the_start;
 
 /// Whether `pid` is the guardian the stdio transport starts beside the servers (it kills

@@ -118,5 +118,5 @@ fn the_readmes_gateway_commands_are_valid_command_lines() {
         assert!(stdout(&output).contains("--listen"), "{line}");
         checked += 1;
     }
-    assert_eq!(checked, 3);
+    assert_eq!(checked, 4);
 }
