@@ -9,6 +9,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use switchboard_codecs::jsonrpc::{Id, Message};
@@ -370,6 +371,22 @@ pub trait Control: Send + fmt::Debug + 'static {
     /// Closes the connection gracefully (for stdio: close stdin, wait, `SIGTERM`, wait,
     /// `SIGKILL`, reap) and resolves when nothing of it is left.
     fn close(self: Box<Self>) -> BoxFuture<()>;
+
+    /// Closes the connection as [`close`](Self::close) does, within `grace`: for a caller
+    /// that has a deadline of its own (a command line leaving on a Ctrl-C, a host given so
+    /// long to stop).
+    ///
+    /// A stdio child's close keeps its steps with their waits cut to fit (at most half of
+    /// `grace` after closing stdin, the rest after `SIGTERM`), then `SIGKILL`; it resolves
+    /// once the group is reaped, a moment after `grace`. By default (HTTP, in-memory) the
+    /// close is given `grace` to finish, and whatever is left of it (an HTTP session's
+    /// `DELETE`, say) goes on in the background, within its own bounds.
+    fn close_within(self: Box<Self>, grace: Duration) -> BoxFuture<()> {
+        let close = self.close();
+        Box::pin(async move {
+            let _ = tokio::time::timeout(grace, close).await;
+        })
+    }
 
     /// A handle that ends the connection's processes synchronously, for drop paths.
     fn kill_handle(&self) -> Option<KillHandle>;

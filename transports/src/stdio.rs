@@ -5,7 +5,8 @@
 //! `tracing` (target `switchboard::stderr`, field `server`) and a ring buffer of the last
 //! lines, which the final [`CloseReason`] carries. A graceful [`Control::close`] follows the
 //! MCP stdio shutdown: close stdin, wait, `SIGTERM` the group, wait, `SIGKILL` the group,
-//! reap the child, and do the same to whatever is left of its group.
+//! reap the child, and do the same to whatever is left of its group;
+//! [`Control::close_within`] takes the same steps with the waits cut to fit a deadline.
 //!
 //! ```no_run
 //! use switchboard_transports::stdio::{self, Config};
@@ -160,7 +161,8 @@ impl Config {
     }
 
     /// How long a close waits after closing stdin before `SIGTERM`, and after `SIGTERM`
-    /// before `SIGKILL` (defaults 2 s and 2 s).
+    /// before `SIGKILL` (defaults 2 s and 2 s); [`Control::close_within`] cuts them to fit
+    /// its grace.
     pub fn close_timeouts(mut self, stdin_grace: Duration, term_grace: Duration) -> Self {
         self.stdin_grace = stdin_grace;
         self.term_grace = term_grace;
@@ -349,8 +351,10 @@ pub async fn connect(name: &str, config: &Config) -> Result<Connection, Error> {
         close: Some(close_rx),
         events: events_tx,
         ring,
-        stdin_grace: config.stdin_grace,
-        term_grace: config.term_grace,
+        graces: process::Graces {
+            stdin: config.stdin_grace,
+            term: config.term_grace,
+        },
     };
     tokio::spawn(process.run());
 
@@ -374,14 +378,39 @@ struct ProcessControl {
     pid: u32,
     group: Arc<Group>,
     /// Taken by `close`; still here on drop means "closed without close".
-    close: Option<crate::framed::CloseRequest>,
+    close: Option<oneshot::Sender<process::Close>>,
+}
+
+impl ProcessControl {
+    /// Starts a close (its waits capped by `within`) and returns a future that resolves
+    /// when it is done. The request goes out before the future is polled, so dropping the
+    /// future does not stop the close.
+    fn request_close(&mut self, within: Option<Duration>) -> BoxFuture<()> {
+        let (done, done_rx) = oneshot::channel();
+        let requested = self
+            .close
+            .take()
+            .is_some_and(|close| close.send(process::Close { done, within }).is_ok());
+        let server = self.server.clone();
+        Box::pin(async move {
+            if requested {
+                // An error only means the connection had already ended.
+                let _ = done_rx.await;
+            }
+            tracing::debug!(server = %server, "server closed");
+        })
+    }
 }
 
 impl Control for ProcessControl {
     fn set_protocol_version(&mut self, _version: &str) {}
 
     fn close(mut self: Box<Self>) -> BoxFuture<()> {
-        crate::framed::request_close(self.close.take(), self.server.clone(), "server")
+        self.request_close(None)
+    }
+
+    fn close_within(mut self: Box<Self>, grace: Duration) -> BoxFuture<()> {
+        self.request_close(Some(grace))
     }
 
     fn kill_handle(&self) -> Option<KillHandle> {

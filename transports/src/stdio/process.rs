@@ -30,12 +30,41 @@ const EXIT_AFTER_TROUBLE: Duration = Duration::from_millis(100);
 /// After `SIGKILL`, how long to wait for the group to empty (the kernel needs a moment).
 const KILL_GRACE: Duration = Duration::from_millis(500);
 
+/// How long a close waits for the server to leave: after closing its stdin, then after
+/// `SIGTERM` (and for what is left of its group once it has gone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Graces {
+    pub(super) stdin: Duration,
+    pub(super) term: Duration,
+}
+
+impl Graces {
+    /// These waits cut to fit in `budget` together: the one after closing stdin takes at
+    /// most half of it (a server that leaves at EOF does so at once), the one after
+    /// `SIGTERM` what is left.
+    pub(super) fn within(self, budget: Duration) -> Graces {
+        let stdin = self.stdin.min(budget / 2);
+        Graces {
+            stdin,
+            term: self.term.min(budget.saturating_sub(stdin)),
+        }
+    }
+}
+
+/// A control's request to close: `done` is answered once nothing of the connection is left;
+/// `within` caps the close's waits ([`Graces::within`]).
+#[derive(Debug)]
+pub(super) struct Close {
+    pub(super) done: oneshot::Sender<()>,
+    pub(super) within: Option<Duration>,
+}
+
 /// What ended the main wait.
 enum Trigger {
     Exited(io::Result<ExitStatus>),
     StdoutEnded,
     WriteFailed(io::Error),
-    Close(oneshot::Sender<()>),
+    Close(Close),
 }
 
 /// Everything the process task owns.
@@ -54,11 +83,11 @@ pub(super) struct Process {
     /// `None` once finished.
     pub(super) stderr: Option<JoinHandle<()>>,
     /// `None` once the control is gone (closed or dropped).
-    pub(super) close: Option<oneshot::Receiver<oneshot::Sender<()>>>,
+    pub(super) close: Option<oneshot::Receiver<Close>>,
     pub(super) events: mpsc::Sender<Event>,
     pub(super) ring: Ring,
-    pub(super) stdin_grace: Duration,
-    pub(super) term_grace: Duration,
+    /// The waits of a close, and of stopping what is left of the group after an exit.
+    pub(super) graces: Graces,
 }
 
 impl Process {
@@ -68,8 +97,12 @@ impl Process {
             Trigger::Exited(status) => (self.after_exit(status).await, None),
             Trigger::StdoutEnded => (self.after_stdout_ended().await, None),
             Trigger::WriteFailed(e) => (self.after_write_failure(e).await, None),
-            Trigger::Close(done) => {
-                self.close_sequence().await;
+            Trigger::Close(Close { done, within }) => {
+                let graces = match within {
+                    Some(budget) => self.graces.within(budget),
+                    None => self.graces,
+                };
+                self.close_sequence(graces).await;
                 (CloseCause::Closed, Some(done))
             }
         };
@@ -121,8 +154,8 @@ impl Process {
                 request = recv(&mut self.close), if self.close.is_some() => {
                     self.close = None;
                     // None: dropped without close; its Drop sent SIGKILL, the exit follows.
-                    if let Some(done) = request {
-                        return Trigger::Close(done);
+                    if let Some(close) = request {
+                        return Trigger::Close(close);
                     }
                 }
             }
@@ -136,7 +169,7 @@ impl Process {
         })
         .await;
         // A grandchild holding stdout open must not keep the connection alive.
-        self.stop_remainder().await;
+        self.stop_remainder(self.graces.term).await;
         exit_cause(status)
     }
 
@@ -149,7 +182,7 @@ impl Process {
             Some(Err(e)) => CloseCause::ReadFailed(e.to_string()),
             _ => CloseCause::Eof,
         };
-        self.close_sequence().await;
+        self.close_sequence(self.graces).await;
         cause
     }
 
@@ -158,26 +191,26 @@ impl Process {
             return self.after_exit(status).await;
         }
         // stdin is broken, so there is no point in closing it and waiting.
-        self.terminate().await;
+        self.terminate(self.graces.term).await;
         CloseCause::WriteFailed(error.to_string())
     }
 
     /// The MCP stdio shutdown: close stdin, wait, then terminate.
-    async fn close_sequence(&mut self) {
+    async fn close_sequence(&mut self, graces: Graces) {
         self.shutdown_writer = None;
-        if timeout(self.stdin_grace, self.child.wait()).await.is_ok() {
-            self.stop_remainder().await;
+        if timeout(graces.stdin, self.child.wait()).await.is_ok() {
+            self.stop_remainder(graces.term).await;
         } else {
-            self.terminate().await;
+            self.terminate(graces.term).await;
         }
     }
 
-    /// `SIGTERM` to the group, wait, `SIGKILL` to the group, reap the leader, then deal with
-    /// any member left.
-    async fn terminate(&mut self) {
-        let deadline = Instant::now() + self.term_grace;
+    /// `SIGTERM` to the group, wait up to `grace`, `SIGKILL` to the group, reap the leader,
+    /// then deal with any member left.
+    async fn terminate(&mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
         self.group.signal(libc::SIGTERM);
-        let exited = timeout(self.term_grace, self.child.wait()).await.is_ok();
+        let exited = timeout(grace, self.child.wait()).await.is_ok();
         let emptied = exited
             && self
                 .group
@@ -187,17 +220,19 @@ impl Process {
             self.group.signal(libc::SIGKILL);
         }
         let _ = self.child.wait().await;
-        self.stop_remainder().await;
+        // The group has had its SIGTERM, and its SIGKILL unless it emptied: no more waits.
+        self.stop_remainder(Duration::ZERO).await;
     }
 
-    /// With the leader reaped: `SIGTERM` the members still running, wait, `SIGKILL`.
-    async fn stop_remainder(&mut self) {
+    /// With the leader reaped: `SIGTERM` the members still running, wait up to `grace`,
+    /// `SIGKILL`.
+    async fn stop_remainder(&mut self, grace: Duration) {
         if !self.group.has_live_members().await {
             return;
         }
         tracing::debug!(server = %self.server, "stopping what is left of the process group");
         self.group.signal(libc::SIGTERM);
-        if self.group.wait_empty(self.term_grace).await {
+        if self.group.wait_empty(grace).await {
             return;
         }
         self.group.signal(libc::SIGKILL);
@@ -243,5 +278,52 @@ fn exit_cause(status: io::Result<ExitStatus>) -> CloseCause {
             code: None,
             signal: None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_budget_cuts_the_waits_of_a_close_to_fit_in_it() {
+        let graces = Graces {
+            stdin: ms(2000),
+            term: ms(2000),
+        };
+        // Half for the server to leave at EOF, the rest after SIGTERM.
+        assert_eq!(
+            graces.within(ms(50)),
+            Graces {
+                stdin: ms(25),
+                term: ms(25)
+            }
+        );
+        // Waits already shorter than their share keep their length; the term wait may
+        // take what the stdin wait left.
+        let short = Graces {
+            stdin: ms(10),
+            term: ms(100),
+        };
+        assert_eq!(
+            short.within(ms(50)),
+            Graces {
+                stdin: ms(10),
+                term: ms(40)
+            }
+        );
+        // A budget longer than both changes nothing; none at all is SIGKILL at once.
+        assert_eq!(graces.within(ms(10_000)), graces);
+        assert_eq!(
+            graces.within(Duration::ZERO),
+            Graces {
+                stdin: Duration::ZERO,
+                term: Duration::ZERO
+            }
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! close() stops a server that ignores stdin EOF and SIGTERM, and every process of its
-//! group, grandchildren included.
+//! group, grandchildren included; close_within() takes the same steps within its grace.
 
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,44 @@ async fn close_kills_a_server_that_ignores_eof_and_sigterm() {
 
     let (_, reason) = until_closed(&mut conn.events).await;
     assert_eq!(reason.cause, CloseCause::Closed);
+}
+
+#[tokio::test]
+async fn close_within_takes_the_same_steps_in_its_grace() {
+    // The shell says when SIGTERM comes (on stdout, where the connection reads) and lives
+    // on, a new `sleep` in place of the one the signal ended. Only SIGKILL ends it.
+    let script = r#"trap 'printf "{\"jsonrpc\":\"2.0\",\"method\":\"term\"}\n"' TERM
+printf '{"jsonrpc":"2.0","method":"trapped"}\n'
+while :; do sleep 60 & wait; done"#;
+    let config = Config::new("/bin/sh")
+        .args(["-c", script])
+        .close_timeouts(Duration::from_secs(10), Duration::from_secs(10));
+    let mut conn = stdio::connect("stubborn", &config).await.unwrap();
+    let pgid = conn.control.pid().unwrap() as i32;
+    match next_event(&mut conn.events).await {
+        Event::Message(m) => assert_eq!(m.method(), Some("trapped")),
+        other => panic!("expected the shell's notice, got {other:?}"),
+    }
+
+    let grace = Duration::from_millis(200);
+    let started = Instant::now();
+    conn.control.close_within(grace).await;
+    let took = started.elapsed();
+    // Not the 10 s waits: the grace, and a moment to reap (room for a loaded machine).
+    assert!(took >= grace, "{took:?}");
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    assert!(
+        !process::group_alive(pgid),
+        "the group survived close_within"
+    );
+
+    // SIGTERM came first, within the grace: the shell said so before it was killed.
+    let (messages, reason) = until_closed(&mut conn.events).await;
+    assert_eq!(reason.cause, CloseCause::Closed);
+    assert!(
+        messages.iter().any(|m| m.method() == Some("term")),
+        "no SIGTERM before SIGKILL: {messages:?}"
+    );
 }
 
 #[tokio::test]
