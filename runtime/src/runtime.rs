@@ -576,12 +576,44 @@ impl Runtime {
     /// Closes every server gracefully (close stdin, wait, `SIGTERM`, wait, `SIGKILL`, reap;
     /// pending calls fail with [`Error::Unavailable`]) and stops the actor thread.
     ///
-    /// Idempotent: later calls return at once.
+    /// The servers are closed all at once, so the whole shutdown takes as long as the
+    /// slowest server's close: at most its two waits (2 s each by default,
+    /// [`ServerConfig::close_timeouts`]) and a moment for the reaping.
+    ///
+    /// Idempotent: later calls (of this or [`shutdown_within`](Self::shutdown_within))
+    /// return at once.
     pub async fn shutdown(&self) {
+        self.stop(None).await;
+    }
+
+    /// Closes every server as [`shutdown`](Self::shutdown) does, within `grace`: for a host
+    /// with a deadline of its own (a command line leaving on a Ctrl-C or a timeout, a
+    /// service given so long to stop). A stdio server keeps the steps of its close with its
+    /// waits cut to fit (at most half of `grace` after its stdin is closed, the rest after
+    /// `SIGTERM`), then its process group is sent `SIGKILL` and reaped: no process is left
+    /// when this returns, a moment after `grace`. A server that leaves when its stdin
+    /// closes, as most do, still leaves on its own. An HTTP server's close (its session's
+    /// `DELETE`) is waited for `grace` at most, and may go on in the background.
+    ///
+    /// Idempotent: later calls (of this or [`shutdown`](Self::shutdown)) return at once;
+    /// [`kill`](Self::kill) cuts a shutdown under way short.
+    ///
+    /// ```no_run
+    /// # async fn run(runtime: switchboard::Runtime) {
+    /// // Interrupted: the servers get 50 ms to leave, then they are killed.
+    /// runtime.shutdown_within(std::time::Duration::from_millis(50)).await;
+    /// # }
+    /// ```
+    pub async fn shutdown_within(&self, grace: Duration) {
+        self.stop(Some(grace)).await;
+    }
+
+    /// The shutdown, the servers' closes capped by `within` when given.
+    async fn stop(&self, within: Option<Duration>) {
         if self.inner.stopped.swap(true, Ordering::SeqCst) {
             return;
         }
-        let _ = self.inner.supervisor.send(StopAll).await;
+        let _ = self.inner.supervisor.send(StopAll { within }).await;
         self.inner.registry.stop();
         self.inner.system.stop();
         let done = self.inner.done.lock().ok().and_then(|mut d| d.take());

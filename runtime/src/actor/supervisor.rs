@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::fut::{ActorFutureExt, WrapFuture};
 use actix::{
@@ -250,7 +250,7 @@ impl Handler<RemoveServer> for Supervisor {
         let addr = managed.addr.clone();
         let close = async move {
             core.drain(core.longest_deadline()).await;
-            addr.send(Shutdown).await
+            addr.send(Shutdown::GRACEFUL).await
         };
         self.publish_servers();
         let name = msg.name;
@@ -316,7 +316,7 @@ impl Handler<ReplaceServer> for Supervisor {
                     .get(&name)
                     .is_some_and(|m| !m.removing && Arc::ptr_eq(&m.handle.core, &old_core));
                 if act.stopping || !still_old {
-                    new.addr.do_send(Shutdown);
+                    new.addr.do_send(Shutdown::GRACEFUL);
                     return Err(if act.stopping {
                         Error::Shutdown
                     } else {
@@ -330,7 +330,7 @@ impl Handler<ReplaceServer> for Supervisor {
                     let registry = act.registry.clone();
                     let retire = async move {
                         old_core.drain(old_core.longest_deadline()).await;
-                        let _ = old.addr.send(Shutdown).await;
+                        let _ = old.addr.send(Shutdown::GRACEFUL).await;
                         registry.rebuild();
                     };
                     ctx.spawn(actix::fut::wrap_future(retire));
@@ -341,8 +341,11 @@ impl Handler<ReplaceServer> for Supervisor {
     }
 }
 
-/// Stop every server gracefully.
-pub(crate) struct StopAll;
+/// Stop every server gracefully, all at once (each close runs beside the others); `within`,
+/// when given, caps each one's close.
+pub(crate) struct StopAll {
+    pub(crate) within: Option<Duration>,
+}
 
 impl ActixMessage for StopAll {
     type Result = ();
@@ -351,21 +354,21 @@ impl ActixMessage for StopAll {
 impl Handler<StopAll> for Supervisor {
     type Result = ResponseActFuture<Self, ()>;
 
-    fn handle(&mut self, _: StopAll, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: StopAll, _ctx: &mut Context<Self>) -> Self::Result {
         self.stopping = true;
         let replacing = std::mem::take(&mut self.replacing);
         let closing: Vec<_> = self
             .servers
             .values()
             .chain(replacing.values().map(|(_, m)| m))
-            .map(|m| m.addr.send(Shutdown))
+            .map(|m| m.addr.send(Shutdown { within: msg.within }))
             .collect();
         Box::pin(
             async move {
-                for close in closing {
-                    // An actor that is already gone has nothing left to close.
-                    let _ = close.await;
-                }
+                // Awaited together: a request to an actor whose mailbox was full is sent only
+                // when polled, and must not wait for the other servers' closes. An actor that
+                // is already gone has nothing left to close.
+                futures_util::future::join_all(closing).await;
             }
             .into_actor(self)
             .map(|(), act, _| act.registry.rebuild()),

@@ -453,8 +453,16 @@ impl StreamHandler<Inbound> for ServerActor {
     fn finished(&mut self, _ctx: &mut Context<Self>) {}
 }
 
-/// Close the connection gracefully and stop the actor.
-pub(crate) struct Shutdown;
+/// Close the connection gracefully and stop the actor; `within`, when given, caps the close
+/// (`Control::close_within`).
+pub(crate) struct Shutdown {
+    pub(crate) within: Option<Duration>,
+}
+
+impl Shutdown {
+    /// The close with the server's own waits.
+    pub(crate) const GRACEFUL: Shutdown = Shutdown { within: None };
+}
 
 impl ActixMessage for Shutdown {
     type Result = ();
@@ -463,7 +471,7 @@ impl ActixMessage for Shutdown {
 impl Handler<Shutdown> for ServerActor {
     type Result = ResponseActFuture<Self, ()>;
 
-    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) -> Self::Result {
         if let Phase::Restarting { timer, .. } = std::mem::replace(&mut self.phase, Phase::Stopping)
         {
             ctx.cancel_future(timer);
@@ -502,7 +510,10 @@ impl Handler<Shutdown> for ServerActor {
         Box::pin(
             async move {
                 if let Some(link) = link {
-                    link.control.close().await;
+                    match msg.within {
+                        Some(grace) => link.control.close_within(grace).await,
+                        None => link.control.close().await,
+                    }
                 }
             }
             .into_actor(self)
