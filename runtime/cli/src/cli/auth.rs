@@ -168,7 +168,7 @@ async fn login_failed(
         return failure;
     };
     let answered = runtime.server(name).is_ok_and(|s| s.status().is_ready());
-    super::shut_down(&runtime, interrupt).await;
+    super::shut_down(&runtime, super::Shutdown::Graceful, interrupt).await;
     if !answered {
         return failure;
     }

@@ -47,7 +47,8 @@ config file's startupTimeout, MCP_TIMEOUT, else 30s) fails with exit 3, on a lin
 the flag that bounded it and what the server left unanswered. MCP_TIMEOUT and
 MCP_TOOL_TIMEOUT (milliseconds) set default timeouts. A DURATION is written as in a config
 file (500ms, 1.5s, 2m, 1h); a bare number is refused. A deadline or a Ctrl-C is reported at
-once; the servers are shut down after that, and a second Ctrl-C kills them.
+once, and the servers then get 50 ms to leave (stdin closed, SIGTERM, SIGKILL): the command
+exits right away, no server left running.
 
 With --json, stdout is the tool's result exactly as the server sent it, one JSON document
 (a CallToolResult), the same for `-- CMD` and for a config file:

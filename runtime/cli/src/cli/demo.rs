@@ -65,7 +65,7 @@ pub(crate) async fn run(interrupt: &mut Interrupt) -> Result<ExitCode, Failure> 
         Ok(toured) => toured,
         Err(interrupted) => Err(interrupted.into()),
     };
-    super::shut_down(&runtime, interrupt).await;
+    super::shut_down(&runtime, super::Shutdown::after(&toured), interrupt).await;
     let mut out = toured?;
     out.push_str("runtime shut down: no server process is left\n");
     print::emit(&out);

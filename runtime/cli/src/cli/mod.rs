@@ -21,8 +21,9 @@
 //! exit 3 then says on stderr that some server is not ready or could not be listed.
 //!
 //! Every path that starts a runtime shuts it down before exiting, so no server outlives us;
-//! what the command has to say is printed first ([`finish`]), and a signal during the
-//! shutdown kills the servers at once.
+//! what the command has to say is printed first ([`finish`]). After a deadline or a signal
+//! the servers get [`BRISK`] to leave, so the process exits right after saying why;
+//! otherwise they are closed gracefully, and a signal during that kills them at once.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -290,7 +291,10 @@ pub(crate) enum Failure {
     Usage(String),
     /// Anything that went wrong while running (exit 3).
     Run(String),
-    /// `SIGINT` or `SIGTERM` arrived (exit 130).
+    /// A deadline passed, a call's or a server's start (exit 3, as any run-time failure):
+    /// the servers are shut down briskly ([`BRISK`]).
+    TimedOut(String),
+    /// `SIGINT` or `SIGTERM` arrived (exit 130): the servers are shut down briskly.
     Interrupted(String),
 }
 
@@ -298,21 +302,33 @@ impl Failure {
     fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
             Failure::Usage(_) => 2,
-            Failure::Run(_) => 3,
+            Failure::Run(_) | Failure::TimedOut(_) => 3,
             Failure::Interrupted(_) => 130,
         })
     }
 
     pub(crate) fn message(&self) -> &str {
         match self {
-            Failure::Usage(m) | Failure::Run(m) | Failure::Interrupted(m) => m,
+            Failure::Usage(m)
+            | Failure::Run(m)
+            | Failure::TimedOut(m)
+            | Failure::Interrupted(m) => m,
         }
+    }
+
+    /// Whether it ends the command abruptly: a deadline passed, or the user wants out.
+    fn is_abrupt(&self) -> bool {
+        matches!(self, Failure::TimedOut(_) | Failure::Interrupted(_))
     }
 }
 
 impl From<switchboard::Error> for Failure {
     fn from(error: switchboard::Error) -> Self {
-        Failure::Run(error.to_string())
+        if error.is_timeout() {
+            Failure::TimedOut(error.to_string())
+        } else {
+            Failure::Run(error.to_string())
+        }
     }
 }
 
@@ -561,7 +577,7 @@ pub(crate) fn unready(name: &str, status: &ServerStatus, url: Option<&str>) -> O
             _ => None,
         };
         if let Some(line) = why.and_then(|why| startup::ran_out(name, url, &why)) {
-            return Some(Failure::Run(line));
+            return Some(Failure::TimedOut(line));
         }
     }
     let not_started = |why: &str| {
@@ -607,10 +623,14 @@ pub(crate) fn unready(name: &str, status: &ServerStatus, url: Option<&str>) -> O
     }
 }
 
+/// How long the servers get to leave when a command ends on a deadline or a signal: their
+/// stdin is closed, then half of it later `SIGTERM`, then `SIGKILL` (a server that leaves at
+/// EOF, as most do, is gone well before). The process exits within 100 ms of saying why.
+const BRISK: Duration = Duration::from_millis(50);
+
 /// Ends a command that started `runtime`: `stdout` is printed, then the failure's line if it
-/// failed, at once (a deadline or a Ctrl-C is reported when it happens, not after the
-/// servers' shutdown, which may take seconds); then the servers are shut down, and a signal
-/// meanwhile kills them ([`shut_down`]). The exit code is the outcome's.
+/// failed, at once; then the servers are shut down ([`shut_down`]): within [`BRISK`] after a
+/// deadline or a signal, else gracefully. The exit code is the outcome's.
 pub(crate) async fn finish(
     runtime: &Runtime,
     stdout: &str,
@@ -618,18 +638,46 @@ pub(crate) async fn finish(
     interrupt: &mut Interrupt,
 ) -> Result<ExitCode, Failure> {
     print::emit(stdout);
+    let shutdown = Shutdown::after(&outcome);
     let code = match outcome {
         Ok(code) => code,
         Err(failure) => fail(&failure),
     };
-    shut_down(runtime, interrupt).await;
+    shut_down(runtime, shutdown, interrupt).await;
     Ok(code)
 }
 
-/// Shuts `runtime`'s servers down gracefully; a signal meanwhile (a second Ctrl-C, or the
-/// first after a deadline) shortens that to `SIGKILL`.
-pub(crate) async fn shut_down(runtime: &Runtime, interrupt: &mut Interrupt) {
-    let shutdown = runtime.shutdown();
+/// How a command shuts its servers down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shutdown {
+    /// Each server's own waits (2 s after closing stdin, 2 s after `SIGTERM`, by default):
+    /// after any end but a deadline or a signal, and for `serve`, whose signal is its
+    /// ordinary end.
+    Graceful,
+    /// Within [`BRISK`]: after a deadline or a signal ended the command.
+    Brisk,
+}
+
+impl Shutdown {
+    /// The shutdown after `outcome`: brisk after a deadline or a signal (the line saying so
+    /// is printed, and the user is waiting), else graceful.
+    pub(crate) fn after<T>(outcome: &Result<T, Failure>) -> Shutdown {
+        match outcome {
+            Err(failure) if failure.is_abrupt() => Shutdown::Brisk,
+            _ => Shutdown::Graceful,
+        }
+    }
+}
+
+/// Shuts `runtime`'s servers down as `how` says; a signal meanwhile (a second Ctrl-C)
+/// shortens that to `SIGKILL`.
+pub(crate) async fn shut_down(runtime: &Runtime, how: Shutdown, interrupt: &mut Interrupt) {
+    let shutdown = async {
+        match how {
+            Shutdown::Graceful => runtime.shutdown().await,
+            Shutdown::Brisk => runtime.shutdown_within(BRISK).await,
+        }
+    };
     tokio::pin!(shutdown);
     if interrupt.guard(&mut shutdown).await.is_err() {
         runtime.kill();

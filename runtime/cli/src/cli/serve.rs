@@ -444,7 +444,7 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         }
     };
     drop((front, reloading, telling));
-    super::shut_down(&runtime, interrupt).await;
+    super::shut_down(&runtime, super::Shutdown::Graceful, interrupt).await;
     tracing::info!("stopped");
     outcome
 }

@@ -50,7 +50,7 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         Ok(()) => "the end",
         Err(Interrupted(signal)) => signal,
     };
-    super::shut_down(&runtime, interrupt).await;
+    super::shut_down(&runtime, super::Shutdown::Graceful, interrupt).await;
     eprintln!("switchboard: {signal}: the servers are shut down");
     Ok(ExitCode::SUCCESS)
 }

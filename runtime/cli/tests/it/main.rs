@@ -7,6 +7,7 @@ mod cli_features;
 mod cli_interop;
 mod cli_tasks;
 mod cli_user;
+mod exits_right_after_a_timeout_or_a_signal;
 mod gateway;
 mod gateway_auth;
 mod gateway_reload;
