@@ -92,8 +92,8 @@ fn serve(stdout: OwnedFd) -> i32 {
     };
     let served = runtime.block_on(async {
         // `--http ADDR`: Streamable HTTP until the process is killed.
-        if let Some(addr) = options.http.clone() {
-            return crate::serve_http(&addr, options).await;
+        if let Some(addr) = options.http {
+            return crate::serve_http(addr, options).await;
         }
         let stdout = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
         crate::serve(tokio::io::stdin(), stdout, options).await

@@ -53,6 +53,7 @@
     rust_2018_idioms
 )]
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -110,8 +111,9 @@ pub struct Options {
     pub modern: bool,
     /// Add the conformance suite's fixture: its tools, resources and prompts.
     pub conformance: bool,
-    /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio.
-    pub http: Option<String>,
+    /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (`--http PORT` is on
+    /// 127.0.0.1, as `switchboard serve --listen PORT`).
+    pub http: Option<SocketAddr>,
     /// The `instructions` of its `initialize` and `server/discover` results.
     pub instructions: String,
 }
@@ -138,7 +140,8 @@ impl Options {
     /// Parses command-line arguments (without the program name): `--faults`,
     /// `--protocol-version V`, `--page-size N`, `--name N`, `--no-server-features`,
     /// `--not-found-code C`, `--exit-on-unknown-method`, `--modern`, `--conformance`,
-    /// `--http ADDR`, `--instructions TEXT`. Values may also be attached with `=`, as in `--page-size=2`.
+    /// `--http ADDR` (PORT on 127.0.0.1, or IP:PORT), `--instructions TEXT`. Values may also
+    /// be attached with `=`, as in `--page-size=2`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
         let mut options = Options::default();
         let mut args = args.into_iter();
@@ -171,7 +174,12 @@ impl Options {
                 }
                 "--modern" if attached.is_none() => options.modern = true,
                 "--conformance" if attached.is_none() => options.conformance = true,
-                "--http" => options.http = Some(value("an address")?),
+                "--http" => {
+                    let addr = value("an address")?;
+                    let addr = switchboard_server::http::listen_addr(&addr)
+                        .map_err(|e| format!("--http: {e}"))?;
+                    options.http = Some(addr);
+                }
                 "--instructions" => options.instructions = value("a text")?,
                 "--not-found-code" => {
                     let code = value("an error code")?;
@@ -214,7 +222,7 @@ where
 
 /// Serves Streamable HTTP at `/mcp` on `addr` (loopback names only in `Host` and `Origin`,
 /// beside the address's own host) until accepting fails.
-pub async fn serve_http(addr: &str, options: Options) -> std::io::Result<()> {
+pub async fn serve_http(addr: SocketAddr, options: Options) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     eprintln!("switchboard-demo: serving MCP at http://{local}/mcp");
@@ -246,8 +254,8 @@ pub fn run_stdio(options: Options) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = match options.http.clone() {
-        Some(addr) => runtime.block_on(serve_http(&addr, options)),
+    let result = match options.http {
+        Some(addr) => runtime.block_on(serve_http(addr, options)),
         None => runtime.block_on(async {
             server(options)
                 .serve_stdio()

@@ -512,7 +512,15 @@ fn options_parse() {
     );
     let options = Options::from_args(args("--modern --conformance --http 127.0.0.1:0")).unwrap();
     assert!(options.modern && options.conformance);
-    assert_eq!(options.http.as_deref(), Some("127.0.0.1:0"));
+    assert_eq!(options.http, Some("127.0.0.1:0".parse().unwrap()));
+    // A bare port is loopback's, as `serve --listen PORT` has it; names are not resolved.
+    let options = Options::from_args(args("--http 18752")).unwrap();
+    assert_eq!(options.http, Some("127.0.0.1:18752".parse().unwrap()));
+    let refused = Options::from_args(args("--http localhost:80")).unwrap_err();
+    assert!(
+        refused.starts_with("--http: expected PORT or IP:PORT"),
+        "{refused}"
+    );
     let options = Options::from_args(["--instructions".to_owned(), "Call add to add.".to_owned()]);
     assert_eq!(options.unwrap().instructions, "Call add to add.");
     let options = Options::from_args(args("--not-found-code=-32602")).unwrap();

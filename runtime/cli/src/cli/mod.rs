@@ -150,8 +150,9 @@ enum Command {
     #[command(hide = true)]
     DemoServer {
         /// `--faults`, `--protocol-version V`, `--page-size N`, `--name N`, `--modern`,
-        /// `--http ADDR` (Streamable HTTP at `http://ADDR/mcp`), `--conformance` (the
-        /// official suite's fixture), `--instructions TEXT`.
+        /// `--http ADDR` (Streamable HTTP at `http://ADDR/mcp`; PORT on 127.0.0.1, or
+        /// IP:PORT, as `serve --listen`), `--conformance` (the official suite's fixture),
+        /// `--instructions TEXT`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

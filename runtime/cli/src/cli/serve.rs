@@ -15,7 +15,7 @@
 //! its servers ready or not ([`serve_status`]), reloads ([`super::reload`]), an open
 //! address without `--auth` (a warning), and stopping.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -81,7 +81,7 @@ Examples:
 pub(crate) struct Args {
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio: PORT (on 127.0.0.1) or
     /// IP:PORT.
-    #[arg(long, value_name = "ADDR", value_parser = listen_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = http::listen_addr)]
     listen: Option<SocketAddr>,
     /// A host name the HTTP server also accepts in `Host` and `Origin` (repeatable), for a
     /// proxy in front that forwards it.
@@ -337,15 +337,6 @@ fn required_names(requires: Option<&Readiness>) -> Vec<String> {
     }
 }
 
-/// `--listen`: a bare port is loopback's; anything else is a full socket address.
-fn listen_addr(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-    }
-    text.parse()
-        .map_err(|_| format!("expected PORT or IP:PORT (127.0.0.1:8080, [::1]:8080), not {text:?}"))
-}
-
 pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
     let file = args.config.load(false)?;
     if let Some(requires) = &args.ready_requires {
@@ -468,24 +459,6 @@ async fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_bare_port_is_loopback_and_other_addresses_are_explicit() {
-        assert_eq!(
-            listen_addr("8080").unwrap(),
-            "127.0.0.1:8080".parse().unwrap()
-        );
-        assert_eq!(
-            listen_addr("0.0.0.0:9000").unwrap(),
-            "0.0.0.0:9000".parse().unwrap()
-        );
-        assert_eq!(
-            listen_addr("[::1]:9000").unwrap(),
-            "[::1]:9000".parse().unwrap()
-        );
-        assert!(listen_addr("localhost:80").is_err());
-        assert!(listen_addr("99999").is_err());
-    }
 
     #[test]
     fn ready_requires_all_or_names_of_servers_the_file_runs() {

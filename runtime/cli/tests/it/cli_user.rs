@@ -560,8 +560,13 @@ struct HttpDemo {
 
 impl HttpDemo {
     fn start() -> HttpDemo {
+        HttpDemo::at("127.0.0.1:0")
+    }
+
+    /// Started with `--http ADDR`.
+    fn at(addr: &str) -> HttpDemo {
         let mut child = Command::new(BIN)
-            .args(["demo-server", "--http", "127.0.0.1:0"])
+            .args(["demo-server", "--http", addr])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -585,6 +590,27 @@ impl Drop for HttpDemo {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+#[test]
+fn demo_server_http_with_a_bare_port_listens_on_loopback() {
+    // A port nothing listens on; `serve --listen PORT` binds 127.0.0.1 the same way.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free port");
+    let demo = HttpDemo::at(&port.to_string());
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    assert_eq!(demo.url, url);
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    let out = succeeded(&switchboard(&["call", "add", "a=2", "b=3", "--", &url]));
+    assert_eq!(out, "5\n");
+    // What is not a port or an IP address with its port is refused, as by `serve --listen`.
+    let refused = assert_failed(&switchboard(&["demo-server", "--http", "localhost:0"]), 2);
+    assert!(
+        refused.contains("--http: expected PORT or IP:PORT (127.0.0.1:8080, [::1]:8080)"),
+        "{refused}"
+    );
 }
 
 #[test]

@@ -305,7 +305,7 @@ async fn an_http_upstreams_log_messages_and_sampling_reach_the_front_client_that
         switchboard_demo::Options::from_args(["--conformance".to_owned(), "--modern".to_owned()])
             .expect("options");
     tokio::spawn(async move {
-        let _ = switchboard_demo::serve_http(&format!("127.0.0.1:{port}"), options).await;
+        let _ = switchboard_demo::serve_http(([127, 0, 0, 1], port).into(), options).await;
     });
     let url = format!("http://127.0.0.1:{port}/mcp");
     let deadline = std::time::Instant::now() + WAIT;

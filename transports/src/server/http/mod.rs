@@ -52,12 +52,14 @@ mod config;
 pub(crate) mod connections;
 mod exchange;
 mod guard;
+mod listen;
 mod sealed;
 mod sessions;
 
 pub use auth::{Auth, AuthFuture, AuthRefusal, Authenticate, Principal};
 pub use body::{Chunk, ResponseBody};
 pub use config::{default_answer_budget, ClientLimits, Config, Probes, Rejection, LOOPBACK};
+pub use listen::{listen_addr, InvalidListenAddr};
 
 use clients::{ClientKey, Quota};
 use connections::{Admitted, Tracked};
