@@ -156,6 +156,8 @@ impl ServerArgs {
     /// its `startupTimeout`, and `"restart": false`, as it lives only for one command: a
     /// server that fails is reported, not restarted. The config's path is the command's
     /// program or the URL; messages about a config of one server name the server instead.
+    /// The program `switchboard` is this one where the server's `PATH` has none (a
+    /// checkout: [`program::resolve`](super::program::resolve)).
     pub(crate) fn config_file(&self) -> Result<ConfigFile, Failure> {
         let (path, config): (OsString, ServerConfig) = match self.url() {
             Some((url, kind)) => {
@@ -188,7 +190,14 @@ impl ServerArgs {
                 }
                 let (program, args) = self.command.split_first().unzip();
                 let program = program.map(OsString::as_os_str).unwrap_or_default();
-                let mut config = ServerConfig::stdio(program).args(args.unwrap_or_default());
+                // `switchboard` is this program where the server's PATH has none (a checkout).
+                let path = match self.env.iter().rev().find_map(|p| p.strip_prefix("PATH=")) {
+                    Some(path) => Some(OsString::from(path)),
+                    None => std::env::var_os("PATH"),
+                };
+                let started = super::program::resolve(program, path.as_deref());
+                let started = started.as_deref().map_or(program, Path::as_os_str);
+                let mut config = ServerConfig::stdio(started).args(args.unwrap_or_default());
                 for pair in &self.env {
                     let (key, value) = pair
                         .split_once('=')

@@ -92,7 +92,11 @@ async fn tour(runtime: &Runtime) -> Result<String, Failure> {
     }
     let more = status.tools.len() - shown.len();
     if more > 0 {
-        let _ = writeln!(out, "  … and {more} more fault tools (`switchboard tools -- switchboard demo-server --faults`)");
+        let program = super::program::hint();
+        let _ = writeln!(
+            out,
+            "  … and {more} more fault tools (`{program} tools -- {program} demo-server --faults`)"
+        );
     }
 
     for (tool, arguments) in [

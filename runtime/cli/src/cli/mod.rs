@@ -45,6 +45,7 @@ mod demo;
 mod elicit;
 mod offered;
 mod print;
+mod program;
 mod progress;
 mod prompts;
 mod protocol;
@@ -59,14 +60,10 @@ mod tasks;
 mod tools;
 
 /// Run MCP servers under Switchboard's supervision and call their tools.
+///
+/// Its `after_help` names this program as the shell finds it ([`command`]).
 #[derive(Debug, Parser)]
-#[command(
-    name = "switchboard",
-    version,
-    about,
-    long_about = None,
-    after_help = AFTER_HELP
-)]
+#[command(name = "switchboard", version, about, long_about = None)]
 struct Cli {
     /// Log more to stderr (-v info, -vv debug); RUST_LOG sets finer filters.
     #[arg(short, long, action = ArgAction::Count, global = true)]
@@ -164,15 +161,29 @@ enum Command {
     },
 }
 
-const AFTER_HELP: &str = "\
-New here? `switchboard demo` is the tour: it starts the bundled demo server, calls its tools,
-times one out and crashes it. Then `switchboard tools -- switchboard demo-server` lists the
-tools of any server named after `--` (a command, or an http:// URL), and
-`switchboard call add a=2 b=3 -- switchboard demo-server` calls one.
+/// The command line's definition, its help's first steps spelling this program as the
+/// shell finds it where the user is (`target/release/switchboard` in a checkout, say).
+fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().after_help(after_help(program::hint()))
+}
+
+/// What `--help` says after the options; `program` runs this program.
+fn after_help(program: &str) -> String {
+    format!(
+        "\
+New here? The tour starts the bundled demo server, calls its tools, times one out and
+crashes it:
+  {program} demo
+Then list the tools of any server named after `--` (a command, or an http:// URL), and call
+one:
+  {program} tools -- {program} demo-server
+  {program} call add a=2 b=3 -- {program} demo-server
 
 Servers come from a config file (-c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json) or from
 the command line after `--`. Exit codes: 0 success, 1 the tool answered isError: true, 2 a bad
-command line or arguments, 3 a run-time failure, 130 interrupted.";
+command line or arguments, 3 a run-time failure, 130 interrupted."
+    )
+}
 
 const AFTER_HELP_CHECK: &str = "\
 The config file is -c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json; `-- CMD` (or
@@ -342,10 +353,15 @@ impl From<Interrupted> for Failure {
 /// Parses the command line and runs it; clap itself exits 2 on a bad command line and 0 for
 /// `--help` and `--version`.
 pub(crate) fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut definition = command();
+    let matches = definition.get_matches_mut();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.format(&mut definition).exit(),
+    };
     // A bare `switchboard` is someone finding their way: the help, which names the tour.
     let Some(command) = cli.command else {
-        let _ = <Cli as clap::CommandFactory>::command().print_help();
+        let _ = definition.print_help();
         return ExitCode::SUCCESS;
     };
     let command = match command {

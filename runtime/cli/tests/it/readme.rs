@@ -1,10 +1,12 @@
 //! The README's command-line examples that need nothing outside the repository (those run
 //! against `-- switchboard demo-server`) work as shown: each exits 0, and prints what its
-//! comment says it prints.
+//! comment says it prints; from a checkout too, where `switchboard` is not on `PATH` and
+//! `cargo run --release -- ARGS` runs them.
 
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
-use crate::cli::{stderr, stdout, switchboard, BIN};
+use crate::cli::{stderr, stdout, switchboard, Temp, BIN};
 
 /// The lines of the README's `## The command line` shell block.
 fn examples() -> Vec<String> {
@@ -64,18 +66,26 @@ fn words(line: &str) -> (Vec<String>, Option<String>) {
 
 #[test]
 fn the_readmes_examples_against_the_demo_server_work_as_shown() {
+    // As from a checkout: the command is this binary run directly (`cargo run --release --`
+    // does that), and the server `switchboard` is not on PATH.
+    let empty = Temp::dir("readme-path");
     let mut ran = 0;
     for line in examples() {
         if !line.starts_with("switchboard ") || !line.contains("-- switchboard demo-server") {
             continue;
         }
         let (words, comment) = words(&line);
-        // `switchboard` is this binary, the command's and the server's.
-        let args: Vec<&str> = words[1..]
-            .iter()
-            .map(|w| if w == "switchboard" { BIN } else { w.as_str() })
-            .collect();
-        let output = switchboard(&args);
+        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        let output = Command::new(BIN)
+            .args(&args)
+            .env("PATH", &empty.0)
+            .env_remove("RUST_LOG")
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("MCP_TIMEOUT")
+            .env_remove("MCP_TOOL_TIMEOUT")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run switchboard");
         assert_eq!(
             output.status.code(),
             Some(0),
