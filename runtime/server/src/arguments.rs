@@ -6,6 +6,7 @@
 //! largest single cost of serving a call that does little; a tool that wants the tree asks
 //! for it ([`Arguments::into_value`]).
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -49,6 +50,18 @@ impl Arguments {
             Repr::Raw(raw) => serde_json::from_str(raw.get()),
             Repr::Value(value) => T::deserialize(value),
         }
+    }
+
+    /// Reads them into `T`, or says why not: the path of the field that failed and what
+    /// was wrong with it (`items[2].price: invalid type: string "x", expected f64`).
+    pub(crate) fn read<T: DeserializeOwned>(&self) -> Result<T, String> {
+        let read = match &self.0 {
+            Repr::Raw(raw) => {
+                serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
+            }
+            Repr::Value(value) => serde_path_to_error::deserialize(value),
+        };
+        read.map_err(|e| crate::schema::describe(&e))
     }
 
     /// The arguments as a tree.

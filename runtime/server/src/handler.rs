@@ -262,6 +262,20 @@ impl Reply {
     }
 }
 
+/// A tool result of this text.
+impl From<String> for Reply {
+    fn from(text: String) -> Self {
+        Reply::text(text)
+    }
+}
+
+/// A tool result of this text.
+impl From<&str> for Reply {
+    fn from(text: &str) -> Self {
+        Reply::text(text)
+    }
+}
+
 /// A message the server received, shown to [`Handler::observe`] before it is served.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]

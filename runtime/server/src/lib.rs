@@ -60,21 +60,31 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 mod arguments;
 mod audience;
+mod builder;
 mod client;
 mod context;
 mod dispatch;
 mod error;
 mod handler;
 pub mod logging;
+mod replies;
+mod router;
+mod schema;
 mod seal;
 mod session;
 mod shared;
+pub mod typed;
 
 pub use arguments::Arguments;
+pub use builder::ServerBuilder;
 pub use client::ClientInfo;
 pub use context::{Context, Era};
-pub use error::{HandlerError, RESOURCE_NOT_FOUND};
+pub use error::{HandlerError, ToolError, RESOURCE_NOT_FOUND};
 pub use handler::{BoxFuture, Handler, Info, Reply, Seen, TextReply};
+pub use replies::{PromptMessage, PromptReply, ResourceReply};
+pub use router::Router;
+/// The JSON Schema derive a typed tool's arguments use, as this crate uses it.
+pub use schemars;
 pub use session::Session;
 pub use switchboard_codecs::jsonrpc::{ErrorObject, Id, Outcome};
 pub use switchboard_transports::server::Principal;
@@ -185,6 +195,17 @@ pub enum Error {
         /// Why.
         #[source]
         source: io::Error,
+    },
+    /// A tool, resource or prompt given to [`Server::builder`] cannot be served as it is
+    /// (two of one name, arguments whose schema is not an object, …).
+    #[error("{kind} {name:?} cannot be served: {reason}")]
+    Definition {
+        /// `tool`, `resource` or `prompt`.
+        kind: &'static str,
+        /// Its name (a resource's URI).
+        name: String,
+        /// Why.
+        reason: String,
     },
 }
 

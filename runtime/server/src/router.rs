@@ -1,0 +1,163 @@
+//! The [`Handler`] that [`ServerBuilder`](crate::ServerBuilder) assembles: typed tools,
+//! resources and prompts, each found by its name (a resource by its URI), their lists
+//! written once when it is built.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::arguments::Arguments;
+use crate::context::Context;
+use crate::error::HandlerError;
+use crate::handler::{BoxFuture, Handler, Info, Reply};
+
+/// A tool's call from its arguments: the handler's future, or why the arguments do not
+/// deserialize into the type the tool takes.
+pub(crate) type CallFn = Box<
+    dyn Fn(&Arguments, Context) -> Result<BoxFuture<Result<Reply, HandlerError>>, String>
+        + Send
+        + Sync,
+>;
+
+/// A resource's read, from its URI.
+pub(crate) type ReadFn =
+    Box<dyn Fn(String, Context) -> BoxFuture<Result<Value, HandlerError>> + Send + Sync>;
+
+/// A prompt's get from its arguments, or why they do not deserialize.
+pub(crate) type GetFn = Box<
+    dyn Fn(Value, Context) -> Result<BoxFuture<Result<Value, HandlerError>>, String> + Send + Sync,
+>;
+
+/// The first protocol version in which a tool's arguments that do not validate are an
+/// `isError` result (for the model to correct) rather than -32602: 2025-11-25, and every
+/// version after it.
+const INPUT_ERRORS_AS_RESULTS: &str = "2025-11-25";
+
+/// A [`Handler`] of typed tools, resources and prompts, built by
+/// [`ServerBuilder::into_router`](crate::ServerBuilder::into_router): for serving it with
+/// [`Server::with_options`](crate::Server::with_options), or from a handler of one's own
+/// that passes some requests on to it.
+pub struct Router {
+    pub(crate) info: Info,
+    /// `tools/list`, `resources/list` and `prompts/list`, in the order they were added.
+    pub(crate) tool_list: Vec<Value>,
+    pub(crate) resource_list: Vec<Value>,
+    pub(crate) prompt_list: Vec<Value>,
+    pub(crate) tools: HashMap<String, Tool>,
+    pub(crate) resources: HashMap<String, ReadFn>,
+    pub(crate) prompts: HashMap<String, GetFn>,
+}
+
+pub(crate) struct Tool {
+    pub(crate) call: CallFn,
+    pub(crate) input_schema: Value,
+}
+
+impl fmt::Debug for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = |list: &[Value], key: &str| -> Vec<String> {
+            list.iter()
+                .map(|entry| entry[key].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        f.debug_struct("Router")
+            .field("name", &self.info.name)
+            .field("tools", &names(&self.tool_list, "name"))
+            .field("resources", &names(&self.resource_list, "uri"))
+            .field("prompts", &names(&self.prompt_list, "name"))
+            .finish()
+    }
+}
+
+fn ready<T: Send + 'static>(value: T) -> BoxFuture<T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl Handler for Router {
+    fn info(&self) -> Info {
+        self.info.clone()
+    }
+
+    fn tools(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&self.tool_list)
+    }
+
+    fn tool_input_schema(&self, name: &str) -> Option<Value> {
+        Some(self.tools.get(name)?.input_schema.clone())
+    }
+
+    /// Runs the tool with its arguments read into the type it takes. Arguments that are not
+    /// one (the field that failed named) are -32602 before 2025-11-25, and from it on (the
+    /// stateless era too) a result with `isError: true`, as each version's specification
+    /// says.
+    fn call_tool(
+        self: Arc<Self>,
+        name: String,
+        arguments: Arguments,
+        ctx: Context,
+    ) -> BoxFuture<Result<Reply, HandlerError>> {
+        let Some(tool) = self.tools.get(&name) else {
+            return ready(Err(HandlerError::invalid_params(format!(
+                "unknown tool: {name}"
+            ))));
+        };
+        let as_result = ctx.protocol_version() >= INPUT_ERRORS_AS_RESULTS;
+        let refused = if arguments.is_object() {
+            match (tool.call)(&arguments, ctx) {
+                Ok(call) => return call,
+                Err(why) => why,
+            }
+        } else {
+            "arguments must be an object".to_owned()
+        };
+        let message = format!("invalid arguments for tool {name}: {refused}");
+        ready(if as_result {
+            Ok(Reply::tool_error(message))
+        } else {
+            Err(HandlerError::invalid_params(message))
+        })
+    }
+
+    fn resources(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&self.resource_list)
+    }
+
+    fn read_resource(
+        self: Arc<Self>,
+        uri: String,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        match self.resources.get(&uri) {
+            Some(read) => read(uri, ctx),
+            None => ready(Err(HandlerError::resource_not_found(&uri))),
+        }
+    }
+
+    fn prompts(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&self.prompt_list)
+    }
+
+    /// Gets the prompt with its arguments read into the type it takes; arguments that are
+    /// not one are -32602, the field that failed named.
+    fn get_prompt(
+        self: Arc<Self>,
+        name: String,
+        arguments: Value,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        let Some(get) = self.prompts.get(&name) else {
+            return ready(Err(HandlerError::invalid_params(format!(
+                "unknown prompt: {name}"
+            ))));
+        };
+        match get(arguments, ctx) {
+            Ok(future) => future,
+            Err(why) => ready(Err(HandlerError::invalid_params(format!(
+                "invalid arguments for prompt {name}: {why}"
+            )))),
+        }
+    }
+}
