@@ -189,6 +189,28 @@ mod tests {
         assert!(arguments_of::<std::collections::HashMap<String, i64>>().is_ok());
     }
 
+    /// A type that holds itself.
+    #[derive(JsonSchema, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Tree {
+        label: String,
+        children: Vec<Tree>,
+    }
+
+    #[test]
+    fn a_recursive_type_keeps_its_defs_at_the_root_its_refs_point_into() {
+        let schema = Value::Object(arguments_of::<Tree>().unwrap());
+        assert_eq!(schema["type"], "object");
+        let reference = &schema["properties"]["children"]["items"]["$ref"];
+        let pointer = reference.as_str().and_then(|r| r.strip_prefix('#'));
+        let target = pointer.and_then(|p| schema.pointer(p));
+        assert_eq!(
+            target.map(|t| &t["type"]),
+            Some(&json!("object")),
+            "{schema}"
+        );
+    }
+
     #[derive(JsonSchema, serde::Deserialize)]
     #[serde(tag = "kind")]
     #[allow(dead_code)]
