@@ -226,12 +226,10 @@ fn tool_name_problem(name: &str) -> Option<String> {
     if name.is_empty() || name.len() > 128 {
         return Some("a tool name has 1 to 128 characters".into());
     }
-    match name.chars().find(|&c| !allowed(c)) {
-        Some(c) => Some(format!(
-            "{c:?} is not in a tool name (ASCII letters, digits, '_', '-' and '.')"
-        )),
-        None => None,
-    }
+    let refused = name.chars().find(|&c| !allowed(c))?;
+    Some(format!(
+        "{refused:?} is not in a tool name (ASCII letters, digits, '_', '-' and '.')"
+    ))
 }
 
 /// Why `uri` is not a URI (a scheme, then `:`), if it is not.

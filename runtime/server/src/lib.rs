@@ -16,6 +16,34 @@
 //! Handlers run concurrently, each request that waits on its own task; nothing a handler
 //! that waits or a slow client does stalls another.
 //!
+//! Most servers are assembled from async functions by [`Server::builder`]: a tool is a
+//! function of a type that derives `Deserialize` and [`schemars::JsonSchema`], whose schema
+//! is its `inputSchema` (see [`typed`] for every shape a function can take).
+//!
+//! ```no_run
+//! use switchboard_server::{Server, ToolError};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add {
+//!     a: i64,
+//!     b: i64,
+//! }
+//!
+//! async fn add(Add { a, b }: Add) -> Result<String, ToolError> {
+//!     Ok((a + b).to_string())
+//! }
+//!
+//! # async fn run() -> Result<(), switchboard_server::Error> {
+//! Server::builder("adder", "1.0.0")
+//!     .tool("add", "Adds two numbers", add)
+//!     .build()?
+//!     .serve_stdio()
+//!     .await
+//! # }
+//! ```
+//!
+//! A [`Handler`] of one's own says everything itself, as raw JSON:
+//!
 //! ```no_run
 //! use std::borrow::Cow;
 //! use std::sync::Arc;

@@ -28,6 +28,13 @@
 //!     limit: Option<u32>,
 //! }
 //!
+//! /// A word to explain (a prompt's arguments are strings).
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Word {
+//!     /// The word.
+//!     word: String,
+//! }
+//!
 //! async fn define(query: Query) -> Result<String, ToolError> {
 //!     Ok(format!("{}: a word ({} senses)", query.word, query.limit.unwrap_or(1)))
 //! }
@@ -43,8 +50,8 @@
 //!     .tool("lookup", "Looks a word up", lookup)
 //!     .tool("today", "Today's word", || async { Ok("serendipity") })
 //!     .resource("dict://about", "about", || async { Ok("A dictionary.") })
-//!     .prompt("explain", "Explains a word", |q: Query| async move {
-//!         Ok(format!("Explain the word {:?} simply.", q.word))
+//!     .prompt("explain", "Explains a word", |w: Word| async move {
+//!         Ok(format!("Explain the word {:?} simply.", w.word))
 //!     })
 //!     .build()?;
 //! # let _ = server; Ok(()) }
