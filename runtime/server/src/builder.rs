@@ -304,6 +304,28 @@ mod tests {
     }
 
     #[test]
+    fn a_function_of_the_context_alone_takes_no_arguments() {
+        use crate::Context;
+        let router = Server::builder("s", "1")
+            .tool("era", "", |ctx: Context| async move {
+                Ok(ctx.protocol_version().to_owned())
+            })
+            .resource("s://era", "era", |ctx: Context| async move {
+                Ok(format!("{:?}", ctx.era()))
+            })
+            .prompt("era", "", |ctx: Context| async move {
+                Ok(ctx.protocol_version().to_owned())
+            })
+            .into_router()
+            .unwrap();
+        assert_eq!(
+            router.tool_list[0]["inputSchema"],
+            json!({"type": "object", "properties": {}})
+        );
+        assert_eq!(router.prompt_list[0]["arguments"], json!([]));
+    }
+
+    #[test]
     fn resources_and_prompts_are_declared_when_there_are_some() {
         let tools_only = Server::builder("s", "1")
             .tool("t", "", || async { Ok("x") })
