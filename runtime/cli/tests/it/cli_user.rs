@@ -418,7 +418,7 @@ fn progress_shows_on_a_terminal_only_and_is_erased_before_the_answer() {
 
 /// A handshake-era server in sh that logs when its level is set and updates `x://a` when it
 /// is subscribed to: what `logs` and `subscribe` follow. Every other request is -32601.
-const SH_SERVER: &str = r#"
+pub(crate) const SH_SERVER: &str = r#"
 reply() { printf '{"jsonrpc":"2.0","id":%s,%s}\n' "$id" "$1"; }
 while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
