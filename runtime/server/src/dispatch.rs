@@ -2,9 +2,10 @@
 //! (`initialize`, `ping`, `logging/setLevel`, subscriptions, `server/discover`,
 //! `subscriptions/listen`), and what goes to the handler.
 //!
-//! Every request that cannot finish at once runs on its own task, registered in its
-//! session so that `notifications/cancelled` (or, on HTTP, the client closing the response
-//! stream) stops it; one that can is answered on the spot (`Session::spawn`). The era is read from the request itself: one whose `_meta` names a protocol version
+//! Every request runs on its own task, registered in its session so that
+//! `notifications/cancelled` (or, on HTTP, the client closing the response stream) stops it
+//! (`Session::spawn`). The era is read from the request itself: one whose `_meta` names a
+//! protocol version
 //! is a 2026-07-28 request, served without a session's state and answered with
 //! `resultType`, the caching hints and the server's identity; anything else belongs to the
 //! session `initialize` opened.
@@ -279,9 +280,9 @@ async fn answer(
             .get("_meta")
             .and_then(|m| m.get(meta::PROTOCOL_VERSION))
             .is_some();
-    // Boxed: inline, their states would make every request's future (boxed by
-    // `Session::spawn`) as large as the largest of them, and a call, the request that
-    // counts, took a large allocation for space it never uses.
+    // Boxed: inline, their states would make every request's future (a task's, allocated
+    // by `Session::spawn`) as large as the largest of them, and a call, the request that
+    // counts, would take a large allocation for space it never uses.
     let answered = if stateless {
         Box::pin(stateless_answer(core, session, &request, params, responder)).await
     } else {

@@ -95,7 +95,7 @@ where
                     // back until the client, its window full, stopped, and the two would
                     // take turns idling in lock-step batches.
                     if !frames.read_buffer().contains(&b'\n') {
-                        tokio::task::yield_now().await;
+                        take_turns().await;
                     }
                 }
                 Some(Err(e)) => break Err(e),
@@ -111,7 +111,7 @@ where
     // A client that pipes its requests and closes at once should still get the quick
     // answers: let the request tasks already spawned take a turn before the session closes.
     for _ in 0..EOF_YIELDS {
-        tokio::task::yield_now().await;
+        take_turns().await;
     }
     service.close(&session);
     drop(session);
@@ -125,6 +125,24 @@ where
             read_result
         }
     }
+}
+
+/// Lets the runtime's other tasks take a turn before the reader goes on.
+///
+/// The reader wakes itself and goes to the back of its worker's run queue, where another
+/// worker may take it. Not tokio's `yield_now`: that keeps the reader aside until this worker
+/// has nothing left to run, so a request's handler that blocks this worker (one that
+/// computes before its first `.await`) would hold up reading every other request with it.
+async fn take_turns() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Serves `service` on this process's stdin and stdout.

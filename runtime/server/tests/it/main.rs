@@ -3,6 +3,7 @@
 
 mod admission;
 mod bounded_session;
+mod computing_handler_does_not_stall_its_connection;
 mod http;
 mod http_support;
 mod instructions_follow_the_handler;
