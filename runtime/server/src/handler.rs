@@ -18,7 +18,6 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{Notification, Request, Response};
-use switchboard_codecs::mcp::ToolCall;
 
 use crate::arguments::Arguments;
 use crate::context::Context;
@@ -282,9 +281,6 @@ impl From<&str> for Reply {
 pub enum Seen<'a> {
     /// A request.
     Request(&'a Request),
-    /// A handshake-era `tools/call` its transport read in one pass (stdio, or a POST in an
-    /// HTTP session), which comes as this rather than as a [`Seen::Request`].
-    Call(&'a ToolCall),
     /// A notification.
     Notification(&'a Notification),
     /// A response to a request the server sent.

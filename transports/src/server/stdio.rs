@@ -2,9 +2,8 @@
 //! that a client started as its child, or any in-process stream (tests use
 //! [`tokio::io::duplex`]).
 //!
-//! The reader (the caller of [`serve`]) frames lines with the codecs' [`ServerLinesCodec`]
-//! (a handshake-era `tools/call` comes read in one pass, as [`Inbound::Call`]) and hands
-//! each message to the [`Service`]; a line that is no message is answered with a
+//! The reader (the caller of [`serve`]) frames lines with the codecs' [`LinesCodec`] and
+//! hands each message to the [`Service`]; a line that is no message is answered with a
 //! JSON-RPC error (-32700 or -32600, with its id when it was readable) and the stream goes
 //! on. One writer task owns the output and takes whole messages from one bounded queue, so
 //! lines from concurrent handlers never interleave and a client that stops reading stops
@@ -17,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message};
-use switchboard_codecs::lines::{Frame, ServerFrame, ServerLinesCodec, SkipKind, Skipped};
+use switchboard_codecs::lines::{Frame, LinesCodec, SkipKind, Skipped};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
@@ -67,24 +66,19 @@ where
     let (tx, queue) = mpsc::channel(config.queue.max(1));
     let mut writer_task = tokio::spawn(write_lines(writer, queue));
     let session = service.open(Notifier::new(tx.clone()), false);
-    let mut frames = FramedRead::new(reader, ServerLinesCodec::with_max_length(config.max_line));
+    let mut frames = FramedRead::new(reader, LinesCodec::with_max_length(config.max_line));
     let read_result = loop {
         tokio::select! {
             frame = frames.next() => match frame {
                 Some(Ok(frame)) => {
-                    let responder = || Responder::from_sender(tx.clone());
                     let inbound = match frame {
-                        ServerFrame::Call(call) => Inbound::Call { call, responder: responder() },
-                        ServerFrame::Frame(Frame::Message(Message::Request(request))) => {
-                            Inbound::Request { request, responder: responder() }
+                        Frame::Message(Message::Request(request)) => {
+                            let responder = Responder::from_sender(tx.clone());
+                            Inbound::Request { request, responder }
                         }
-                        ServerFrame::Frame(Frame::Message(Message::Notification(n))) => {
-                            Inbound::Notification(n)
-                        }
-                        ServerFrame::Frame(Frame::Message(Message::Response(r))) => {
-                            Inbound::Response(r)
-                        }
-                        ServerFrame::Frame(Frame::Skipped(skipped)) => {
+                        Frame::Message(Message::Notification(n)) => Inbound::Notification(n),
+                        Frame::Message(Message::Response(r)) => Inbound::Response(r),
+                        Frame::Skipped(skipped) => {
                             refuse(&tx, &skipped).await;
                             continue;
                         }

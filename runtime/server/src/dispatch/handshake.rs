@@ -1,6 +1,6 @@
 //! The handshake era (2024-11-05 … 2025-11-25): `initialize` and what its session keeps
 //! (the negotiated version and capabilities, the log level, subscriptions), `ping`, and a
-//! `tools/call` read in one pass.
+//! `tools/call` whose params are read by type, once.
 
 use std::sync::Arc;
 

@@ -58,27 +58,7 @@ pub(crate) fn receive(core: &Arc<Core>, session: &Arc<Session>, inbound: Inbound
                 return;
             }
             let id = request.id.clone();
-            let task = serve(
-                core.clone(),
-                session.clone(),
-                Asked::Request(request),
-                responder,
-            );
-            session.spawn(id, task);
-        }
-        // Calls are read in one pass in handshake-era sessions only (stdio's, HTTP's with
-        // a session id); were a stateless one to get a call, it is served as the request
-        // it is.
-        Inbound::Call { call, responder } if session.stateless => {
-            let request = call.into_request();
-            receive(core, session, Inbound::Request { request, responder });
-        }
-        Inbound::Call { call, responder } => {
-            if !core.handler.observe(Seen::Call(&call)) {
-                return;
-            }
-            let id = call.id.clone();
-            let task = serve(core.clone(), session.clone(), Asked::Call(call), responder);
+            let task = serve(core.clone(), session.clone(), request, responder);
             session.spawn(id, task);
         }
         Inbound::Notification(notification)
@@ -124,31 +104,16 @@ fn on_notification(session: &Session, notification: &Notification) {
     }
 }
 
-/// What a request asks: any request, or a handshake-era `tools/call` read in one pass.
-enum Asked {
-    Request(Request),
-    Call(ToolCall),
-}
-
-impl Asked {
-    fn id(&self) -> &Id {
-        match self {
-            Asked::Request(request) => &request.id,
-            Asked::Call(call) => &call.id,
-        }
-    }
-}
-
 /// Serves one request on its task: the answer, unless the client goes away first (then
 /// the handler is dropped, which is its cancellation).
-async fn serve(core: Arc<Core>, session: Arc<Session>, asked: Asked, responder: Responder) {
+async fn serve(core: Arc<Core>, session: Arc<Session>, request: Request, responder: Responder) {
     let watch = responder.clone();
-    let id = asked.id().clone();
+    let id = request.id.clone();
     let answered = tokio::select! {
         // The answer first: most are ready at the first poll, and then the watch on the
         // client is never registered (and unregistered) at all.
         biased;
-        answered = answer(&core, &session, asked, responder.clone()) => answered,
+        answered = answer(&core, &session, request, responder.clone()) => answered,
         _ = watch.closed() => return,
     };
     reply(&id, answered, responder).await;
@@ -182,13 +147,9 @@ pub(super) fn params_of(request: &Request) -> Result<Value, ErrorObject> {
 async fn answer(
     core: &Arc<Core>,
     session: &Arc<Session>,
-    asked: Asked,
+    request: Request,
     responder: Responder,
 ) -> Result<Reply, ErrorObject> {
-    let request = match asked {
-        Asked::Call(call) => return answer_call(core, session, call, responder).await,
-        Asked::Request(request) => request,
-    };
     if !session.stateless {
         if let Some(call) = ToolCall::from_request(&request) {
             return answer_call(core, session, call, responder).await;
