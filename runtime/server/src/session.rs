@@ -79,7 +79,14 @@ impl Running {
         let mut task = std::pin::pin!(task);
         let mut first = true;
         std::future::poll_fn(|cx| {
-            let polled = std::future::Future::poll(task.as_mut(), cx);
+            // A handler that panics loses its request, said with the request's id.
+            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                std::future::Future::poll(task.as_mut(), cx)
+            }));
+            let Ok(polled) = polled else {
+                tracing::error!(id = ?self.id, "a request's handler panicked");
+                return std::task::Poll::Ready(());
+            };
             // Closed before its first poll ended: it stops here, as a close stops every
             // request that waits.
             if polled.is_pending()
