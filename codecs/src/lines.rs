@@ -30,10 +30,6 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::jsonrpc::{unbreak, Id, Message, ParseError};
 
-mod calls;
-
-pub use calls::{ServerFrame, ServerLinesCodec};
-
 /// The default longest line, in bytes: 16 MiB.
 pub const DEFAULT_MAX_LENGTH: usize = 16 * 1024 * 1024;
 

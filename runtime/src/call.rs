@@ -459,19 +459,3 @@ impl Future for Call {
             .map(|sent| sent.and_then(crate::tool_result::typed))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    fn future_size<A, F>(_: fn(A) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
-
-    /// Every call allocates its sending future: past glibc's per-thread cache (1,032 bytes)
-    /// that allocation takes the slow path and consolidates the heap, which cost about a
-    /// tenth of a call's CPU at 64 in flight (see `BENCHMARKS.md`).
-    #[test]
-    fn a_calls_boxed_future_fits_the_allocators_per_thread_cache() {
-        let size = future_size(super::CallSpec::send);
-        assert!(size <= 1024, "the sending future of a call is {size} bytes");
-    }
-}

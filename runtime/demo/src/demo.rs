@@ -223,16 +223,6 @@ impl Handler for Demo {
                     );
                 }
             }
-            Seen::Call(call) => {
-                self.count("tools/call");
-                if self.options.faults {
-                    push_bounded(
-                        &self.calls,
-                        json!({"id": call.id, "name": call.name}),
-                        MAX_RECORDED_CALLS,
-                    );
-                }
-            }
             Seen::Notification(notification) => {
                 self.count(&notification.method);
                 if notification.method == "notifications/cancelled" {

@@ -4,10 +4,10 @@
 //! Lists are plain JSON values (the shapes of `tools/list` and friends); the server pages
 //! them and adds what each era needs (`ttlMs`, `resultType`, …). Calls are async and run
 //! concurrently, with a [`Context`](crate::Context) for progress, log messages and input from
-//! the client: a call is polled once where its request arrived (most answer at once, with no
-//! task to spawn) and moves to a task of its own when it first waits, so work that blocks or
-//! computes for long before its first `.await` belongs in `spawn_blocking`. A handler never sees which era or transport a
-//! request came by unless it asks.
+//! the client: each request runs on a task of its own, so a handler that computes before its
+//! first `.await` holds up only its own request, never the reading of the others (work that
+//! blocks for long still belongs in `spawn_blocking`: it holds a runtime thread). A handler
+//! never sees which era or transport a request came by unless it asks.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -18,7 +18,6 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{Notification, Request, Response};
-use switchboard_codecs::mcp::ToolCall;
 
 use crate::arguments::Arguments;
 use crate::context::Context;
@@ -282,9 +281,6 @@ impl From<&str> for Reply {
 pub enum Seen<'a> {
     /// A request.
     Request(&'a Request),
-    /// A handshake-era `tools/call` its transport read in one pass (stdio, or a POST in an
-    /// HTTP session), which comes as this rather than as a [`Seen::Request`].
-    Call(&'a ToolCall),
     /// A notification.
     Notification(&'a Notification),
     /// A response to a request the server sent.
@@ -294,9 +290,9 @@ pub enum Seen<'a> {
 /// An application's side of an MCP server.
 ///
 /// Every method but [`info`](Self::info) has a default: no tools, no resources, no prompts.
-/// Handlers take `Arc<Self>` so that their futures own what they need and can move to a task
-/// of their own when they wait; one that waits never holds back another (see the module
-/// docs for one that computes before its first `.await`).
+/// Handlers take `Arc<Self>` so that their futures own what they need and run on a task of
+/// their own; one that waits or computes never holds back another (see the module docs for
+/// work that blocks).
 ///
 /// ```
 /// use std::borrow::Cow;

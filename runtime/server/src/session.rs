@@ -37,9 +37,8 @@ pub struct Session {
     negotiated: Mutex<Option<Arc<Negotiated>>>,
     log_level: AtomicUsize,
     subscriptions: Mutex<HashSet<String>>,
-    /// Requests in flight by id, each with a generation so that a late removal of a
-    /// finished request cannot remove a newer one that reused its id.
-    in_flight: Mutex<HashMap<Id, (u64, AbortHandle)>>,
+    /// Requests in flight by id.
+    in_flight: Mutex<HashMap<Id, InFlight>>,
     next_generation: AtomicU64,
     waiters: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
     next_client_id: AtomicU64,
@@ -54,6 +53,57 @@ impl std::fmt::Debug for Session {
             .field("key", &self.key)
             .field("stateless", &self.stateless)
             .finish_non_exhaustive()
+    }
+}
+
+/// A request in flight.
+struct InFlight {
+    /// So that a late removal of a finished request cannot remove a newer one that reused
+    /// its id.
+    generation: u64,
+    task: AbortHandle,
+    /// Whether its first poll is done (and it waits).
+    started: bool,
+}
+
+/// A request's task: its first poll, then the rest unless its session closed meanwhile;
+/// however it ends (answered, panicked, aborted), its entry goes.
+struct Running {
+    session: Arc<Session>,
+    id: Id,
+    generation: u64,
+}
+
+impl Running {
+    async fn run<F: std::future::Future<Output = ()>>(self, task: F) {
+        let mut task = std::pin::pin!(task);
+        let mut first = true;
+        std::future::poll_fn(|cx| {
+            // A handler that panics loses its request, said with the request's id.
+            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                std::future::Future::poll(task.as_mut(), cx)
+            }));
+            let Ok(polled) = polled else {
+                tracing::error!(id = ?self.id, "a request's handler panicked");
+                return std::task::Poll::Ready(());
+            };
+            // Closed before its first poll ended: it stops here, as a close stops every
+            // request that waits.
+            if polled.is_pending()
+                && std::mem::take(&mut first)
+                && !self.session.started(&self.id, self.generation)
+            {
+                return std::task::Poll::Ready(());
+            }
+            polled
+        })
+        .await;
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.session.finished(&self.id, self.generation);
     }
 }
 
@@ -139,14 +189,18 @@ impl Session {
         self.closed.load(Ordering::Relaxed)
     }
 
-    /// Runs a request: at once, and if it cannot finish without waiting, on a task of its
-    /// own, registered under its id until it ends, so that a cancel can stop it.
+    /// Runs a request on a task of its own, registered under its id until it ends, so that
+    /// a cancel can stop it.
     ///
-    /// Most requests (a list, a quick tool) need not wait for anything: the first poll, here
-    /// on the caller's task, answers them, which spares a task's spawn, scheduling and
-    /// registration per request. A request that waits is spawned after that first poll,
-    /// and its task's polls re-register whatever it waits on with the task's own waker (the
-    /// first poll's waker does nothing), as every future must allow.
+    /// Never polled here, on the caller's task (the stdio reader, an HTTP connection): a
+    /// handler may compute, or block, for as long as it likes before its first `.await`,
+    /// and a poll cannot be stopped part-way, so no budget could bound how long an inline
+    /// poll would hold up reading every other request of the connection. A spawn costs every
+    /// request the same small, bounded price instead.
+    ///
+    /// A request read before its session closed gets its first poll all the same: one that
+    /// answers at once (a list, a quick tool) is answered, as it would have been had it run
+    /// before the close; one that waits ends there.
     pub(crate) fn spawn<F>(self: &Arc<Self>, id: Id, task: F)
     where
         F: std::future::Future<Output = ()> + Send + 'static,
@@ -154,45 +208,56 @@ impl Session {
         if self.is_closed() {
             return;
         }
-        let mut task = Box::pin(task);
-        let mut first = std::task::Context::from_waker(noop_waker());
-        // A handler that panics loses its request, as it would on a task of its own, and
-        // not the caller's task (the stdio reader, an HTTP connection).
-        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            std::future::Future::poll(task.as_mut(), &mut first)
-        }));
-        match polled {
-            Ok(std::task::Poll::Ready(())) => return,
-            Ok(std::task::Poll::Pending) => {}
-            Err(_) => {
-                tracing::error!(?id, "a request's handler panicked");
-                return;
-            }
-        }
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
-        let session = self.clone();
-        let key = id.clone();
+        let running = Running {
+            session: self.clone(),
+            id: id.clone(),
+            generation,
+        };
         // Held across the spawn so that the task's own removal cannot run before the insert.
         let mut in_flight = lock(&self.in_flight);
-        let handle = tokio::spawn(async move {
-            task.await;
-            session.finished(&key, generation);
-        });
-        in_flight.insert(id, (generation, handle.abort_handle()));
+        let handle = tokio::spawn(running.run(task));
+        in_flight.insert(
+            id,
+            InFlight {
+                generation,
+                task: handle.abort_handle(),
+                started: false,
+            },
+        );
+    }
+
+    /// The request `id` of `generation` has had its first poll and waits: from now on a
+    /// close stops it. `false` if the session closed already (then it ends itself).
+    fn started(&self, id: &Id, generation: u64) -> bool {
+        let mut in_flight = lock(&self.in_flight);
+        // Read under the lock that `close` takes after setting it: either `close` finds
+        // this request started and aborts it, or this finds the session closed.
+        if self.is_closed() {
+            return false;
+        }
+        if let Some(entry) = in_flight.get_mut(id).filter(|e| e.generation == generation) {
+            entry.started = true;
+        }
+        true
     }
 
     fn finished(&self, id: &Id, generation: u64) {
         let mut in_flight = lock(&self.in_flight);
-        if in_flight.get(id).is_some_and(|(g, _)| *g == generation) {
+        if in_flight
+            .get(id)
+            .is_some_and(|e| e.generation == generation)
+        {
             in_flight.remove(id);
         }
     }
 
     /// Stops the request `id` (a `notifications/cancelled`); `false` if none runs.
     pub(crate) fn cancel(&self, id: &Id) -> bool {
-        match lock(&self.in_flight).remove(id) {
-            Some((_, task)) => {
-                task.abort();
+        let removed = lock(&self.in_flight).remove(id);
+        match removed {
+            Some(entry) => {
+                entry.task.abort();
                 true
             }
             None => false,
@@ -226,22 +291,21 @@ impl Session {
 
     /// Ends the session: every request still running stops, every wait for the client fails.
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::Relaxed);
-        for (_, (_, task)) in lock(&self.in_flight).drain() {
+        let stopped: Vec<AbortHandle> = {
+            let mut in_flight = lock(&self.in_flight);
+            // Set under the lock that `started` reads it under.
+            self.closed.store(true, Ordering::Relaxed);
+            // A request not yet polled is left its first poll (see `spawn`).
+            in_flight
+                .drain()
+                .filter(|(_, entry)| entry.started)
+                .map(|(_, entry)| entry.task)
+                .collect()
+        };
+        for task in stopped {
             task.abort();
         }
         lock(&self.waiters).clear();
         self.notifier.detach();
     }
-}
-
-/// A waker that does nothing, for a request's first poll (`Waker::noop` is newer than
-/// this crate's MSRV).
-fn noop_waker() -> &'static std::task::Waker {
-    struct Noop;
-    impl std::task::Wake for Noop {
-        fn wake(self: Arc<Self>) {}
-    }
-    static NOOP: std::sync::OnceLock<std::task::Waker> = std::sync::OnceLock::new();
-    NOOP.get_or_init(|| std::task::Waker::from(Arc::new(Noop)))
 }

@@ -526,21 +526,3 @@ fn connection_gone(core: &ServerCore, request: &Request) -> Error {
         )),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every call allocates its exchange: past glibc's per-thread cache (1,032 bytes) that
-    /// allocation takes the slow path and consolidates the heap (see `BENCHMARKS.md`).
-    #[test]
-    fn an_exchange_fits_the_allocators_per_thread_cache() {
-        fn size_of_future<'a, F: std::future::Future + 'a>(
-            _: &dyn Fn(&'a ServerCore, Request) -> F,
-        ) -> usize {
-            std::mem::size_of::<F>()
-        }
-        let size = size_of_future(&|core, request| exchange(core, request));
-        assert!(size <= 1024, "an exchange's future is {size} bytes");
-    }
-}

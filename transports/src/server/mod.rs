@@ -33,7 +33,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use switchboard_codecs::jsonrpc::{Notification, Request, Response};
-use switchboard_codecs::mcp::ToolCall;
 use tokio::sync::mpsc;
 
 #[cfg(feature = "server-http")]
@@ -51,15 +50,6 @@ pub enum Inbound {
     Request {
         /// The request.
         request: Request,
-        /// Its answer's way back.
-        responder: Responder,
-    },
-    /// A handshake-era `tools/call`, read in one pass (over stdio, see
-    /// [`ServerLinesCodec`](switchboard_codecs::lines::ServerLinesCodec); over HTTP, a
-    /// POST in a session).
-    Call {
-        /// The call.
-        call: ToolCall,
         /// Its answer's way back.
         responder: Responder,
     },

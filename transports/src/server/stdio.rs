@@ -2,9 +2,8 @@
 //! that a client started as its child, or any in-process stream (tests use
 //! [`tokio::io::duplex`]).
 //!
-//! The reader (the caller of [`serve`]) frames lines with the codecs' [`ServerLinesCodec`]
-//! (a handshake-era `tools/call` comes read in one pass, as [`Inbound::Call`]) and hands
-//! each message to the [`Service`]; a line that is no message is answered with a
+//! The reader (the caller of [`serve`]) frames lines with the codecs' [`LinesCodec`] and
+//! hands each message to the [`Service`]; a line that is no message is answered with a
 //! JSON-RPC error (-32700 or -32600, with its id when it was readable) and the stream goes
 //! on. One writer task owns the output and takes whole messages from one bounded queue, so
 //! lines from concurrent handlers never interleave and a client that stops reading stops
@@ -17,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message};
-use switchboard_codecs::lines::{Frame, ServerFrame, ServerLinesCodec, SkipKind, Skipped};
+use switchboard_codecs::lines::{Frame, LinesCodec, SkipKind, Skipped};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
@@ -67,24 +66,19 @@ where
     let (tx, queue) = mpsc::channel(config.queue.max(1));
     let mut writer_task = tokio::spawn(write_lines(writer, queue));
     let session = service.open(Notifier::new(tx.clone()), false);
-    let mut frames = FramedRead::new(reader, ServerLinesCodec::with_max_length(config.max_line));
+    let mut frames = FramedRead::new(reader, LinesCodec::with_max_length(config.max_line));
     let read_result = loop {
         tokio::select! {
             frame = frames.next() => match frame {
                 Some(Ok(frame)) => {
-                    let responder = || Responder::from_sender(tx.clone());
                     let inbound = match frame {
-                        ServerFrame::Call(call) => Inbound::Call { call, responder: responder() },
-                        ServerFrame::Frame(Frame::Message(Message::Request(request))) => {
-                            Inbound::Request { request, responder: responder() }
+                        Frame::Message(Message::Request(request)) => {
+                            let responder = Responder::from_sender(tx.clone());
+                            Inbound::Request { request, responder }
                         }
-                        ServerFrame::Frame(Frame::Message(Message::Notification(n))) => {
-                            Inbound::Notification(n)
-                        }
-                        ServerFrame::Frame(Frame::Message(Message::Response(r))) => {
-                            Inbound::Response(r)
-                        }
-                        ServerFrame::Frame(Frame::Skipped(skipped)) => {
+                        Frame::Message(Message::Notification(n)) => Inbound::Notification(n),
+                        Frame::Message(Message::Response(r)) => Inbound::Response(r),
+                        Frame::Skipped(skipped) => {
                             refuse(&tx, &skipped).await;
                             continue;
                         }
@@ -95,7 +89,7 @@ where
                     // back until the client, its window full, stopped, and the two would
                     // take turns idling in lock-step batches.
                     if !frames.read_buffer().contains(&b'\n') {
-                        tokio::task::yield_now().await;
+                        take_turns().await;
                     }
                 }
                 Some(Err(e)) => break Err(e),
@@ -111,7 +105,7 @@ where
     // A client that pipes its requests and closes at once should still get the quick
     // answers: let the request tasks already spawned take a turn before the session closes.
     for _ in 0..EOF_YIELDS {
-        tokio::task::yield_now().await;
+        take_turns().await;
     }
     service.close(&session);
     drop(session);
@@ -125,6 +119,24 @@ where
             read_result
         }
     }
+}
+
+/// Lets the runtime's other tasks take a turn before the reader goes on.
+///
+/// The reader wakes itself and goes to the back of its worker's run queue, where another
+/// worker may take it. Not tokio's `yield_now`: that keeps the reader aside until this worker
+/// has nothing left to run, so a request's handler that blocks this worker (one that
+/// computes before its first `.await`) would hold up reading every other request with it.
+async fn take_turns() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Serves `service` on this process's stdin and stdout.

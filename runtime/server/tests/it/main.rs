@@ -1,8 +1,10 @@
 //! The server side over real transports, in both eras: a client written here speaks raw
 //! JSON-RPC to a `Server` over an in-process stream and over HTTP.
 
+mod a_panicking_handler_loses_only_its_request;
 mod admission;
 mod bounded_session;
+mod computing_handler_does_not_stall_its_connection;
 mod http;
 mod http_support;
 mod instructions_follow_the_handler;

@@ -18,9 +18,8 @@ pub(crate) const WAIT: Duration = Duration::from_secs(10);
 pub(crate) struct Probe {
     pub(crate) dropped: AtomicUsize,
     pub(crate) sent: AtomicUsize,
-    /// `tools/call`s that came read in one pass ([`Seen::Call`]), and as requests.
-    pub(crate) calls_in_one_pass: AtomicUsize,
-    pub(crate) calls_as_requests: AtomicUsize,
+    /// `tools/call`s the handler saw.
+    pub(crate) calls: AtomicUsize,
 }
 
 struct DropGuard(Arc<Probe>);
@@ -38,11 +37,8 @@ pub(crate) struct TestHandler {
 impl Handler for TestHandler {
     fn observe(&self, message: Seen<'_>) -> bool {
         match message {
-            Seen::Call(_) => {
-                self.probe.calls_in_one_pass.fetch_add(1, Ordering::SeqCst);
-            }
             Seen::Request(request) if request.method == "tools/call" => {
-                self.probe.calls_as_requests.fetch_add(1, Ordering::SeqCst);
+                self.probe.calls.fetch_add(1, Ordering::SeqCst);
             }
             _ => {}
         }

@@ -15,7 +15,6 @@ use hyper::header::{
 use hyper::{Method, Request as HttpRequest, Response, StatusCode};
 use serde_json::Value;
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message};
-use switchboard_codecs::mcp::ToolCall;
 use tokio::sync::mpsc;
 
 use super::super::stdio::error_frame;
@@ -39,21 +38,6 @@ pub(crate) struct Shared<S: Service> {
     pub(crate) clients: Clients,
     /// What one client may hold and ask.
     limits: ClientLimits,
-}
-
-/// A request a POST carried: a `tools/call` read in one pass, or any request.
-enum Asked {
-    Call(ToolCall),
-    Request(switchboard_codecs::jsonrpc::Request),
-}
-
-impl Asked {
-    fn id(&self) -> &Id {
-        match self {
-            Asked::Call(call) => &call.id,
-            Asked::Request(request) => &request.id,
-        }
-    }
 }
 
 /// A count held while something is open, released by drop.
@@ -539,38 +523,27 @@ impl<S: Service> Shared<S> {
                 None,
             );
         }
-        // A `tools/call` in a session is read in one pass into what serving it needs, as
-        // over stdio; anything else (and whatever that reading leaves) the general way.
-        let call = match (&session, std::str::from_utf8(&bytes)) {
-            (Some(_), Ok(text)) => ToolCall::parse(text),
-            _ => None,
-        };
-        let request = match call {
-            Some(call) => Asked::Call(call),
-            None => match Message::from_slice(&bytes) {
-                Ok(Message::Request(request)) => Asked::Request(request),
-                Ok(other) => {
-                    // A notification or a client's answer: accepted, nothing to say back.
-                    let inbound = match other {
-                        Message::Notification(n) => Inbound::Notification(n),
-                        Message::Response(r) => Inbound::Response(r),
-                        Message::Request(_) => unreachable!("matched above"),
-                    };
-                    if let Some((_, entry)) = session {
-                        self.service.receive(&entry.session, inbound);
-                    }
-                    return response(202, ResponseBody::empty());
+        let request = match Message::from_slice(&bytes) {
+            Ok(Message::Request(request)) => request,
+            Ok(other) => {
+                // A notification or a client's answer: accepted, nothing to say back.
+                let inbound = match other {
+                    Message::Notification(n) => Inbound::Notification(n),
+                    Message::Response(r) => Inbound::Response(r),
+                    Message::Request(_) => unreachable!("matched above"),
+                };
+                if let Some((_, entry)) = session {
+                    self.service.receive(&entry.session, inbound);
                 }
-                Err(e) => {
-                    let code = match e {
-                        switchboard_codecs::jsonrpc::ParseError::NotJson(_) => {
-                            ErrorObject::PARSE_ERROR
-                        }
-                        _ => ErrorObject::INVALID_REQUEST,
-                    };
-                    return error(400, code, &e.to_string(), None);
-                }
-            },
+                return response(202, ResponseBody::empty());
+            }
+            Err(e) => {
+                let code = match e {
+                    switchboard_codecs::jsonrpc::ParseError::NotJson(_) => ErrorObject::PARSE_ERROR,
+                    _ => ErrorObject::INVALID_REQUEST,
+                };
+                return error(400, code, &e.to_string(), None);
+            }
         };
         let headers = &parts.headers;
         let route = match session {
@@ -582,7 +555,7 @@ impl<S: Service> Shared<S> {
                             400,
                             -32000,
                             &format!("unsupported MCP-Protocol-Version {version:?}"),
-                            Some(request.id()),
+                            Some(&request.id),
                         );
                     }
                 }
@@ -590,18 +563,15 @@ impl<S: Service> Shared<S> {
             }
             // Only a request outside a session needs its params read here (the service
             // reads them again): which era it is, and its headers' checks.
-            None => match &request {
-                Asked::Request(request) => match self.sessionless_route(headers, request) {
-                    Ok(route) => route,
-                    Err(refused) => return *refused,
-                },
-                Asked::Call(_) => unreachable!("a call is read in one pass in a session only"),
+            None => match self.sessionless_route(headers, &request) {
+                Ok(route) => route,
+                Err(refused) => return *refused,
             },
         };
         if self.counters.in_flight.load(Ordering::Relaxed) >= self.config.max_in_flight {
             return self.refuse(Rejection::InFlight, client);
         }
-        let id = request.id().clone();
+        let id = request.id.clone();
         let Some(client_in_flight) = client.take(Quota::InFlight, self.limits.in_flight) else {
             return self.refuse(Rejection::ClientInFlight, client);
         };
@@ -609,7 +579,7 @@ impl<S: Service> Shared<S> {
         // client's streams.
         let listening = matches!(
             (&route, &request),
-            (Route::Stateless, Asked::Request(r)) if r.method == "subscriptions/listen"
+            (Route::Stateless, r) if r.method == "subscriptions/listen"
         );
         let stream = match listening {
             true => match client.take(Quota::Streams, self.limits.streams) {
@@ -668,11 +638,8 @@ impl<S: Service> Shared<S> {
                 .and_then(|v| v.to_str().ok())
                 .map(Arc::from),
         );
-        let inbound = match request {
-            Asked::Request(request) => Inbound::Request { request, responder },
-            Asked::Call(call) => Inbound::Call { call, responder },
-        };
-        self.service.receive(&entry.session, inbound);
+        self.service
+            .receive(&entry.session, Inbound::Request { request, responder });
         // Dropped with this future if the client goes away first: that cancels the request.
         let first = rx.recv().await;
         if opening {
