@@ -3,7 +3,7 @@
 //! - `faults/deadlines_10k`: 10,000 calls to `hang` (`max_in_flight` raised to 10,000), each
 //!   with the same per-call timeout, so their deadlines expire together (within the few
 //!   milliseconds it takes to start them all, which is printed). Reported: the time from the
-//!   last call's deadline until every call has settled (failed with `Error::Timeout`).
+//!   last call's deadline until every call has settled (failed with `ErrorKind::Timeout`).
 //! - `faults/crash_1k_pending`: 1,000 `hang` calls in flight, then `crash`: the time from
 //!   calling `crash` until every pending call has failed.
 
@@ -55,7 +55,7 @@ async fn until_in_flight(server: &ServerHandle, n: usize) {
 /// start + the timeout) until every call has settled, and the spread of the call starts
 /// (first to last), which is how far apart the deadlines are.
 ///
-/// Every call must fail; those that fail otherwise than with `Error::Timeout` (a runtime
+/// Every call must fail; those that fail otherwise than with `ErrorKind::Timeout` (a runtime
 /// that counts timeouts as a sign of a dead server might restart it) are counted in `other`.
 async fn deadlines(server: &ServerHandle, other: &AtomicUsize) -> (Duration, Duration) {
     let first = Instant::now();

@@ -1,7 +1,7 @@
 //! A 2026-07-28 server over Streamable HTTP whose response streams end before the answer
 //! (scripted): the era has no resumption, so reads are sent again under a new id, and a tool
 //! call is sent again only when its tool or server opted in; otherwise it fails with
-//! `Error::StreamBroken` naming the server and the tool.
+//! `ErrorKind::StreamBroken` naming the server and the tool.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -148,7 +148,10 @@ async fn reads_are_sent_again_and_tool_calls_only_when_opted_in() {
 
     // Streams that always break: sent again at most twice, then the typed error.
     let err = server.read_resource("x://never").await.unwrap_err();
-    assert!(matches!(&err, Error::StreamBroken { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::StreamBroken { .. }),
+        "{err:?}"
+    );
     assert_eq!(ids(&seen, "resources/read x://never").len(), 3);
     rt.shutdown().await;
 }

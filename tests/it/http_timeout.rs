@@ -1,4 +1,4 @@
-//! A call over Streamable HTTP that times out: the caller gets `Error::Timeout`, and the
+//! A call over Streamable HTTP that times out: the caller gets `ErrorKind::Timeout`, and the
 //! server gets `notifications/cancelled` for that request, in its session, as a POST of its
 //! own. Against a scripted server on 127.0.0.1 whose `hang` tool holds its POST open.
 

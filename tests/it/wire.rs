@@ -152,7 +152,7 @@ async fn shutdown_fails_a_pending_call_and_cancels_it_on_the_wire_first() {
         .unwrap()
         .unwrap_err();
     assert!(
-        matches!(&err, switchboard::Error::Unavailable { .. })
+        matches!(err.kind(), ErrorKind::Unavailable { .. })
             && err.to_string().contains("shutting down"),
         "{err}"
     );

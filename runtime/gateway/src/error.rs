@@ -90,14 +90,16 @@ mod tests {
 
     #[test]
     fn an_upstream_error_passes_through_with_its_code_and_data() {
-        let error = Error::Rpc {
-            server: Arc::from("files"),
-            method: Arc::from("tools/call"),
-            tool: Some(Arc::from("read")),
+        let error = ErrorContext::of_request(
+            Arc::from("files"),
+            Arc::from("tools/call"),
+            Some(Arc::from("read")),
+        )
+        .error(ErrorKind::Rpc {
             code: -32042,
             message: "needs a url".into(),
             data: Some(Arc::new(json!({"elicitations": []}))),
-        };
+        });
         let object = object(to_front(&error, "read"));
         assert_eq!(object.code, -32042);
         assert_eq!(object.message, "needs a url");
@@ -106,13 +108,15 @@ mod tests {
 
     #[test]
     fn a_missing_client_capability_stays_what_the_upstream_said() {
-        let error = Error::MissingClientCapability {
-            server: Arc::from("files"),
-            method: Arc::from("tools/call"),
-            tool: Some(Arc::from("ask")),
+        let error = ErrorContext::of_request(
+            Arc::from("files"),
+            Arc::from("tools/call"),
+            Some(Arc::from("ask")),
+        )
+        .error(ErrorKind::MissingClientCapability {
             missing: Arc::from(vec!["sampling".to_owned()]),
             message: "needs sampling".into(),
-        };
+        });
         let object = object(to_front(&error, "ask"));
         assert_eq!(object.code, -32021);
         assert_eq!(
@@ -123,10 +127,10 @@ mod tests {
 
     #[test]
     fn an_unknown_tool_is_invalid_params_naming_it() {
-        let error = Error::UnknownTool {
-            server: None,
-            tool: Arc::from("nope"),
-        };
+        let error = ErrorContext::new()
+            .with_server(None)
+            .with_tool(Some(Arc::from("nope")))
+            .error(ErrorKind::UnknownTool);
         let object = object(to_front(&error, "nope"));
         assert_eq!(object.code, ErrorObject::INVALID_PARAMS);
         assert!(object.message.contains("nope"), "{}", object.message);
@@ -134,13 +138,7 @@ mod tests {
 
     #[test]
     fn a_tool_whose_server_is_restarting_is_an_internal_error_saying_so_not_invalid_params() {
-        let error = Error::Unavailable {
-            server: Arc::from("demo"),
-            tool: Some(Arc::from("echo")),
-            because: switchboard::Unavailability::Restarting,
-            reason: "not ready within the call's deadline: it is restarting (last error: it disconnected: the server was killed by signal 9)".into(),
-            cause: None,
-        };
+        let error = ErrorContext::of_server(Arc::from("demo")).with_tool(Some(Arc::from("echo"))).error(ErrorKind::Unavailable { because: switchboard::Unavailability::Restarting, reason: "not ready within the call's deadline: it is restarting (last error: it disconnected: the server was killed by signal 9)".into(), cause: None });
         let object = object(to_front(&error, "echo"));
         assert_eq!(object.code, ErrorObject::INTERNAL_ERROR);
         assert!(object.message.contains("demo"), "{}", object.message);
@@ -152,14 +150,16 @@ mod tests {
 
     #[test]
     fn a_timeout_is_an_internal_error_naming_server_and_tool() {
-        let error = Error::Timeout {
-            server: Arc::from("files"),
-            method: Arc::from("tools/call"),
-            tool: Some(Arc::from("read")),
-            request_id: 7,
+        let error = ErrorContext::of_request(
+            Arc::from("files"),
+            Arc::from("tools/call"),
+            Some(Arc::from("read")),
+        )
+        .with_request_id(7)
+        .error(ErrorKind::Timeout {
             elapsed: std::time::Duration::from_millis(200),
             dropped_frames: 0,
-        };
+        });
         let object = object(to_front(&error, "read"));
         assert_eq!(object.code, ErrorObject::INTERNAL_ERROR);
         assert!(object.message.contains("files"), "{}", object.message);

@@ -299,17 +299,17 @@ fn no_such_tool(runtime: &Runtime, tool: &str, file: &ConfigFile) -> Failure {
     let reports = config::reports(runtime, file, false);
     if let [only] = &reports[..] {
         return only.unready().unwrap_or_else(|| {
-            switchboard::Error::UnknownTool {
-                server: Some(only.name.as_str().into()),
-                tool: tool.into(),
-            }
-            .into()
+            ErrorContext::new()
+                .with_server(Some(only.name.as_str().into()))
+                .with_tool(Some(tool.into()))
+                .error(ErrorKind::UnknownTool)
+                .into()
         });
     }
-    let missing = switchboard::Error::UnknownTool {
-        server: None,
-        tool: tool.into(),
-    };
+    let missing = ErrorContext::new()
+        .with_server(None)
+        .with_tool(Some(tool.into()))
+        .error(ErrorKind::UnknownTool);
     let not_ready: Vec<String> = reports
         .into_iter()
         .filter(Report::failed)

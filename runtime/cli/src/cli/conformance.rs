@@ -144,11 +144,11 @@ async fn follow(
         Plan::Handshake => Ok(()),
         Plan::Call(tool, arguments, expected) => {
             if !server.tools().iter().any(|t| t.name == *tool) {
-                return Err(switchboard::Error::UnknownTool {
-                    server: Some(SERVER.into()),
-                    tool: (*tool).into(),
-                }
-                .into());
+                return Err(ErrorContext::new()
+                    .with_server(Some(SERVER.into()))
+                    .with_tool(Some((*tool).into()))
+                    .error(ErrorKind::UnknownTool)
+                    .into());
             }
             let text = call(&server, tool, arguments.clone()).await?;
             if !text.contains(expected) {
