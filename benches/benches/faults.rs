@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
-use switchboard::{Error, Liveness, Runtime, ServerHandle};
+use switchboard::{Liveness, Runtime, ServerHandle};
 use tokio::task::JoinSet;
 
 const DEADLINE_CALLS: usize = 10_000;
@@ -72,7 +72,7 @@ async fn deadlines(server: &ServerHandle, other: &AtomicUsize) -> (Duration, Dur
     while let Some(joined) = calls.join_next().await {
         let (started, result) = joined.expect("call task");
         match result {
-            Err(Error::Timeout { .. }) => {}
+            Err(e) if e.is_timeout() => {}
             Err(_) => {
                 other.fetch_add(1, Ordering::Relaxed);
             }

@@ -424,12 +424,10 @@ impl Registry {
         }
         match &owners[..] {
             [one] => Ok(one.clone()),
-            [] => Err(ErrorContext::new()
-                .with_server(None)
-                .error(ErrorKind::ResourceNotFound {
-                    uri: uri.into(),
-                    message: "no server offers it or a template that matches it".into(),
-                })),
+            [] => Err(ErrorContext::new().error(ErrorKind::ResourceNotFound {
+                uri: uri.into(),
+                message: "no server offers it or a template that matches it".into(),
+            })),
             several => Err(ErrorContext::new().error(ErrorKind::AmbiguousResource {
                 uri: uri.into(),
                 servers: several.iter().map(|h| Arc::from(h.name())).collect(),
@@ -458,7 +456,6 @@ fn resolve_in(
             .server(&entry.server)
             .map(|handle| (handle, Arc::<str>::from(entry.tool.name.as_str()))),
         Err(Unresolved::Unknown) => Err(ErrorContext::new()
-            .with_server(None)
             .with_tool(Some(name.into()))
             .error(ErrorKind::UnknownTool)),
         Err(Unresolved::Ambiguous(collision)) => Err(ErrorContext::new()

@@ -11,58 +11,25 @@
 //! -32602: it waits for the restart, and past its deadline is -32603 saying the server is
 //! restarting.
 
-use serde_json::json;
-use switchboard::{Error, ErrorKind};
+use switchboard::{Error, JsonRpcMapping};
 use switchboard_server::{ErrorObject, HandlerError};
 
-/// 2026-07-28's MissingRequiredClientCapabilityError.
-const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-
 /// What the front client gets for `error`, raised while serving `what` (a tool, prompt or
-/// resource name).
+/// resource name): the JSON-RPC error the runtime's kind maps to
+/// ([`Error::to_jsonrpc`]), with `what` added to the `data` of the errors the runtime
+/// describes itself.
 pub(crate) fn to_front(error: &Error, what: &str) -> HandlerError {
-    if let Error::Rpc {
-        code,
-        message,
-        data,
-        ..
-    } = error
+    let answer = error.to_jsonrpc();
+    let mut data = answer.data;
+    if let (
+        JsonRpcMapping::InvalidParams | JsonRpcMapping::InternalError,
+        Some(serde_json::Value::Object(fields)),
+    ) = (error.kind().jsonrpc(), data.as_mut())
     {
-        let mut object = ErrorObject::new(*code, message.clone());
-        object.data = data
-            .as_deref()
-            .and_then(|d| serde_json::value::to_raw_value(d).ok());
-        return HandlerError::Rpc(object);
+        fields.insert("name".to_owned(), what.into());
     }
-    if let Error::MissingClientCapability {
-        missing, message, ..
-    } = error
-    {
-        // The upstream needs what the gateway's own client lacks (it answers no sampling,
-        // elicitation or roots yet): the front client hears it as the upstream said it.
-        let required: serde_json::Map<String, serde_json::Value> =
-            missing.iter().map(|c| (c.clone(), json!({}))).collect();
-        let mut object = ErrorObject::new(MISSING_REQUIRED_CLIENT_CAPABILITY, message.clone());
-        object.data =
-            serde_json::value::to_raw_value(&json!({ "requiredCapabilities": required })).ok();
-        return HandlerError::Rpc(object);
-    }
-    if let Error::ResourceNotFound { uri, .. } = error {
-        return HandlerError::resource_not_found(uri);
-    }
-    let code = match error.kind() {
-        ErrorKind::NotFound | ErrorKind::Ambiguous | ErrorKind::Refused => {
-            ErrorObject::INVALID_PARAMS
-        }
-        _ => ErrorObject::INTERNAL_ERROR,
-    };
-    let mut object = ErrorObject::new(code, error.to_string());
-    object.data = serde_json::value::to_raw_value(&json!({
-        "server": error.server(),
-        "name": what,
-        "kind": format!("{:?}", error.kind()),
-    }))
-    .ok();
+    let mut object = ErrorObject::new(answer.code, answer.message);
+    object.data = data.and_then(|d| serde_json::value::to_raw_value(&d).ok());
     HandlerError::Rpc(object)
 }
 
@@ -78,6 +45,9 @@ pub(crate) fn unreadable(what: &str, detail: &serde_json::Error) -> HandlerError
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use serde_json::json;
+    use switchboard::{ErrorContext, ErrorKind};
 
     use super::*;
 
@@ -128,7 +98,6 @@ mod tests {
     #[test]
     fn an_unknown_tool_is_invalid_params_naming_it() {
         let error = ErrorContext::new()
-            .with_server(None)
             .with_tool(Some(Arc::from("nope")))
             .error(ErrorKind::UnknownTool);
         let object = object(to_front(&error, "nope"));

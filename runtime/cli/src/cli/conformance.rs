@@ -23,6 +23,7 @@ use switchboard::client::{
 };
 use switchboard::model::Tool;
 use switchboard::transport::HttpKind;
+use switchboard::{ErrorContext, ErrorKind};
 use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
 
 use super::{ready, start, Failure, Interrupt};
@@ -144,9 +145,7 @@ async fn follow(
         Plan::Handshake => Ok(()),
         Plan::Call(tool, arguments, expected) => {
             if !server.tools().iter().any(|t| t.name == *tool) {
-                return Err(ErrorContext::new()
-                    .with_server(Some(SERVER.into()))
-                    .with_tool(Some((*tool).into()))
+                return Err(ErrorContext::of_tool(SERVER.into(), (*tool).into())
                     .error(ErrorKind::UnknownTool)
                     .into());
             }
