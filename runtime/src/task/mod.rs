@@ -13,7 +13,7 @@
 //!   with a task, runs the task to its final result: the caller sees a [`CallToolResult`]
 //!   as from any call. The call's deadline (per call, else per tool, else per server)
 //!   bounds the whole task; past it the task is cancelled (`tasks/cancel`) and the call
-//!   fails with [`ErrorKind::Timeout`](crate::ErrorKind::Timeout).
+//!   fails with [`ErrorKind::Timeout`].
 //! - **Handles.** [`Call::as_task`](crate::Call::as_task) asks for a task where the tool
 //!   allows it and gives a [`TaskHandle`]: its [`state`](TaskHandle::state), a stream of
 //!   [`updates`](TaskHandle::updates), its [`result`](TaskHandle::result), and
@@ -27,8 +27,8 @@
 //!   [`DEFAULT_POLL_INTERVAL`] apart when it says nothing; never past the call's deadline
 //!   or the task's time to live.
 //! - **Ends.** A task the server no longer knows (an unknown id, or one past its `ttl`) is
-//!   [`ErrorKind::TaskLost`](crate::ErrorKind::TaskLost); one cancelled is
-//!   [`ErrorKind::TaskCancelled`](crate::ErrorKind::TaskCancelled); one that failed gives what the
+//!   [`ErrorKind::TaskLost`]; one cancelled is
+//!   [`ErrorKind::TaskCancelled`]; one that failed gives what the
 //!   call would have given (its JSON-RPC error, or a result with `isError`).
 //!
 //! ```no_run
