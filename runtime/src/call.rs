@@ -216,7 +216,7 @@ impl Call {
     ///
     /// A handshake-era server is asked with `params.task` (2025-11-25), which needs its
     /// `tasks.requests.tools.call` capability and a tool whose `execution.taskSupport` is
-    /// `optional` or `required` (else [`ErrorKind::TaskNotAllowed`](crate::ErrorKind::TaskNotAllowed)). A stateless server
+    /// `optional` or `required` (else [`ErrorKind::TaskNotAllowed`]). A stateless server
     /// decides for itself whether a call becomes a task (the tasks extension).
     ///
     /// # Panics
@@ -303,7 +303,14 @@ impl CallSpec {
         if tools.needs_relist(started)
             && !Box::pin(tools.relisted(Some(policy.first(started)))).await
         {
-            return Err(ErrorContext::of_server(core.name.clone()).with_tool(Some(tool)).error(ErrorKind::Unavailable { because: crate::error::Unavailability::ListNotFresh, reason: "its tool list was still being fetched again (past its ttlMs) at the call's deadline".into(), cause: None }));
+            let reason = "its tool list was still being fetched again (past its ttlMs) at the call's deadline";
+            return Err(ErrorContext::of_server(core.name.clone())
+                .with_tool(Some(tool))
+                .error(ErrorKind::Unavailable {
+                    because: crate::error::Unavailability::ListNotFresh,
+                    reason: reason.into(),
+                    cause: None,
+                }));
         }
         let task = task_params(core, &tool, as_task, task_ttl, &policy)?;
         let mut request = Request::new(

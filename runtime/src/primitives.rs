@@ -3,7 +3,7 @@
 //!
 //! Every `list_*` follows the pages to the end (with the same cap as `tools/list`); a
 //! `list_*_page` returns one page. From protocol 2025-06-18 on, a method whose capability the
-//! server did not declare fails at once with [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported), nothing sent; older
+//! server did not declare fails at once with [`ErrorKind::NotSupported`], nothing sent; older
 //! servers are asked anyway (2024-11-05 servers offer completion without declaring it).
 //! `ping` is never refused.
 //!
@@ -118,7 +118,7 @@ impl ServerHandle {
     }
 
     /// Reads a resource: text parts as text, binary parts as the base64 the server sent.
-    /// An unknown URI is [`ErrorKind::ResourceNotFound`](crate::ErrorKind::ResourceNotFound), whichever code the server used for it
+    /// An unknown URI is [`ErrorKind::ResourceNotFound`], whichever code the server used for it
     /// (-32002, or -32602 as some servers answer).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         self.require(methods::RESOURCES_READ, Capability::Resources)?;

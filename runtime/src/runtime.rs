@@ -233,7 +233,7 @@ impl RuntimeBuilder {
     /// Starts the actor thread and every server, concurrently, and waits until each is ready
     /// or has failed. A server that fails does not fail the build: its status says why (and
     /// it is retried under its restart policy), and calls to it fail with
-    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable).
+    /// [`ErrorKind::Unavailable`].
     pub async fn build(self) -> Result<Runtime> {
         #[cfg(feature = "prometheus")]
         let (exporter, sink) = match self.metrics_listener {
@@ -576,7 +576,7 @@ impl Runtime {
     }
 
     /// Closes every server gracefully (close stdin, wait, `SIGTERM`, wait, `SIGKILL`, reap;
-    /// pending calls fail with [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)) and stops the actor thread.
+    /// pending calls fail with [`ErrorKind::Unavailable`]) and stops the actor thread.
     ///
     /// The servers are closed all at once, so the whole shutdown takes as long as the
     /// slowest server's close: at most its two waits (2 s each by default,

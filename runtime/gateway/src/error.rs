@@ -107,7 +107,14 @@ mod tests {
 
     #[test]
     fn a_tool_whose_server_is_restarting_is_an_internal_error_saying_so_not_invalid_params() {
-        let error = ErrorContext::of_server(Arc::from("demo")).with_tool(Some(Arc::from("echo"))).error(ErrorKind::Unavailable { because: switchboard::Unavailability::Restarting, reason: "not ready within the call's deadline: it is restarting (last error: it disconnected: the server was killed by signal 9)".into(), cause: None });
+        let reason = "not ready within the call's deadline: it is restarting (last error: it disconnected: the server was killed by signal 9)";
+        let error = ErrorContext::of_server(Arc::from("demo"))
+            .with_tool(Some(Arc::from("echo")))
+            .error(ErrorKind::Unavailable {
+                because: switchboard::Unavailability::Restarting,
+                reason: reason.into(),
+                cause: None,
+            });
         let object = object(to_front(&error, "echo"));
         assert_eq!(object.code, ErrorObject::INTERNAL_ERROR);
         assert!(object.message.contains("demo"), "{}", object.message);

@@ -16,7 +16,7 @@
 //! tokio timer entry per call cost about as much as the rest of a task's round trip; see
 //! `BENCHMARKS.md`). When a deadline passes, that task moves it if progress asked for it, or
 //! times the request out: `notifications/cancelled`, the liveness report, then the caller's
-//! [`ErrorKind::Timeout`](crate::ErrorKind::Timeout).
+//! [`ErrorKind::Timeout`].
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -132,7 +132,7 @@ impl Track {
 /// # Drop behavior
 ///
 /// A waiter dropped unanswered (its table was dropped without being closed, say because the
-/// tasks that held it stopped) settles its caller with [`ErrorKind::Disconnected`](crate::ErrorKind::Disconnected), so no caller
+/// tasks that held it stopped) settles its caller with [`ErrorKind::Disconnected`], so no caller
 /// ever sees a bare channel error.
 pub(crate) struct Waiter {
     tx: Option<oneshot::Sender<Answer>>,
@@ -472,7 +472,7 @@ impl Table {
 
     /// Closes the table once: nothing can be registered any more, and every waiter fails
     /// with what `error` makes of it, except those whose deadline has already passed, which
-    /// fail as [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) (they timed out; the close only raced their caller).
+    /// fail as [`ErrorKind::Timeout`] (they timed out; the close only raced their caller).
     pub(crate) fn close(&self, mut error: impl FnMut(&Waiter) -> Error) {
         self.closed.store(true, Ordering::Release);
         self.drain(true, None, |waiter| error(waiter));

@@ -11,8 +11,8 @@
 //!   `roots/list`, and the request goes again with `inputResponses` (by the server's keys)
 //!   and `requestState` echoed byte for byte. The server may ask again; past
 //!   [`ServerConfig::max_input_rounds`](crate::ServerConfig::max_input_rounds) rounds (10
-//!   by default) the call fails with [`ErrorKind::InputLoop`](crate::ErrorKind::InputLoop); a request the handlers cannot
-//!   answer (no handler, so no capability was declared) with [`ErrorKind::InputUnsupported`](crate::ErrorKind::InputUnsupported).
+//!   by default) the call fails with [`ErrorKind::InputLoop`]; a request the handlers cannot
+//!   answer (no handler, so no capability was declared) with [`ErrorKind::InputUnsupported`].
 //!   Each retry is counted in `switchboard_input_rounds_total{server}`.
 //! - **Any other result** says what it is with `resultType` (absent means complete); a type
 //!   this version does not know is a protocol error.
