@@ -315,11 +315,23 @@ impl Registry {
         started: Instant,
         deadline: impl Fn(&ServerHandle) -> Option<Instant>,
     ) -> bool {
+        self.settle(|lists| &lists.tools, started, deadline).await
+    }
+
+    /// Waits for every server whose `which` lists may bring names (a listing under way: the
+    /// first after it became ready, or one a change it announced causes; a re-list past a
+    /// `ttlMs`), each until `deadline` gives it. `false` when none was; `true` when one was.
+    async fn settle(
+        &self,
+        which: fn(&ListFreshness) -> &Freshness,
+        started: Instant,
+        deadline: impl Fn(&ServerHandle) -> Option<Instant>,
+    ) -> bool {
         let due: Vec<ServerHandle> = self
             .servers
             .load()
             .values()
-            .filter(|s| s.core.freshness.tools.may_bring_names(started))
+            .filter(|s| which(&s.core.freshness).may_bring_names(started))
             .cloned()
             .collect();
         if due.is_empty() {
@@ -327,9 +339,30 @@ impl Registry {
         }
         let waits = due
             .iter()
-            .map(|server| server.core.freshness.tools.names_settled(deadline(server)));
+            .map(|server| which(&server.core.freshness).names_settled(deadline(server)));
         futures_util::future::join_all(waits).await;
         true
+    }
+
+    /// Waits for the resource listings under way, each server within its own timeout.
+    async fn settle_resources(&self, started: Instant) -> bool {
+        let policy = ToolPolicy::default();
+        let deadline = |server: &ServerHandle| Some(server.core.deadline(None, &policy, started));
+        self.settle(|lists| &lists.resources, started, deadline)
+            .await
+    }
+
+    /// Waits, each server within its own timeout, for the resource and prompt listings under
+    /// way (the first ones after a server became ready, or re-listings it announced).
+    pub(crate) async fn settle_lists(&self) {
+        let started = Instant::now();
+        let policy = ToolPolicy::default();
+        let deadline = |server: &ServerHandle| Some(server.core.deadline(None, &policy, started));
+        futures_util::future::join(
+            self.settle(|lists| &lists.resources, started, deadline),
+            self.settle(|lists| &lists.prompts, started, deadline),
+        )
+        .await;
     }
 
     /// Has the stale `which` lists that decide a route by a prompt name or a URI fetched
@@ -358,6 +391,16 @@ impl Registry {
         {
             self.rebuild();
             routed = self.resolve_prompt(name);
+        }
+        // A name no list has yet may be in a listing under way.
+        if matches!(&routed, Err(e) if matches!(e.kind(), ErrorKind::UnknownPrompt { .. })) {
+            let policy = ToolPolicy::default();
+            let deadline =
+                |server: &ServerHandle| Some(server.core.deadline(None, &policy, started));
+            if self.settle(|lists| &lists.prompts, started, deadline).await {
+                self.rebuild();
+                routed = self.resolve_prompt(name);
+            }
         }
         routed
     }
@@ -420,6 +463,10 @@ impl Registry {
             .refresh_lists(owner.as_ref(), |lists| &lists.resources, started)
             .await
         {
+            owners = self.resource_owners(uri);
+        }
+        // A URI no list has yet may be in a listing under way.
+        if owners.is_empty() && self.settle_resources(started).await {
             owners = self.resource_owners(uri);
         }
         match &owners[..] {

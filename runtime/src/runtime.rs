@@ -549,6 +549,17 @@ impl Runtime {
         self.inner.registry.route_resource(uri).await
     }
 
+    /// Waits until the resource and prompt lists of every server are as listed: a server
+    /// that has just become ready lists them after its status says so, and one that
+    /// announced a change lists them again. Each server is waited for within its timeout.
+    /// What [`resource_owners`](Self::resource_owners) and the statuses' lists say after it
+    /// includes those listings; routing by a URI or a prompt name
+    /// ([`read_resource`](Self::read_resource), [`get_prompt`](Self::get_prompt)) waits for
+    /// them by itself.
+    pub async fn lists_settled(&self) {
+        self.inner.registry.settle_lists().await;
+    }
+
     /// The servers (ready or restarting) that list `uri` as a resource, or else a template
     /// matching it.
     pub fn resource_owners(&self, uri: &str) -> Vec<ServerHandle> {

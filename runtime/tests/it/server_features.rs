@@ -347,3 +347,41 @@ async fn resources_list_changed_refreshes_the_cached_list() {
     assert_eq!(after, before + 1, "listed again once");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_uri_or_prompt_right_after_start_waits_for_the_first_listings() {
+    // Resources and prompts are listed after the server is ready: routing by them right
+    // after `build` waits for those listings instead of calling the URI unknown.
+    for _ in 0..10 {
+        let rt = switchboard::Runtime::builder()
+            .server("one", demo_memory(&["--name", "one"]))
+            .server("plain", demo_memory(&["--no-server-features"]))
+            .build()
+            .await
+            .unwrap();
+        let read = rt.read_resource("demo://text/hello").await.unwrap();
+        assert!(
+            matches!(&read.contents[0], ResourceContents::Text(t) if t.text == "Hello, world!")
+        );
+        rt.shutdown().await;
+
+        let rt = switchboard::Runtime::builder()
+            .server("one", demo_memory(&["--name", "one"]))
+            .server("plain", demo_memory(&["--no-server-features"]))
+            .build()
+            .await
+            .unwrap();
+        rt.lists_settled().await;
+        let owners: Vec<String> = rt
+            .resource_owners("demo://text/hello")
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect();
+        assert_eq!(owners, ["one"]);
+        let got = rt.get_prompt("greeting", [("name", "Ada")]).await.unwrap();
+        assert!(
+            matches!(&got.messages[0].content, Content::Text(t) if t.text == "Say hello to Ada.")
+        );
+        rt.shutdown().await;
+    }
+}

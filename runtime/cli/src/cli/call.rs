@@ -26,7 +26,7 @@ use switchboard::{Call, Catalogue, ConfigFile, Runtime, Unresolved};
 use switchboard::{ErrorContext, ErrorKind};
 
 use super::config::{self, Report};
-use super::{finish, print, progress, CallArgs, Failure, Interrupt, Interrupted};
+use super::{finish, print, progress, typed_value, CallArgs, Failure, Interrupt, Interrupted};
 
 pub(crate) const AFTER_HELP: &str = "\
 Without `-- CMD`, TOOL is a catalogue name across the servers of the config file: -c FILE,
@@ -100,7 +100,7 @@ struct Asked<'a> {
     tool: &'a str,
     /// TOOL without the server prefix, when it named one server (the only one started).
     prefixed: Option<&'a str>,
-    arguments: Value,
+    arguments: Given,
 }
 
 /// The server a prefixed name (`server__tool`, with the file's separator) names, and the
@@ -154,12 +154,13 @@ async fn answer(
                 tool: asked.tool,
                 server: Some(&server),
             };
-            check_schema(&target, schema.as_ref(), &asked.arguments)?;
+            let arguments = asked.arguments.read(schema.as_ref());
+            check_schema(&target, schema.as_ref(), &arguments)?;
             let listed = catalogue
                 .resolve(&name)
                 .map_or(name.as_str(), |e| e.tool.name.as_str());
             let as_task = super::tasks::wanted(runtime, Some(&server), listed);
-            let mut call = runtime.call_tool(&name, asked.arguments);
+            let mut call = runtime.call_tool(&name, arguments);
             if as_task {
                 if let Some(meta) = &args.meta {
                     call = call.meta(meta.clone());
@@ -186,7 +187,7 @@ async fn answer(
             Some(failure) => return Err(failure),
             // No list has it yet: the runtime routes it once a re-listing a server
             // announced is over (within the call's deadline), or fails it as unknown.
-            None => runtime.call_tool(asked.tool, asked.arguments),
+            None => runtime.call_tool(asked.tool, asked.arguments.read(None)),
         },
     };
     let target = Target {
@@ -388,42 +389,69 @@ async fn invoke(
     Ok((output, ExitCode::SUCCESS))
 }
 
-/// The arguments of the command line: one JSON object (ARGS_JSON), or `key=value` pairs
-/// whose values are JSON when they parse as JSON, else strings. Nothing given is `{}`.
-fn arguments(target: &Target<'_>, given: &[String]) -> Result<Value, Failure> {
-    let bad = |why: String| Failure::Usage(format!("bad arguments for {target}: {why}"));
-    let pairs = |given: &[String]| -> Result<Value, Failure> {
-        let mut object = Map::new();
-        for pair in given {
-            let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.is_empty()) else {
-                return Err(bad(format!(
-                    "`{pair}` is neither a JSON object nor KEY=VALUE"
-                )));
-            };
-            let value = serde_json::from_str(value).unwrap_or_else(|_| Value::from(value));
-            if object.insert(key.to_owned(), value).is_some() {
-                return Err(bad(format!("`{key}` is given twice")));
-            }
+/// The arguments as the command line gave them: one JSON object, or `key=value` pairs whose
+/// values are read once the tool's input schema says what type each property is.
+#[derive(Debug)]
+enum Given {
+    Object(Value),
+    Pairs(Vec<(String, String)>),
+}
+
+impl Given {
+    /// The arguments, each pair's value read as `schema` types its property
+    /// ([`typed_value::read`]).
+    fn read(self, schema: Option<&Value>) -> Value {
+        match self {
+            Given::Object(object) => object,
+            Given::Pairs(pairs) => Value::Object(
+                pairs
+                    .into_iter()
+                    .map(|(key, text)| {
+                        let value = typed_value::read(typed_value::property(schema, &key), &text);
+                        (key, value)
+                    })
+                    .collect::<Map<String, Value>>(),
+            ),
         }
-        Ok(Value::Object(object))
-    };
+    }
+}
+
+/// The arguments of the command line: one JSON object (ARGS_JSON), or `key=value` pairs.
+/// Nothing given is `{}`.
+fn arguments(target: &Target<'_>, given: &[String]) -> Result<Given, Failure> {
+    let bad = |why: String| Failure::Usage(format!("bad arguments for {target}: {why}"));
     match given {
-        [] => Ok(Value::Object(Map::new())),
+        [] => Ok(Given::Object(Value::Object(Map::new()))),
         [one] if !looks_like_pair(one) => match serde_json::from_str(one) {
-            Ok(object @ Value::Object(_)) => Ok(object),
+            Ok(object @ Value::Object(_)) => Ok(Given::Object(object)),
             Ok(other) => Err(bad(format!(
                 "ARGS_JSON must be a JSON object, not {}",
                 kind(&other)
             ))),
             Err(e) => Err(bad(format!("ARGS_JSON is not valid JSON ({e})"))),
         },
-        many => pairs(many),
+        many => pairs(many).map(Given::Pairs).map_err(bad),
     }
+}
+
+/// `key=value` pairs, each key once.
+pub(crate) fn pairs(given: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for pair in given {
+        let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+            return Err(format!("`{pair}` is neither a JSON object nor KEY=VALUE"));
+        };
+        if pairs.iter().any(|(k, _)| k == key) {
+            return Err(format!("`{key}` is given twice"));
+        }
+        pairs.push((key.to_owned(), value.to_owned()));
+    }
+    Ok(pairs)
 }
 
 /// Whether an argument is `key=value` rather than ARGS_JSON: it has a `=` after a key that
 /// does not start a JSON text.
-fn looks_like_pair(text: &str) -> bool {
+pub(crate) fn looks_like_pair(text: &str) -> bool {
     let trimmed = text.trim_start();
     !matches!(trimmed.chars().next(), Some('{' | '[' | '"') | None)
         && text.split_once('=').is_some_and(|(key, _)| !key.is_empty())
@@ -492,7 +520,12 @@ mod tests {
             tool: "t",
             server: Some("s"),
         };
-        let parsed = |args: &[&str]| arguments(&on_server, &strings(args)).ok();
+        // With no schema to ask, a value is JSON when it parses as JSON.
+        let parsed = |args: &[&str]| {
+            arguments(&on_server, &strings(args))
+                .ok()
+                .map(|g| g.read(None))
+        };
         assert_eq!(parsed(&[r#"{"a":1}"#]), Some(json!({"a": 1})));
         assert_eq!(parsed(&[]), Some(json!({})));
         assert_eq!(
@@ -500,6 +533,24 @@ mod tests {
             Some(json!({"a": 2, "b": "x y", "c": true, "d": [1], "e": "5", "f": "", "g": "a=b"}))
         );
         assert_eq!(parsed(&["n=1.5"]), Some(json!({"n": 1.5})));
+        // With one, as its properties' types say.
+        let schema = json!({"type": "object", "properties": {
+            "message": {"type": "string"}, "count": {"type": "integer"}, "on": {"type": "boolean"}}});
+        let typed = arguments(
+            &on_server,
+            &strings(&["message=42", "count=42", "on=true", "x=1"]),
+        )
+        .map(|g| g.read(Some(&schema)))
+        .ok();
+        assert_eq!(
+            typed,
+            Some(json!({"message": "42", "count": 42, "on": true, "x": 1}))
+        );
+        // ARGS_JSON is taken as written, whatever the schema.
+        let object = arguments(&on_server, &strings(&[r#"{"message":42}"#]))
+            .map(|g| g.read(Some(&schema)))
+            .ok();
+        assert_eq!(object, Some(json!({"message": 42})));
         for bad in [
             &["[1]"][..],
             &["nope"],

@@ -58,6 +58,7 @@ mod serve_status;
 mod startup;
 mod tasks;
 mod tools;
+mod typed_value;
 
 /// Run MCP servers under Switchboard's supervision and call their tools.
 ///

@@ -52,14 +52,16 @@ pub(crate) const AFTER_HELP_GET: &str = "\
 Without --server, NAME is a prompt of the only server of `-- CMD` or a config of one, else
 of the one server of the config file (-c FILE, else $SWITCHBOARD_CONFIG, else ./.mcp.json)
 that lists it. Several such servers is exit 2 naming them (--server picks one, and starts it
-alone); none is exit 3. ARGS_JSON must be an object of strings, and give every argument the prompt lists as
-required, else exit 2 before anything is asked.
+alone); none is exit 3. The arguments are one JSON object of strings, or KEY=VALUE pairs
+(each VALUE a string as it is, prompt arguments being strings); they must give every argument
+the prompt lists as required, else exit 2 before anything is asked.
 
 Each message prints as `role: text`, other content as a one-line summary. With --json,
 stdout is the result exactly as the server sent it, one JSON document:
   {\"description\": \"...\", \"messages\": [{\"role\": \"user\", \"content\": {\"type\": \"text\", ...}}]}
 
 Examples:
+  switchboard prompt greeting name=Ada style=pirate -- switchboard demo-server
   switchboard prompt greeting '{\"name\":\"Ada\"}' -- switchboard demo-server
   switchboard prompt review_code '{\"file\":\"main.rs\"}' --server github -c .mcp.json";
 
@@ -81,9 +83,10 @@ pub(crate) struct ListArgs {
 pub(crate) struct GetArgs {
     /// The prompt's name, as its server lists it.
     name: String,
-    /// The prompt's arguments: a JSON object of strings.
-    #[arg(value_name = "ARGS_JSON", default_value = "{}")]
-    arguments: String,
+    /// The prompt's arguments: one JSON object of strings, or KEY=VALUE pairs (each VALUE a
+    /// string as written).
+    #[arg(value_name = "ARGS_JSON | KEY=VALUE")]
+    arguments: Vec<String>,
     /// The server to ask, by its name in the config file.
     #[arg(long = "server", value_name = "NAME")]
     from: Option<String>,
@@ -224,7 +227,7 @@ async fn get(
             "arguments"
         };
         return Err(Failure::Usage(format!(
-            "prompt `{name}` of server `{}` needs the required {noun} {} in ARGS_JSON",
+            "prompt `{name}` of server `{}` needs the required {noun} {} (as NAME=VALUE or in ARGS_JSON)",
             server.name(),
             missing.join(", ")
         )));
@@ -326,9 +329,19 @@ async fn lister(
     Ok((runtime.server(server)?, prompt))
 }
 
-/// Parses ARGS_JSON, which must be a JSON object of strings (MCP's prompt arguments are).
-fn arguments(prompt: &str, text: &str) -> Result<BTreeMap<String, String>, Failure> {
+/// The prompt's arguments: none, KEY=VALUE pairs (strings as written), or ARGS_JSON, which
+/// must be a JSON object of strings (MCP's prompt arguments are).
+fn arguments(prompt: &str, given: &[String]) -> Result<BTreeMap<String, String>, Failure> {
     let bad = |why: String| Failure::Usage(format!("bad arguments for prompt `{prompt}`: {why}"));
+    let text = match given {
+        [] => return Ok(BTreeMap::new()),
+        [one] if !super::call::looks_like_pair(one) => one,
+        pairs => {
+            return super::call::pairs(pairs)
+                .map(|pairs| pairs.into_iter().collect())
+                .map_err(bad)
+        }
+    };
     let object = match serde_json::from_str(text) {
         Ok(Value::Object(object)) => object,
         Ok(other) => {
@@ -378,9 +391,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arguments_are_an_object_of_strings() {
-        let args = arguments("p", r#"{"name":"Ada","style":"warm"}"#).ok();
+    fn arguments_are_an_object_of_strings_or_pairs() {
+        let given = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let args = arguments("p", &given(&[r#"{"name":"Ada","style":"warm"}"#])).ok();
         assert_eq!(args.map(|a| a.len()), Some(2));
+        // Pairs are strings as written, numbers and JSON included.
+        let args = arguments("p", &given(&["name=Ada", "n=42", r#"j={"a":1}"#])).unwrap();
+        assert_eq!(args["name"], "Ada");
+        assert_eq!(args["n"], "42");
+        assert_eq!(args["j"], r#"{"a":1}"#);
+        assert!(arguments("p", &given(&[])).unwrap().is_empty());
+        match arguments("p", &given(&["a=1", "a=2"])) {
+            Err(Failure::Usage(m)) => assert!(m.contains("`a` is given twice"), "{m}"),
+            other => panic!("{other:?}"),
+        }
         for (bad, why) in [
             ("[1]", "must be a JSON object of strings, not an array"),
             (r#""x""#, "not a string"),
@@ -388,7 +412,7 @@ mod tests {
             (r#"{"n":null}"#, "but `n` is null"),
             ("{", "is not valid JSON"),
         ] {
-            match arguments("p", bad) {
+            match arguments("p", &given(&[bad])) {
                 Err(Failure::Usage(m)) => {
                     assert!(m.starts_with("bad arguments for prompt `p`: "), "{m}");
                     assert!(m.contains(why), "{bad}: {m}");

@@ -212,6 +212,13 @@ pub(crate) async fn run_complete(
     let template = args.reference.contains("://") || args.reference.contains('{');
     let file = servers(&args.config, &args.server, args.from.as_deref())?;
     let runtime = config::start_all(&file, interrupt).await?;
+    // Servers list their prompts and templates once ready: the owner is looked for there.
+    interrupt
+        .guard(runtime.lists_settled())
+        .await
+        .map_err(|Interrupted(signal)| {
+            Failure::Interrupted(format!("interrupted by {signal} while listing prompts"))
+        })?;
     let answer = async {
         let (reference, what) = if template {
             let uri = args.reference.clone();
@@ -474,6 +481,13 @@ async fn follow_updates(
 ) -> Result<(), Failure> {
     let uri = args.uri.as_str();
     let what = format!("resource `{uri}`");
+    // Servers list their resources once ready: the owner is looked for in those lists.
+    interrupt
+        .guard(runtime.lists_settled())
+        .await
+        .map_err(|Interrupted(signal)| {
+            Failure::Interrupted(format!("interrupted by {signal} while listing resources"))
+        })?;
     let server = one_server(runtime, file, args.from.as_deref(), &what, || {
         runtime.resource_owners(uri)
     })?;

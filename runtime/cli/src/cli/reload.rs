@@ -25,8 +25,27 @@ const POLL: Duration = Duration::from_secs(1);
 /// Each server's entry in the file, as written.
 type Entries = BTreeMap<String, Value>;
 
-/// Reloads `config` into `runtime` whenever asked to or the file changes, until dropped.
-pub(crate) async fn watch(runtime: Runtime, config: ConfigArgs, path: PathBuf) {
+/// The file as it was when its servers were loaded: what a change is told against.
+#[derive(Debug)]
+pub(crate) struct Baseline {
+    seen: Option<SystemTime>,
+    entries: Entries,
+}
+
+impl Baseline {
+    /// The file at `path` now, taken right after it is loaded: a change written while the
+    /// servers start, before the watch first runs, is a change all the same.
+    pub(crate) fn of(path: &Path) -> Baseline {
+        Baseline {
+            seen: modified(path),
+            entries: entries(path).unwrap_or_default(),
+        }
+    }
+}
+
+/// Reloads `config` into `runtime` whenever asked to or the file changes from `baseline`,
+/// until dropped.
+pub(crate) async fn watch(runtime: Runtime, config: ConfigArgs, path: PathBuf, baseline: Baseline) {
     let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
         Ok(signal) => Some(signal),
         Err(e) => {
@@ -34,8 +53,10 @@ pub(crate) async fn watch(runtime: Runtime, config: ConfigArgs, path: PathBuf) {
             None
         }
     };
-    let mut seen = modified(&path);
-    let mut entries = entries(&path).unwrap_or_default();
+    let Baseline {
+        mut seen,
+        mut entries,
+    } = baseline;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {

@@ -339,6 +339,7 @@ fn required_names(requires: Option<&Readiness>) -> Vec<String> {
 
 pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
     let file = args.config.load(false)?;
+    let baseline = super::reload::Baseline::of(&file.path);
     if let Some(requires) = &args.ready_requires {
         check_required(requires, &file)?;
     }
@@ -369,6 +370,7 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         runtime.clone(),
         args.config.clone(),
         file.path.clone(),
+        baseline,
     )));
     let gateway = Gateway::new(runtime.clone());
     let mut options = switchboard_server::Options::default();

@@ -335,7 +335,7 @@ fn a_missing_required_argument_exits_2_before_asking() {
         assert_eq!(
             err,
             "switchboard: prompt `greeting` of server `switchboard` needs the required \
-             argument `name` in ARGS_JSON\n"
+             argument `name` (as NAME=VALUE or in ARGS_JSON)\n"
         );
     }
 }
@@ -459,4 +459,94 @@ fn root_offers_the_folder_to_servers_and_without_it_no_roots_are_declared() {
     let missing = against_demo(&["tools", "--root", "/nonexistent/switchboard-root"]);
     assert_eq!(missing.status.code(), Some(2));
     let _ = std::fs::remove_dir(&dir);
+}
+
+#[test]
+fn key_value_arguments_are_read_as_the_schema_types_them() {
+    // `text` is a string property: 42 is the string "42", not a number the server refuses.
+    assert_eq!(
+        succeeded(&against_demo(&["call", "echo", "text=42"])),
+        "42\n"
+    );
+    assert_eq!(
+        succeeded(&against_demo(&["call", "echo", "text=true"])),
+        "true\n"
+    );
+    // `a` and `b` are numbers: read as numbers.
+    assert_eq!(
+        succeeded(&against_demo(&["call", "add", "a=2", "b=40"])),
+        "42\n"
+    );
+    // A prompt's arguments are strings, as pairs too.
+    assert_eq!(
+        succeeded(&against_demo(&[
+            "prompt",
+            "greeting",
+            "name=Ada",
+            "style=pirate"
+        ])),
+        "user: Say hello to Ada in a pirate style.\n"
+    );
+    assert_eq!(
+        succeeded(&against_demo(&["prompt", "greeting", "name=42"])),
+        "user: Say hello to 42.\n"
+    );
+}
+
+/// Runs `switchboard subscribe URI --read -c FILE` until its first line (the URI of the
+/// first update), then interrupts it: that line, the exit code and stderr.
+fn subscribe_once(file: &Temp, uri: &str) -> (String, Option<i32>, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(BIN)
+        .args(["subscribe", uri, "-c", file.str()])
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn switchboard");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    let _ = out.read_line(&mut line);
+    // SAFETY: a signal to our own child, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().expect("status");
+    let mut err = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    (line, status.code(), err)
+}
+
+#[test]
+fn subscribe_and_complete_find_their_server_among_two_every_time() {
+    // Two servers, one of which offers `x://a` (and sends an update when it is subscribed
+    // to), listing its resources 300 ms after its handshake: which server owns the URI is
+    // known only from that listing. Twenty runs, none may miss it.
+    let slow = super::cli_user::SH_SERVER.replace(
+        r#"*'"method":"resources/list"'*) reply"#,
+        r#"*'"method":"resources/list"'*) sleep 0.3; reply"#,
+    );
+    assert_ne!(slow, super::cli_user::SH_SERVER, "the listing is delayed");
+    let script = Temp::file("slow-lister.sh", &slow);
+    let text = format!(
+        r#"{{"mcpServers": {{
+            "sh": {{"command": "/bin/sh", "args": [{script}]}},
+            "plain": {{"command": {bin}, "args": ["demo-server", "--no-server-features"]}}
+        }}}}"#,
+        script = serde_json::to_string(script.str()).expect("a JSON string"),
+        bin = serde_json::to_string(BIN).expect("a JSON string"),
+    );
+    let two = Temp::file("slow-lister.json", &text);
+    // The prompts of `one` are listed after its handshake too.
+    let features = one_with_features();
+    for run in 0..20 {
+        let (line, code, err) = subscribe_once(&two, "x://a");
+        assert_eq!(line, "x://a\n", "run {run}: {err}");
+        assert_eq!(code, Some(0), "run {run}: {err}");
+        let completed = switchboard(&["complete", "greeting", "name", "A", "-c", features.str()]);
+        assert_eq!(succeeded(&completed), "Ada\nAlan\nAlice\n", "run {run}");
+    }
 }

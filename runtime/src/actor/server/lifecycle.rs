@@ -217,6 +217,11 @@ impl ServerActor {
                 table.write(frame);
             }
         }
+        // Its resources and prompts are listed next: a caller that routes by a URI or a
+        // prompt name its status does not list yet waits for those first listings (announced
+        // before the status says ready, so that no caller sees it ready without them).
+        self.core.freshness.resources.announce();
+        self.core.freshness.prompts.announce();
         self.set_gate(Gate::Ready(table));
         self.publish(ServerState::Ready);
         // The stateless era has neither: the log level travels in every request's `_meta`,

@@ -49,6 +49,8 @@ impl ServerActor {
             self.freshness_of(which).forget();
             return;
         }
+        // Callers routing by a name the list does not have wait for this listing.
+        self.freshness_of(which).announce();
         let own = Own {
             core: self.core.clone(),
             table: link.table.clone(),
@@ -96,6 +98,7 @@ impl ServerActor {
                         Err(why) => act.listing_kept(methods::RESOURCE_TEMPLATES_LIST, why),
                     }
                     act.republish();
+                    act.freshness_of(Lists::Resources).settled();
                     act.relisted(Lists::Resources, listed, ttl.get());
                 });
             }
@@ -120,6 +123,7 @@ impl ServerActor {
                         Err(why) => act.listing_kept(methods::PROMPTS_LIST, why),
                     }
                     act.republish();
+                    act.freshness_of(Lists::Prompts).settled();
                     act.relisted(Lists::Prompts, listed, ttl.get());
                 });
             }
