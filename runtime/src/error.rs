@@ -7,17 +7,21 @@
 //! (with its context), its [`category`](Error::category) (the questions a caller asks of any
 //! error, hyper's style: did it time out, may the request have run, is the server
 //! unavailable) and [the JSON-RPC error](Error::to_jsonrpc) a server relaying the call answers
-//! its own client with; a new failure is one variant of [`ErrorKind`] and one arm in each of
-//! the matches below it. `Error` is `Clone` and one pointer wide (an `Arc` inside): a
+//! its own client with. A new failure is one variant of [`ErrorKind`] with its arm in the
+//! kind's message and category (the compiler asks for both); its JSON-RPC mapping follows
+//! from its category. `Error` is `Clone` and one pointer wide (an `Arc` inside): a
 //! disconnect fails every pending call with the same shared error.
 //!
 //! ```
 //! # fn f(error: switchboard::Error) {
 //! use switchboard::{ErrorCategory, ErrorKind};
 //! match error.kind() {
-//!     ErrorKind::Timeout { elapsed, .. } if !error.may_have_run() => { /* retry */ }
+//!     ErrorKind::Timeout { elapsed, .. } => {
+//!         eprintln!("{:?} timed out after {elapsed:?}", error.tool());
+//!     }
 //!     ErrorKind::Rpc { code: -32602, .. } => { /* the server found the arguments invalid */ }
 //!     _ if error.category() == ErrorCategory::Unavailable => { /* starting, failed, stopped */ }
+//!     _ if !error.may_have_run() => { /* nothing ran: safe to try again */ }
 //!     _ => {}
 //! }
 //! # }
