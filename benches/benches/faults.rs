@@ -3,7 +3,7 @@
 //! - `faults/deadlines_10k`: 10,000 calls to `hang` (`max_in_flight` raised to 10,000), each
 //!   with the same per-call timeout, so their deadlines expire together (within the few
 //!   milliseconds it takes to start them all, which is printed). Reported: the time from the
-//!   last call's deadline until every call has settled (failed with `Error::Timeout`).
+//!   last call's deadline until every call has settled (failed with `ErrorKind::Timeout`).
 //! - `faults/crash_1k_pending`: 1,000 `hang` calls in flight, then `crash`: the time from
 //!   calling `crash` until every pending call has failed.
 
@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
-use switchboard::{Error, Liveness, Runtime, ServerHandle};
+use switchboard::{Liveness, Runtime, ServerHandle};
 use tokio::task::JoinSet;
 
 const DEADLINE_CALLS: usize = 10_000;
@@ -55,7 +55,7 @@ async fn until_in_flight(server: &ServerHandle, n: usize) {
 /// start + the timeout) until every call has settled, and the spread of the call starts
 /// (first to last), which is how far apart the deadlines are.
 ///
-/// Every call must fail; those that fail otherwise than with `Error::Timeout` (a runtime
+/// Every call must fail; those that fail otherwise than with `ErrorKind::Timeout` (a runtime
 /// that counts timeouts as a sign of a dead server might restart it) are counted in `other`.
 async fn deadlines(server: &ServerHandle, other: &AtomicUsize) -> (Duration, Duration) {
     let first = Instant::now();
@@ -72,7 +72,7 @@ async fn deadlines(server: &ServerHandle, other: &AtomicUsize) -> (Duration, Dur
     while let Some(joined) = calls.join_next().await {
         let (started, result) = joined.expect("call task");
         match result {
-            Err(Error::Timeout { .. }) => {}
+            Err(e) if e.is_timeout() => {}
             Err(_) => {
                 other.fetch_add(1, Ordering::Relaxed);
             }

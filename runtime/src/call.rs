@@ -27,7 +27,7 @@ use crate::call_table::{Progress, ProgressFn};
 use crate::catalogue::tool_allowed;
 use crate::client::ClientHandlers;
 use crate::deadline::ToolPolicy;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorContext, ErrorKind, Result};
 use crate::exchange::{exchange, Params, Request};
 use crate::framer::{Arguments, TaskParams};
 use crate::handle::ServerHandle;
@@ -216,7 +216,7 @@ impl Call {
     ///
     /// A handshake-era server is asked with `params.task` (2025-11-25), which needs its
     /// `tasks.requests.tools.call` capability and a tool whose `execution.taskSupport` is
-    /// `optional` or `required` (else [`Error::TaskNotAllowed`]). A stateless server
+    /// `optional` or `required` (else [`ErrorKind::TaskNotAllowed`]). A stateless server
     /// decides for itself whether a call becomes a task (the tasks extension).
     ///
     /// # Panics
@@ -283,23 +283,17 @@ impl CallSpec {
         let (handle, tool) = match route {
             Route::Server(handle) => (handle, tool),
             Route::Catalogue(registry) => {
-                let registry = registry.upgrade().ok_or(Error::Shutdown)?;
+                let registry = registry.upgrade().ok_or(Error::shutdown())?;
                 registry.route_tool(&tool, &options, started).await?
             }
         };
         let core = &handle.core;
         if let Some(got) = arguments.not_an_object() {
-            return Err(Error::InvalidArguments {
-                server: core.name.clone(),
-                tool,
-                got,
-            });
+            return Err(ErrorContext::of_tool(core.name.clone(), tool)
+                .error(ErrorKind::InvalidArguments { got }));
         }
         if !tool_allowed(&core.config.allow_tools, &core.config.deny_tools, &tool) {
-            return Err(Error::ToolDenied {
-                server: core.name.clone(),
-                tool,
-            });
+            return Err(ErrorContext::of_tool(core.name.clone(), tool).error(ErrorKind::ToolDenied));
         }
         let policy = core.policy(Some(&tool), &options);
         // A stateless server's tool listing past its `ttlMs` is listed again first: the
@@ -309,13 +303,14 @@ impl CallSpec {
         if tools.needs_relist(started)
             && !Box::pin(tools.relisted(Some(policy.first(started)))).await
         {
-            return Err(Error::Unavailable {
-                server: core.name.clone(),
-                tool: Some(tool),
-                because: crate::error::Unavailability::ListNotFresh,
-                reason: "its tool list was still being fetched again (past its ttlMs) at the call's deadline".into(),
-                cause: None,
-            });
+            let reason = "its tool list was still being fetched again (past its ttlMs) at the call's deadline";
+            return Err(ErrorContext::of_server(core.name.clone())
+                .with_tool(Some(tool))
+                .error(ErrorKind::Unavailable {
+                    because: crate::error::Unavailability::ListNotFresh,
+                    reason: reason.into(),
+                    cause: None,
+                }));
         }
         let task = task_params(core, &tool, as_task, task_ttl, &policy)?;
         let mut request = Request::new(
@@ -379,23 +374,23 @@ fn task_params(
     };
     if shape.is_none() {
         return Err(match required {
-            true => Error::TaskRequired {
-                server: core.name.clone(),
-                tool: tool.clone(),
-            },
-            false => Error::TaskNotAllowed {
-                server: core.name.clone(),
-                tool: tool.clone(),
-                reason: "the server declares no tasks.requests.tools.call capability",
-            },
+            true => ErrorContext::of_tool(core.name.clone(), tool.clone())
+                .error(ErrorKind::TaskRequired),
+            false => ErrorContext::of_tool(core.name.clone(), tool.clone()).error(
+                ErrorKind::TaskNotAllowed {
+                    reason: "the server declares no tasks.requests.tools.call capability",
+                },
+            ),
         });
     }
     if !rules.allows_task(tool) {
-        return Err(Error::TaskNotAllowed {
-            server: core.name.clone(),
-            tool: tool.clone(),
-            reason: "its execution.taskSupport is absent or \"forbidden\"",
-        });
+        return Err(
+            ErrorContext::of_tool(core.name.clone(), tool.clone()).error(
+                ErrorKind::TaskNotAllowed {
+                    reason: "its execution.taskSupport is absent or \"forbidden\"",
+                },
+            ),
+        );
     }
     // Kept as long as the caller waits, unless the caller asked otherwise.
     let ttl = ttl.unwrap_or(if policy.reset_on_progress {
@@ -427,12 +422,13 @@ fn created_task(
     }
     match serde_json::from_str::<Task>(raw.get()) {
         Ok(task) => Ok(Some((TaskShape::Extension, task))),
-        Err(e) => Err(Error::Protocol {
-            server: core.name.clone(),
-            method: "tools/call".into(),
-            tool: None,
-            detail: format!("the result of type `task` is not a task: {e}"),
-        }),
+        Err(e) => Err(
+            ErrorContext::of_request(core.name.clone(), "tools/call".into(), None).error(
+                ErrorKind::Protocol {
+                    detail: format!("the result of type `task` is not a task: {e}"),
+                },
+            ),
+        ),
     }
 }
 

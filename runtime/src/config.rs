@@ -254,7 +254,7 @@ impl<T> ServerConfig<T> {
     }
 
     /// How many input-required rounds (2026-07-28) one request to this server may take
-    /// before it fails with [`Error::InputLoop`](crate::Error::InputLoop) (default 10).
+    /// before it fails with [`ErrorKind::InputLoop`](crate::ErrorKind::InputLoop) (default 10).
     pub fn max_input_rounds(mut self, rounds: u32) -> Self {
         self.max_input_rounds = Some(rounds);
         self
@@ -315,7 +315,7 @@ impl<T> ServerConfig<T> {
 
     /// Bounds the requests in flight to this server (default 1024, at least 1). Past it a
     /// call waits for a slot within its own deadline, then fails with
-    /// [`Error::Overloaded`](crate::Error::Overloaded).
+    /// [`ErrorKind::Overloaded`](crate::ErrorKind::Overloaded).
     pub fn max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = Some(max.max(1));
         self

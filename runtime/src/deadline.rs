@@ -79,7 +79,7 @@ impl ToolPolicy {
     /// event stream that ends early).
     /// Only for tools that are safe to run twice: the first call may have run. Off by
     /// default; without it the caller gets
-    /// [`Error::StreamBroken`](crate::Error::StreamBroken).
+    /// [`ErrorKind::StreamBroken`](crate::ErrorKind::StreamBroken).
     pub fn reissue_on_broken_stream(mut self, reissue: bool) -> Self {
         self.reissue_on_broken_stream = Some(reissue);
         self

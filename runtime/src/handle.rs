@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 
 use crate::core::ServerCore;
 use crate::deadline::ToolPolicy;
-use crate::error::{Error, Result};
+use crate::error::{ErrorContext, ErrorKind, Result};
 use crate::exchange::{exchange, Params, Request};
 use crate::model::Tool;
 use crate::status::{ServerState, ServerStatus};
@@ -133,11 +133,12 @@ impl ServerHandle {
         params: serde_json::Value,
     ) -> Result<R> {
         let raw = exchange(&self.core, self.plain(method, Params::from_value(params))).await?;
-        serde_json::from_str(raw.get()).map_err(|e| Error::Protocol {
-            server: self.core.name.clone(),
-            method: Arc::from(method),
-            tool: None,
-            detail: format!("the result is not what `{method}` answers: {e}"),
+        serde_json::from_str(raw.get()).map_err(|e| {
+            ErrorContext::of_request(self.core.name.clone(), Arc::from(method), None).error(
+                ErrorKind::Protocol {
+                    detail: format!("the result is not what `{method}` answers: {e}"),
+                },
+            )
         })
     }
 }

@@ -48,7 +48,10 @@ pub use config::ServerConfig;
 pub use config_file::{ConfigError, ConfigFile, FileDefaults};
 pub use deadline::ToolPolicy;
 pub use era::{Era, Protocol, UnknownProtocol};
-pub use error::{Error, ErrorKind, Result, Unavailability};
+pub use error::{
+    Error, ErrorCategory, ErrorContext, ErrorKind, JsonRpcError, JsonRpcMapping, Result,
+    Unavailability,
+};
 pub use handle::ServerHandle;
 pub use logging::ServerLog;
 pub use restart::{Liveness, RestartPolicy};

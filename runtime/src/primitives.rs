@@ -3,7 +3,7 @@
 //!
 //! Every `list_*` follows the pages to the end (with the same cap as `tools/list`); a
 //! `list_*_page` returns one page. From protocol 2025-06-18 on, a method whose capability the
-//! server did not declare fails at once with [`Error::NotSupported`], nothing sent; older
+//! server did not declare fails at once with [`ErrorKind::NotSupported`], nothing sent; older
 //! servers are asked anyway (2024-11-05 servers offer completion without declaring it).
 //! `ping` is never refused.
 //!
@@ -29,7 +29,7 @@ use switchboard_codecs::mcp::{
 };
 use tokio::sync::broadcast;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorContext, ErrorKind, Result};
 use crate::handle::ServerHandle;
 use crate::logging::ServerLog;
 use crate::paging::collect_pages;
@@ -118,7 +118,7 @@ impl ServerHandle {
     }
 
     /// Reads a resource: text parts as text, binary parts as the base64 the server sent.
-    /// An unknown URI is [`Error::ResourceNotFound`], whichever code the server used for it
+    /// An unknown URI is [`ErrorKind::ResourceNotFound`], whichever code the server used for it
     /// (-32002, or -32602 as some servers answer).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         self.require(methods::RESOURCES_READ, Capability::Resources)?;
@@ -137,17 +137,16 @@ impl ServerHandle {
 
     /// A read's error, with an unknown resource told apart whichever code says so.
     fn not_found(&self, uri: &str, error: Error) -> Error {
-        match error {
-            Error::Rpc { code, message, .. }
-                if code == RESOURCE_NOT_FOUND || code == INVALID_PARAMS =>
+        match error.kind() {
+            ErrorKind::Rpc { code, message, .. }
+                if *code == RESOURCE_NOT_FOUND || *code == INVALID_PARAMS =>
             {
-                Error::ResourceNotFound {
-                    server: Some(self.core.name.clone()),
+                ErrorContext::of_server(self.core.name.clone()).error(ErrorKind::ResourceNotFound {
                     uri: uri.into(),
-                    message,
-                }
+                    message: message.clone(),
+                })
             }
-            other => other,
+            _ => error,
         }
     }
 
@@ -297,11 +296,12 @@ impl ServerHandle {
         let acked = self.core.subscriptions.wait_acknowledged(revision);
         match tokio::time::timeout(after, acked).await {
             Ok(answered) => answered,
-            Err(_) => Err(Error::SubscriptionNotAcknowledged {
-                server: self.core.name.clone(),
-                uri: uri.to_owned(),
-                after,
-            }),
+            Err(_) => Err(ErrorContext::of_server(self.core.name.clone()).error(
+                ErrorKind::SubscriptionNotAcknowledged {
+                    uri: uri.to_owned(),
+                    after,
+                },
+            )),
         }
     }
 
@@ -333,11 +333,11 @@ impl ServerHandle {
             return Ok(());
         };
         if **version >= *DECLARED_FROM && !capability.declared(caps) {
-            return Err(Error::NotSupported {
-                server: self.core.name.clone(),
-                method: method.into(),
-                capability: capability.name(),
-            });
+            return Err(ErrorContext::of_server(self.core.name.clone())
+                .with_method(method.into())
+                .error(ErrorKind::NotSupported {
+                    capability: capability.name(),
+                }));
         }
         Ok(())
     }

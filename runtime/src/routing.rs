@@ -27,7 +27,7 @@ use tokio::sync::watch;
 
 use crate::catalogue::{Catalogue, Naming, ServerTools, Unresolved};
 use crate::deadline::ToolPolicy;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorContext, ErrorKind, Result};
 use crate::freshness::{Freshness, ListFreshness};
 use crate::handle::ServerHandle;
 use crate::metrics::RuntimeMetrics;
@@ -94,7 +94,7 @@ impl Registry {
             .load()
             .get(name)
             .cloned()
-            .ok_or_else(|| Error::UnknownServer { name: name.into() })
+            .ok_or_else(|| ErrorContext::of_server(name.into()).error(ErrorKind::UnknownServer))
     }
 
     /// A watch on changes of statuses and catalogues.
@@ -109,7 +109,7 @@ impl Registry {
 
     fn check_running(&self) -> Result<()> {
         if self.stopped.load(Ordering::SeqCst) {
-            return Err(Error::Shutdown);
+            return Err(Error::shutdown());
         }
         Ok(())
     }
@@ -243,7 +243,14 @@ impl Registry {
         let routed = self.resolve_tool(name);
         let owner = match &routed {
             Ok((owner, _)) => Some(owner),
-            Err(Error::UnknownTool { .. } | Error::AmbiguousTool { .. }) => None,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::UnknownTool | ErrorKind::AmbiguousTool { .. }
+                ) =>
+            {
+                None
+            }
             Err(_) => return routed,
         };
         let tool = routed.as_ref().ok().map(|(_, tool)| tool.as_ref());
@@ -386,7 +393,7 @@ impl Registry {
             routed = self.resolve_prompt(name);
         }
         // A name no list has yet may be in a listing under way.
-        if matches!(routed, Err(Error::UnknownPrompt { .. })) {
+        if matches!(&routed, Err(e) if matches!(e.kind(), ErrorKind::UnknownPrompt { .. })) {
             let policy = ToolPolicy::default();
             let deadline =
                 |server: &ServerHandle| Some(server.core.deadline(None, &policy, started));
@@ -403,11 +410,15 @@ impl Registry {
         let prompts = self.prompts();
         match prompts.resolve(name) {
             Ok(entry) => Ok((self.server(&entry.server)?, entry.tool.name.clone())),
-            Err(Unresolved::Unknown) => Err(Error::UnknownPrompt { name: name.into() }),
-            Err(Unresolved::Ambiguous(collision)) => Err(Error::AmbiguousPrompt {
-                name: name.into(),
-                servers: collision.servers.clone(),
-            }),
+            Err(Unresolved::Unknown) => {
+                Err(ErrorContext::new().error(ErrorKind::UnknownPrompt { name: name.into() }))
+            }
+            Err(Unresolved::Ambiguous(collision)) => {
+                Err(ErrorContext::new().error(ErrorKind::AmbiguousPrompt {
+                    name: name.into(),
+                    servers: collision.servers.clone(),
+                }))
+            }
         }
     }
 
@@ -460,15 +471,14 @@ impl Registry {
         }
         match &owners[..] {
             [one] => Ok(one.clone()),
-            [] => Err(Error::ResourceNotFound {
-                server: None,
+            [] => Err(ErrorContext::new().error(ErrorKind::ResourceNotFound {
                 uri: uri.into(),
                 message: "no server offers it or a template that matches it".into(),
-            }),
-            several => Err(Error::AmbiguousResource {
+            })),
+            several => Err(ErrorContext::new().error(ErrorKind::AmbiguousResource {
                 uri: uri.into(),
                 servers: several.iter().map(|h| Arc::from(h.name())).collect(),
-            }),
+            })),
         }
     }
 
@@ -492,14 +502,14 @@ fn resolve_in(
         Ok(entry) => registry
             .server(&entry.server)
             .map(|handle| (handle, Arc::<str>::from(entry.tool.name.as_str()))),
-        Err(Unresolved::Unknown) => Err(Error::UnknownTool {
-            server: None,
-            tool: name.into(),
-        }),
-        Err(Unresolved::Ambiguous(collision)) => Err(Error::AmbiguousTool {
-            name: name.into(),
-            servers: collision.servers.clone(),
-        }),
+        Err(Unresolved::Unknown) => Err(ErrorContext::new()
+            .with_tool(Some(name.into()))
+            .error(ErrorKind::UnknownTool)),
+        Err(Unresolved::Ambiguous(collision)) => Err(ErrorContext::new()
+            .with_tool(Some(name.into()))
+            .error(ErrorKind::AmbiguousTool {
+                servers: collision.servers.clone(),
+            })),
     }
 }
 

@@ -24,7 +24,7 @@ use crate::catalogue::{Catalogue, Naming};
 use crate::client::ClientHandlers;
 use crate::config::{Defaults, ServerConfig};
 use crate::config_file::ConfigFile;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorContext, ErrorKind, Result};
 use crate::framer::Arguments;
 use crate::handle::ServerHandle;
 use crate::metrics::{RuntimeMetrics, Sink};
@@ -233,16 +233,16 @@ impl RuntimeBuilder {
     /// Starts the actor thread and every server, concurrently, and waits until each is ready
     /// or has failed. A server that fails does not fail the build: its status says why (and
     /// it is retried under its restart policy), and calls to it fail with
-    /// [`Error::Unavailable`].
+    /// [`ErrorKind::Unavailable`].
     pub async fn build(self) -> Result<Runtime> {
         #[cfg(feature = "prometheus")]
         let (exporter, sink) = match self.metrics_listener {
             Some(addr) => {
                 let (exporter, sink) = crate::metrics::Exporter::start(addr).map_err(|source| {
-                    Error::MetricsListener {
+                    ErrorContext::new().error(ErrorKind::MetricsListener {
                         addr,
                         source: Arc::new(source),
-                    }
+                    })
                 })?;
                 (Some(exporter), Some(sink))
             }
@@ -262,12 +262,14 @@ impl RuntimeBuilder {
                 let _ = system.run();
                 let _ = done_tx.send(());
             })
-            .map_err(|e| Error::ActorThread {
-                source: Arc::new(e),
+            .map_err(|e| {
+                ErrorContext::new().error(ErrorKind::ActorThread {
+                    source: Arc::new(e),
+                })
             })?;
         // The thread ends only by `System::stop`: before it answers, only by a panic in
         // actix itself, after which the runtime is as good as shut down.
-        let (system, arbiter) = system_rx.await.map_err(|_| Error::Shutdown)?;
+        let (system, arbiter) = system_rx.await.map_err(|_| Error::shutdown())?;
         let kills: Kills = Arc::new(Mutex::new(HashMap::new()));
         let registry = Arc::new(Registry::new(self.defaults.naming.clone(), metrics.clone()));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -377,7 +379,7 @@ impl Runtime {
             .supervisor
             .send(AddServer { name, config })
             .await
-            .map_err(|_| Error::Shutdown)?
+            .map_err(|_| Error::shutdown())?
     }
 
     /// Adds a server to the running runtime and waits until it is ready or has failed.
@@ -403,7 +405,7 @@ impl Runtime {
             .supervisor
             .send(RemoveServer { name: name.into() })
             .await
-            .map_err(|_| Error::Shutdown)?
+            .map_err(|_| Error::shutdown())?
     }
 
     /// Runs server `name` with `config` from now on, without failing a call: the old server
@@ -426,7 +428,7 @@ impl Runtime {
                 config: config.into(),
             })
             .await
-            .map_err(|_| Error::Shutdown)??;
+            .map_err(|_| Error::shutdown())??;
         new.wait_started().await;
         self.inner.registry.rebuild();
         Ok(new)
@@ -440,7 +442,7 @@ impl Runtime {
             .supervisor
             .send(RestartServer { name: name.into() })
             .await
-            .map_err(|_| Error::Shutdown)??;
+            .map_err(|_| Error::shutdown())??;
         handle.wait_started().await;
         self.inner.registry.rebuild();
         Ok(handle)
@@ -455,7 +457,7 @@ impl Runtime {
             .supervisor
             .send(RootsChanged)
             .await
-            .map_err(|_| Error::Shutdown)
+            .map_err(|_| Error::shutdown())
     }
 
     /// The handle of the server with this name.
@@ -585,7 +587,7 @@ impl Runtime {
     }
 
     /// Closes every server gracefully (close stdin, wait, `SIGTERM`, wait, `SIGKILL`, reap;
-    /// pending calls fail with [`Error::Unavailable`]) and stops the actor thread.
+    /// pending calls fail with [`ErrorKind::Unavailable`]) and stops the actor thread.
     ///
     /// The servers are closed all at once, so the whole shutdown takes as long as the
     /// slowest server's close: at most its two waits (2 s each by default,

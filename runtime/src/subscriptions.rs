@@ -224,10 +224,10 @@ mod tests {
             Some(Ok(()))
         ));
         // A refusal reaches the waiters of its revision.
-        subs.refused(6, crate::Error::Shutdown);
+        subs.refused(6, crate::Error::shutdown());
         assert!(matches!(
             subs.wait_acknowledged(6).now_or_never(),
-            Some(Err(crate::Error::Shutdown))
+            Some(Err(e)) if matches!(e.kind(), crate::ErrorKind::Shutdown)
         ));
     }
 }

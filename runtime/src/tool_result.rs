@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorContext, ErrorKind, Result};
 use crate::handle::ServerHandle;
 use crate::model::CallToolResult;
 
@@ -26,11 +26,12 @@ pub(crate) fn typed((raw, handle, tool): Sent) -> Result<CallToolResult> {
             }
             Ok(result)
         }
-        Err(e) => Err(Error::Protocol {
-            server: core.name.clone(),
-            method: "tools/call".into(),
-            tool: Some(tool),
-            detail: format!("the result is not a CallToolResult: {e}"),
-        }),
+        Err(e) => Err(
+            ErrorContext::of_request(core.name.clone(), "tools/call".into(), Some(tool)).error(
+                ErrorKind::Protocol {
+                    detail: format!("the result is not a CallToolResult: {e}"),
+                },
+            ),
+        ),
     }
 }

@@ -12,7 +12,8 @@ use switchboard::client::{
     UrlElicitation,
 };
 use switchboard::model::{Content, Role};
-use switchboard::{Error, Runtime, ServerConfig};
+use switchboard::ErrorKind;
+use switchboard::{Runtime, ServerConfig};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
@@ -615,18 +616,15 @@ async fn url_elicitation_required_becomes_a_typed_error_with_the_urls() {
         .call_tool("needs_auth", json!({}))
         .await
         .unwrap_err();
-    let Error::UrlElicitationRequired {
-        server,
-        tool,
+    let ErrorKind::UrlElicitationRequired {
         elicitations,
         message,
-        ..
-    } = &err
+    } = err.kind()
     else {
         panic!("{err:?}")
     };
-    assert_eq!(&**server, "s");
-    assert_eq!(tool.as_deref(), Some("needs_auth"));
+    assert_eq!(err.server(), Some("s"));
+    assert_eq!(err.tool(), Some("needs_auth"));
     assert_eq!(message, "This request requires more information.");
     assert_eq!(elicitations.len(), 1);
     assert_eq!(

@@ -12,7 +12,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
 use switchboard::transport::HttpKind;
-use switchboard::{Era, Error, Liveness, RestartPolicy, Runtime, ServerConfig};
+use switchboard::ErrorKind;
+use switchboard::{Era, Liveness, RestartPolicy, Runtime, ServerConfig};
 
 use crate::http_fixture::json_response;
 
@@ -148,7 +149,7 @@ async fn modern_http_requests_carry_headers_that_match_their_bodies() {
     assert_eq!(result.text(), "done");
     let err = server.call_tool("strict", json!({})).await.unwrap_err();
     assert!(
-        matches!(&err, Error::HeaderMismatch { tool: Some(t), .. } if &**t == "strict"),
+        matches!(err.kind(), ErrorKind::HeaderMismatch { .. }) && err.tool() == Some("strict"),
         "{err:?}"
     );
 

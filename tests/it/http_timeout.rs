@@ -1,4 +1,4 @@
-//! A call over Streamable HTTP that times out: the caller gets `Error::Timeout`, and the
+//! A call over Streamable HTTP that times out: the caller gets `ErrorKind::Timeout`, and the
 //! server gets `notifications/cancelled` for that request, in its session, as a POST of its
 //! own. Against a scripted server on 127.0.0.1 whose `hang` tool holds its POST open.
 
@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use switchboard::transport::HttpKind;
-use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig};
+use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig};
 use tokio::sync::mpsc;
 
 /// One JSON-RPC message as the server received it, with the session it came in.
@@ -116,20 +116,17 @@ async fn an_http_call_that_times_out_returns_timeout_and_the_server_gets_cancell
         .timeout(Duration::from_millis(200))
         .await
         .unwrap_err();
-    let Error::Timeout {
-        request_id, tool, ..
-    } = &err
-    else {
+    let (true, Some(request_id)) = (err.is_timeout(), err.request_id()) else {
         panic!("expected Timeout, got {err:?}")
     };
-    assert_eq!(tool.as_deref(), Some("hang"));
+    assert_eq!(err.tool(), Some("hang"));
 
     let cancel = tokio::time::timeout(Duration::from_secs(10), cancelled.recv())
         .await
         .expect("no notifications/cancelled within 10 s")
         .expect("the server is running");
     assert_eq!(
-        cancel.message["params"]["requestId"], *request_id,
+        cancel.message["params"]["requestId"], request_id,
         "{cancel:?}"
     );
     assert!(

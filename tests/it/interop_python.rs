@@ -14,9 +14,8 @@ use switchboard::client::{
     BoxFuture, ClientHandlers, ElicitationHandler, ElicitationRequest, ElicitationResponse,
 };
 use switchboard::model::{Content, ResourceContents};
-use switchboard::{
-    Era, Error, Liveness, Protocol, RestartPolicy, Runtime, ServerConfig, ServerHandle,
-};
+use switchboard::ErrorKind;
+use switchboard::{Era, Liveness, Protocol, RestartPolicy, Runtime, ServerConfig, ServerHandle};
 
 use crate::peers::python;
 
@@ -112,7 +111,7 @@ async fn resource_prompt_and_typed_tool(server: &ServerHandle) {
     }
     assert!(matches!(
         server.read_resource("python://static/no-such").await,
-        Err(Error::ResourceNotFound { .. })
+        Err(e) if matches!(e.kind(), ErrorKind::ResourceNotFound { .. })
     ));
 
     let prompts = server.list_prompts().await.unwrap();
@@ -239,11 +238,11 @@ async fn interop_python_sdk_modern_typed_errors() {
         .call_tool("book_trip", json!({"city": "Oslo"}))
         .await
         .unwrap_err();
-    let Error::MissingClientCapability { missing, tool, .. } = &err else {
+    let ErrorKind::MissingClientCapability { missing, .. } = err.kind() else {
         panic!("{err:?}")
     };
     assert_eq!(&missing[..], ["elicitation"]);
-    assert_eq!(tool.as_deref(), Some("book_trip"));
+    assert_eq!(err.tool(), Some("book_trip"));
     rt.shutdown().await;
 
     // A cap of no rounds: the first input-required result is already one too many.
@@ -257,7 +256,7 @@ async fn interop_python_sdk_modern_typed_errors() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::InputLoop { rounds: 0, tool: Some(t), .. } if &**t == "book_trip"),
+        matches!(err.kind(), ErrorKind::InputLoop { rounds: 0 }) && err.tool() == Some("book_trip"),
         "{err:?}"
     );
     rt.shutdown().await;

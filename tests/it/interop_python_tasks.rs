@@ -15,7 +15,8 @@ use switchboard::client::{
 };
 use switchboard::task::{TaskOrResult, TaskShape};
 use switchboard::transport::HttpKind;
-use switchboard::{Era, Error, Liveness, RestartPolicy, Runtime, ServerConfig};
+use switchboard::ErrorKind;
+use switchboard::{Era, Liveness, RestartPolicy, Runtime, ServerConfig};
 
 use crate::peers::{python, python_tasks_script, ListeningPeer};
 
@@ -80,7 +81,7 @@ async fn research(rt: &Runtime) {
     };
     task.cancel().await.unwrap();
     match task.result().await {
-        Err(Error::TaskCancelled { .. }) => {}
+        Err(e) if matches!(e.kind(), ErrorKind::TaskCancelled { .. }) => {}
         // The task may have finished between the call and the cancel.
         Ok(report) => assert!(report.text().starts_with("# Research Report: reefs")),
         Err(other) => panic!("expected the task cancelled, got {other:?}"),

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use switchboard::transport::HttpKind;
-use switchboard::{Error, Protocol, RestartPolicy, Runtime, ServerConfig, Unavailability};
+use switchboard::ErrorKind;
+use switchboard::{Protocol, RestartPolicy, Runtime, ServerConfig, Unavailability};
 
 use crate::peers::{free_port, python, python_server_script, ListeningPeer};
 
@@ -56,10 +57,15 @@ async fn restarted_50_times(protocol: Protocol) {
         let mut refused = false;
         for _ in 0..20 {
             match rt.call_tool("forecast", json!({"city": "Oslo"})).await {
-                Err(Error::Unavailable {
-                    because: Unavailability::StartFailed,
-                    ..
-                }) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Unavailable {
+                            because: Unavailability::StartFailed,
+                            ..
+                        }
+                    ) =>
+                {
                     refused = true;
                     break;
                 }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use switchboard::ErrorKind;
 use switchboard::{Runtime, ServerConfig, ServerHandle};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -117,7 +118,7 @@ async fn handshake_then_tools_list_then_call_then_cancel_on_the_wire() {
         .as_str()
         .unwrap()
         .contains("timed out"));
-    let switchboard::Error::Timeout { request_id, .. } = err else {
+    let (true, Some(request_id)) = (err.is_timeout(), err.request_id()) else {
         panic!("{err:?}")
     };
     assert_eq!(json!(request_id), call["id"]);
@@ -152,7 +153,7 @@ async fn shutdown_fails_a_pending_call_and_cancels_it_on_the_wire_first() {
         .unwrap()
         .unwrap_err();
     assert!(
-        matches!(&err, switchboard::Error::Unavailable { .. })
+        matches!(err.kind(), ErrorKind::Unavailable { .. })
             && err.to_string().contains("shutting down"),
         "{err}"
     );

@@ -11,58 +11,25 @@
 //! -32602: it waits for the restart, and past its deadline is -32603 saying the server is
 //! restarting.
 
-use serde_json::json;
-use switchboard::{Error, ErrorKind};
+use switchboard::{Error, JsonRpcMapping};
 use switchboard_server::{ErrorObject, HandlerError};
 
-/// 2026-07-28's MissingRequiredClientCapabilityError.
-const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-
 /// What the front client gets for `error`, raised while serving `what` (a tool, prompt or
-/// resource name).
+/// resource name): the JSON-RPC error the runtime's kind maps to
+/// ([`Error::to_jsonrpc`]), with `what` added to the `data` of the errors the runtime
+/// describes itself.
 pub(crate) fn to_front(error: &Error, what: &str) -> HandlerError {
-    if let Error::Rpc {
-        code,
-        message,
-        data,
-        ..
-    } = error
+    let answer = error.to_jsonrpc();
+    let mut data = answer.data;
+    if let (
+        JsonRpcMapping::InvalidParams | JsonRpcMapping::InternalError,
+        Some(serde_json::Value::Object(fields)),
+    ) = (error.kind().jsonrpc(), data.as_mut())
     {
-        let mut object = ErrorObject::new(*code, message.clone());
-        object.data = data
-            .as_deref()
-            .and_then(|d| serde_json::value::to_raw_value(d).ok());
-        return HandlerError::Rpc(object);
+        fields.insert("name".to_owned(), what.into());
     }
-    if let Error::MissingClientCapability {
-        missing, message, ..
-    } = error
-    {
-        // The upstream needs what the gateway's own client lacks (it answers no sampling,
-        // elicitation or roots yet): the front client hears it as the upstream said it.
-        let required: serde_json::Map<String, serde_json::Value> =
-            missing.iter().map(|c| (c.clone(), json!({}))).collect();
-        let mut object = ErrorObject::new(MISSING_REQUIRED_CLIENT_CAPABILITY, message.clone());
-        object.data =
-            serde_json::value::to_raw_value(&json!({ "requiredCapabilities": required })).ok();
-        return HandlerError::Rpc(object);
-    }
-    if let Error::ResourceNotFound { uri, .. } = error {
-        return HandlerError::resource_not_found(uri);
-    }
-    let code = match error.kind() {
-        ErrorKind::NotFound | ErrorKind::Ambiguous | ErrorKind::Refused => {
-            ErrorObject::INVALID_PARAMS
-        }
-        _ => ErrorObject::INTERNAL_ERROR,
-    };
-    let mut object = ErrorObject::new(code, error.to_string());
-    object.data = serde_json::value::to_raw_value(&json!({
-        "server": error.server(),
-        "name": what,
-        "kind": format!("{:?}", error.kind()),
-    }))
-    .ok();
+    let mut object = ErrorObject::new(answer.code, answer.message);
+    object.data = data.and_then(|d| serde_json::value::to_raw_value(&d).ok());
     HandlerError::Rpc(object)
 }
 
@@ -79,6 +46,9 @@ pub(crate) fn unreadable(what: &str, detail: &serde_json::Error) -> HandlerError
 mod tests {
     use std::sync::Arc;
 
+    use serde_json::json;
+    use switchboard::{ErrorContext, ErrorKind};
+
     use super::*;
 
     fn object(error: HandlerError) -> ErrorObject {
@@ -90,14 +60,16 @@ mod tests {
 
     #[test]
     fn an_upstream_error_passes_through_with_its_code_and_data() {
-        let error = Error::Rpc {
-            server: Arc::from("files"),
-            method: Arc::from("tools/call"),
-            tool: Some(Arc::from("read")),
+        let error = ErrorContext::of_request(
+            Arc::from("files"),
+            Arc::from("tools/call"),
+            Some(Arc::from("read")),
+        )
+        .error(ErrorKind::Rpc {
             code: -32042,
             message: "needs a url".into(),
             data: Some(Arc::new(json!({"elicitations": []}))),
-        };
+        });
         let object = object(to_front(&error, "read"));
         assert_eq!(object.code, -32042);
         assert_eq!(object.message, "needs a url");
@@ -106,13 +78,15 @@ mod tests {
 
     #[test]
     fn a_missing_client_capability_stays_what_the_upstream_said() {
-        let error = Error::MissingClientCapability {
-            server: Arc::from("files"),
-            method: Arc::from("tools/call"),
-            tool: Some(Arc::from("ask")),
+        let error = ErrorContext::of_request(
+            Arc::from("files"),
+            Arc::from("tools/call"),
+            Some(Arc::from("ask")),
+        )
+        .error(ErrorKind::MissingClientCapability {
             missing: Arc::from(vec!["sampling".to_owned()]),
             message: "needs sampling".into(),
-        };
+        });
         let object = object(to_front(&error, "ask"));
         assert_eq!(object.code, -32021);
         assert_eq!(
@@ -123,10 +97,9 @@ mod tests {
 
     #[test]
     fn an_unknown_tool_is_invalid_params_naming_it() {
-        let error = Error::UnknownTool {
-            server: None,
-            tool: Arc::from("nope"),
-        };
+        let error = ErrorContext::new()
+            .with_tool(Some(Arc::from("nope")))
+            .error(ErrorKind::UnknownTool);
         let object = object(to_front(&error, "nope"));
         assert_eq!(object.code, ErrorObject::INVALID_PARAMS);
         assert!(object.message.contains("nope"), "{}", object.message);
@@ -134,13 +107,14 @@ mod tests {
 
     #[test]
     fn a_tool_whose_server_is_restarting_is_an_internal_error_saying_so_not_invalid_params() {
-        let error = Error::Unavailable {
-            server: Arc::from("demo"),
-            tool: Some(Arc::from("echo")),
-            because: switchboard::Unavailability::Restarting,
-            reason: "not ready within the call's deadline: it is restarting (last error: it disconnected: the server was killed by signal 9)".into(),
-            cause: None,
-        };
+        let reason = "not ready within the call's deadline: it is restarting (last error: it disconnected: the server was killed by signal 9)";
+        let error = ErrorContext::of_server(Arc::from("demo"))
+            .with_tool(Some(Arc::from("echo")))
+            .error(ErrorKind::Unavailable {
+                because: switchboard::Unavailability::Restarting,
+                reason: reason.into(),
+                cause: None,
+            });
         let object = object(to_front(&error, "echo"));
         assert_eq!(object.code, ErrorObject::INTERNAL_ERROR);
         assert!(object.message.contains("demo"), "{}", object.message);
@@ -152,14 +126,16 @@ mod tests {
 
     #[test]
     fn a_timeout_is_an_internal_error_naming_server_and_tool() {
-        let error = Error::Timeout {
-            server: Arc::from("files"),
-            method: Arc::from("tools/call"),
-            tool: Some(Arc::from("read")),
-            request_id: 7,
+        let error = ErrorContext::of_request(
+            Arc::from("files"),
+            Arc::from("tools/call"),
+            Some(Arc::from("read")),
+        )
+        .with_request_id(7)
+        .error(ErrorKind::Timeout {
             elapsed: std::time::Duration::from_millis(200),
             dropped_frames: 0,
-        };
+        });
         let object = object(to_front(&error, "read"));
         assert_eq!(object.code, ErrorObject::INTERNAL_ERROR);
         assert!(object.message.contains("files"), "{}", object.message);

@@ -22,7 +22,7 @@ use super::server::{
 use crate::config::{Defaults, ServerConfig};
 use crate::core::ServerCore;
 use crate::era_memory::EraMemory;
-use crate::error::Error;
+use crate::error::{Error, ErrorContext, ErrorKind};
 use crate::handle::ServerHandle;
 use crate::metrics::RuntimeMetrics;
 use crate::routing::Registry;
@@ -99,10 +99,10 @@ impl Supervisor {
 
     fn add(&mut self, name: Arc<str>, config: ServerConfig) -> Result<ServerHandle, Error> {
         if self.stopping {
-            return Err(Error::Shutdown);
+            return Err(Error::shutdown());
         }
         if self.servers.contains_key(&name) {
-            return Err(Error::DuplicateServer { name });
+            return Err(ErrorContext::of_server(name).error(ErrorKind::DuplicateServer));
         }
         let managed = self.spawn_server(name.clone(), config, 0);
         let handle = managed.handle.clone();
@@ -240,7 +240,7 @@ impl Handler<RemoveServer> for Supervisor {
 
     fn handle(&mut self, msg: RemoveServer, _ctx: &mut Context<Self>) -> Self::Result {
         let Some(managed) = self.servers.get_mut(&msg.name) else {
-            let error = Error::UnknownServer { name: msg.name };
+            let error = ErrorContext::of_server(msg.name).error(ErrorKind::UnknownServer);
             return Box::pin(async move { Err(error) }.into_actor(self));
         };
         managed.removing = true;
@@ -281,11 +281,9 @@ impl Handler<ReplaceServer> for Supervisor {
 
     fn handle(&mut self, msg: ReplaceServer, _ctx: &mut Context<Self>) -> Self::Result {
         let old = match self.servers.get(&msg.name) {
-            _ if self.stopping => Err(Error::Shutdown),
+            _ if self.stopping => Err(Error::shutdown()),
             Some(old) if !old.removing => Ok(old.handle.core.clone()),
-            _ => Err(Error::UnknownServer {
-                name: msg.name.clone(),
-            }),
+            _ => Err(ErrorContext::of_server(msg.name.clone()).error(ErrorKind::UnknownServer)),
         };
         let old_core = match old {
             Ok(old) => old,
@@ -308,7 +306,7 @@ impl Handler<ReplaceServer> for Supervisor {
             .map(move |(), act, ctx| {
                 // The shutdown took it and stopped it.
                 let Some((_, new)) = act.replacing.remove(&key) else {
-                    return Err(Error::Shutdown);
+                    return Err(Error::shutdown());
                 };
                 // Removed, replaced again or shut down meanwhile: the new one is not wanted.
                 let still_old = act
@@ -318,9 +316,9 @@ impl Handler<ReplaceServer> for Supervisor {
                 if act.stopping || !still_old {
                     new.addr.do_send(Shutdown::GRACEFUL);
                     return Err(if act.stopping {
-                        Error::Shutdown
+                        Error::shutdown()
                     } else {
-                        Error::UnknownServer { name }
+                        ErrorContext::of_server(name).error(ErrorKind::UnknownServer)
                     });
                 }
                 let handle = new.handle.clone();
@@ -392,12 +390,12 @@ impl Handler<RestartServer> for Supervisor {
         let restarted = match self.servers.get(&msg.name) {
             // Answer once the actor has handled it, so its status has left "down" by then.
             Some(managed) if !managed.removing => Ok(managed.addr.send(Restart)),
-            _ => Err(Error::UnknownServer { name: msg.name }),
+            _ => Err(ErrorContext::of_server(msg.name).error(ErrorKind::UnknownServer)),
         };
         Box::pin(
             async move {
                 match restarted {
-                    Ok(sent) => sent.await.map_err(|_| Error::Shutdown),
+                    Ok(sent) => sent.await.map_err(|_| Error::shutdown()),
                     Err(e) => Err(e),
                 }
             }

@@ -16,7 +16,7 @@
 //! tokio timer entry per call cost about as much as the rest of a task's round trip; see
 //! `BENCHMARKS.md`). When a deadline passes, that task moves it if progress asked for it, or
 //! times the request out: `notifications/cancelled`, the liveness report, then the caller's
-//! [`Error::Timeout`].
+//! [`ErrorKind::Timeout`].
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -34,7 +34,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use crate::admission::Slot;
 use crate::call_scope::Scope;
 use crate::deadline::DeadlinePolicy;
-use crate::error::Error;
+use crate::error::{Error, ErrorContext, ErrorKind};
 use crate::framer;
 use crate::metrics::{CancelReason, ServerMetrics};
 
@@ -132,7 +132,7 @@ impl Track {
 /// # Drop behavior
 ///
 /// A waiter dropped unanswered (its table was dropped without being closed, say because the
-/// tasks that held it stopped) settles its caller with [`Error::Disconnected`], so no caller
+/// tasks that held it stopped) settles its caller with [`ErrorKind::Disconnected`], so no caller
 /// ever sees a bare channel error.
 pub(crate) struct Waiter {
     tx: Option<oneshot::Sender<Answer>>,
@@ -234,26 +234,23 @@ impl Waiter {
         )
     }
 
-    /// [`Error::Timeout`] for this request, `elapsed` after it started.
-    pub(crate) fn timeout(&self, dropped_now: u64) -> Error {
-        Error::Timeout {
-            server: self.server.clone(),
-            method: self.method.clone(),
-            tool: self.tool.clone(),
-            request_id: self.id,
-            elapsed: self.started.elapsed(),
-            dropped_frames: dropped_now.saturating_sub(self.dropped_at_write),
-        }
+    /// What an error of this request names: its server, method, tool and id.
+    pub(crate) fn context(&self) -> ErrorContext {
+        ErrorContext::of_request(self.server.clone(), self.method.clone(), self.tool.clone())
+            .with_request_id(self.id)
     }
 
-    /// [`Error::Disconnected`] for this request.
+    /// [`ErrorKind::Timeout`] for this request, `elapsed` after it started.
+    pub(crate) fn timeout(&self, dropped_now: u64) -> Error {
+        self.context().error(ErrorKind::Timeout {
+            elapsed: self.started.elapsed(),
+            dropped_frames: dropped_now.saturating_sub(self.dropped_at_write),
+        })
+    }
+
+    /// [`ErrorKind::Disconnected`] for this request.
     pub(crate) fn disconnected(&self, reason: Arc<CloseReason>) -> Error {
-        Error::Disconnected {
-            server: self.server.clone(),
-            method: self.method.clone(),
-            tool: self.tool.clone(),
-            reason,
-        }
+        self.context().error(ErrorKind::Disconnected { reason })
     }
 }
 
@@ -475,7 +472,7 @@ impl Table {
 
     /// Closes the table once: nothing can be registered any more, and every waiter fails
     /// with what `error` makes of it, except those whose deadline has already passed, which
-    /// fail as [`Error::Timeout`] (they timed out; the close only raced their caller).
+    /// fail as [`ErrorKind::Timeout`] (they timed out; the close only raced their caller).
     pub(crate) fn close(&self, mut error: impl FnMut(&Waiter) -> Error) {
         self.closed.store(true, Ordering::Release);
         self.drain(true, None, |waiter| error(waiter));

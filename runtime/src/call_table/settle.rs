@@ -21,7 +21,7 @@ use switchboard_transports::CloseReason;
 use tokio::sync::mpsc;
 
 use super::Table;
-use crate::error::Error;
+use crate::error::ErrorKind;
 use crate::logging::ServerLog;
 
 /// Routes a connection's events until its stream ends.
@@ -152,11 +152,10 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
             table.hear();
             metrics.skipped(skipped.kind.as_str());
             let claimed = match skipped.id {
-                Some(Id::Number(id)) => table.fail(id, |waiter| Error::Protocol {
-                    server: table.server().clone(),
-                    method: waiter.method.clone(),
-                    tool: waiter.tool.clone(),
-                    detail: format!("malformed answer: {}", skipped.reason()),
+                Some(Id::Number(id)) => table.fail(id, |waiter| {
+                    waiter.context().error(ErrorKind::Protocol {
+                        detail: format!("malformed answer: {}", skipped.reason()),
+                    })
                 }),
                 _ => false,
             };
@@ -176,11 +175,10 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
         }
         Event::StreamBroken { id, reason } => {
             let failed = match id {
-                Id::Number(id) => table.fail(id, |waiter| Error::StreamBroken {
-                    server: table.server().clone(),
-                    method: waiter.method.clone(),
-                    tool: waiter.tool.clone(),
-                    reason: reason.clone(),
+                Id::Number(id) => table.fail(id, |waiter| {
+                    waiter.context().error(ErrorKind::StreamBroken {
+                        reason: reason.clone(),
+                    })
                 }),
                 Id::String(_) => false,
             };
@@ -196,10 +194,10 @@ fn settle(table: &Table, event: Event) -> Option<Event> {
         } => {
             table.hear();
             let failed = match id {
-                Some(Id::Number(id)) => table.fail(id, |waiter| Error::Unauthorized {
-                    server: table.server().clone(),
-                    tool: waiter.tool.clone(),
-                    resource_metadata: resource_metadata.clone(),
+                Some(Id::Number(id)) => table.fail(id, |waiter| {
+                    waiter.context().error(ErrorKind::Unauthorized {
+                        resource_metadata: resource_metadata.clone(),
+                    })
                 }),
                 _ => false,
             };
@@ -237,11 +235,10 @@ fn unknown_answer(table: &Table, response: &Response) {
 /// says in the log what happened when the request had finished already.
 fn fail_send(table: &Table, id: Id, reason: &Arc<str>, what: &str) {
     let failed = match id {
-        Id::Number(id) => table.fail(id, |waiter| Error::Transport {
-            server: table.server().clone(),
-            method: waiter.method.clone(),
-            tool: waiter.tool.clone(),
-            reason: reason.clone(),
+        Id::Number(id) => table.fail(id, |waiter| {
+            waiter.context().error(ErrorKind::Transport {
+                reason: reason.clone(),
+            })
         }),
         Id::String(_) => false,
     };

@@ -39,7 +39,7 @@ pub trait ElicitationHandler: Send + Sync + fmt::Debug + 'static {
     ///
     /// Delivered as the server sent it: the application knows which elicitations it started
     /// (from [`elicit_url`](Self::elicit_url) and from
-    /// [`Error::UrlElicitationRequired`](crate::Error::UrlElicitationRequired)) and ignores
+    /// [`ErrorKind::UrlElicitationRequired`](crate::ErrorKind::UrlElicitationRequired)) and ignores
     /// other ids, as the specification requires of clients. Called in a task of its own on
     /// the runtime's thread: hand the id on (a channel) rather than block.
     fn elicitation_complete(&self, server: &str, elicitation_id: String) {

@@ -11,8 +11,8 @@
 //!   `roots/list`, and the request goes again with `inputResponses` (by the server's keys)
 //!   and `requestState` echoed byte for byte. The server may ask again; past
 //!   [`ServerConfig::max_input_rounds`](crate::ServerConfig::max_input_rounds) rounds (10
-//!   by default) the call fails with [`Error::InputLoop`]; a request the handlers cannot
-//!   answer (no handler, so no capability was declared) with [`Error::InputUnsupported`].
+//!   by default) the call fails with [`ErrorKind::InputLoop`]; a request the handlers cannot
+//!   answer (no handler, so no capability was declared) with [`ErrorKind::InputUnsupported`].
 //!   Each retry is counted in `switchboard_input_rounds_total{server}`.
 //! - **Any other result** says what it is with `resultType` (absent means complete); a type
 //!   this version does not know is a protocol error.
@@ -36,7 +36,7 @@ use switchboard_codecs::mcp::modern::{
 use super::{reissue, Origin, Request, Retry};
 use crate::core::ServerCore;
 use crate::deadline::{saturating_after, DeadlinePolicy};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorContext, ErrorKind, Result};
 
 /// The follow-ups a request has had.
 #[derive(Debug, Default)]
@@ -85,7 +85,7 @@ pub(crate) async fn next(
     let raw = match answer {
         Ok(raw) => raw,
         Err(error) => {
-            if let Error::VersionRejected { supported, .. } = &error {
+            if let ErrorKind::VersionRejected { supported, .. } = error.kind() {
                 if !count.version_retried && publishes_dialect(request) {
                     count.version_retried = true;
                     if let Some(again) = retry_in_another_version(core, request, supported) {
@@ -174,12 +174,14 @@ async fn input_round(
     count: &mut Count,
 ) -> Result<()> {
     if count.input_rounds >= core.config.max_input_rounds_value() {
-        return Err(Error::InputLoop {
-            server: core.name.clone(),
-            method: request.method.clone(),
-            tool: request.tool.clone(),
+        return Err(ErrorContext::of_request(
+            core.name.clone(),
+            request.method.clone(),
+            request.tool.clone(),
+        )
+        .error(ErrorKind::InputLoop {
             rounds: count.input_rounds,
-        });
+        }));
     }
     let input: InputRequired = serde_json::from_str(raw.get()).map_err(|e| {
         protocol_error(core, request, format!("invalid input-required result: {e}"))
@@ -230,13 +232,14 @@ pub(crate) async fn fulfil(
             .min(hard_end.saturating_duration_since(Instant::now()));
         let running = AbortOnDrop(tokio::spawn(forward.forward_inputs(&core.name, requests)));
         let failed = |detail: String| {
-            Some(Error::InputUnsupported {
-                server: core.name.clone(),
-                method: method.clone(),
-                tool: tool.clone(),
-                request: None,
-                detail,
-            })
+            Some(
+                ErrorContext::of_request(core.name.clone(), method.clone(), tool.clone()).error(
+                    ErrorKind::InputUnsupported {
+                        request: None,
+                        detail,
+                    },
+                ),
+            )
         };
         return match tokio::time::timeout(limit, running).await {
             Ok(Ok(Ok(responses))) => Ok(responses),
@@ -252,13 +255,14 @@ pub(crate) async fn fulfil(
     let mut responses = Map::new();
     for (key, embedded) in requests {
         let unsupported = |embedded: Option<String>, detail: String| {
-            Some(Error::InputUnsupported {
-                server: core.name.clone(),
-                method: method.clone(),
-                tool: tool.clone(),
-                request: embedded,
-                detail,
-            })
+            Some(
+                ErrorContext::of_request(core.name.clone(), method.clone(), tool.clone()).error(
+                    ErrorKind::InputUnsupported {
+                        request: embedded,
+                        detail,
+                    },
+                ),
+            )
         };
         let embedded: InputRequest = serde_json::from_value(embedded)
             .map_err(|e| unsupported(None, format!("input request `{key}` is malformed: {e}")))?;
@@ -310,25 +314,26 @@ pub(crate) async fn fulfil(
 }
 
 fn protocol_error(core: &ServerCore, request: &Request, detail: String) -> Error {
-    Error::Protocol {
-        server: core.name.clone(),
-        method: request.method.clone(),
-        tool: request.tool.clone(),
-        detail,
-    }
+    ErrorContext::of_request(
+        core.name.clone(),
+        request.method.clone(),
+        request.tool.clone(),
+    )
+    .error(ErrorKind::Protocol { detail })
 }
 
 /// The call's deadline passed between rounds (while a handler ran).
 fn out_of_time(core: &ServerCore, request: &Request) -> Error {
-    Error::Timeout {
-        server: core.name.clone(),
-        method: request.method.clone(),
-        tool: request.tool.clone(),
-        // No request was in flight: the last round's was answered.
-        request_id: 0,
+    ErrorContext::of_request(
+        core.name.clone(),
+        request.method.clone(),
+        request.tool.clone(),
+    )
+    // No request was in flight (the last round's was answered): no request id.
+    .error(ErrorKind::Timeout {
         elapsed: request.started.elapsed(),
         dropped_frames: 0,
-    }
+    })
 }
 
 /// When the caller's deadline ends for good: its timeout, or with a progress reset, its

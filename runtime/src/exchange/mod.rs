@@ -49,7 +49,7 @@ use crate::call_table::{ProgressFn, Table, Track, Unsent, Waiter};
 use crate::core::{Gate, ServerCore};
 use crate::deadline::DeadlinePolicy;
 use crate::era::Modern;
-use crate::error::{Error, Result, Unavailability};
+use crate::error::{Error, ErrorContext, ErrorKind, Result, Unavailability};
 use crate::framer::{self, Round};
 pub(crate) use crate::framer::{Params, Retry};
 use crate::metrics::{CancelReason, Recording};
@@ -198,9 +198,12 @@ async fn rounds(core: &ServerCore, request: &mut Request) -> Result<Box<RawValue
             *id = None;
         }
         match answer {
-            Err(Error::StreamBroken { reason, .. }) if follow.may_reissue(core, request) => {
+            Err(e)
+                if matches!(e.kind(), ErrorKind::StreamBroken { .. })
+                    && follow.may_reissue(core, request) =>
+            {
                 // A new id: the lost request may still be running under the old one.
-                tracing::debug!(server = %core.name, method = %request.method, tool = request.tool.as_deref(), %reason, "the response broke; sending the request again");
+                tracing::debug!(server = %core.name, method = %request.method, tool = request.tool.as_deref(), reason = %e, "the response broke; sending the request again");
             }
             answer if !modern => return answer,
             // Boxed: only a stateless server's answers get here, and the work is rare.
@@ -289,13 +292,13 @@ async fn wait_ready(
                     _ => Unavailability::NotReady,
                 };
                 let why = not_ready(&status);
-                return Err(Error::Unavailable {
-                    server: core.name.clone(),
-                    tool: tool.clone(),
-                    because,
-                    reason: format!("not ready within the call's deadline: {why}").into(),
-                    cause: None,
-                });
+                return Err(ErrorContext::of_server(core.name.clone())
+                    .with_tool(tool.clone())
+                    .error(ErrorKind::Unavailable {
+                        because,
+                        reason: format!("not ready within the call's deadline: {why}").into(),
+                        cause: None,
+                    }));
             }
         }
     }
@@ -330,13 +333,13 @@ fn gate(
             reason,
             cause,
             ..
-        } => Err(Error::Unavailable {
-            server: core.name.clone(),
-            tool: tool.clone(),
-            because: *because,
-            reason: reason.clone(),
-            cause: cause.clone(),
-        }),
+        } => Err(ErrorContext::of_server(core.name.clone())
+            .with_tool(tool.clone())
+            .error(ErrorKind::Unavailable {
+                because: *because,
+                reason: reason.clone(),
+                cause: cause.as_deref().cloned(),
+            })),
     }
 }
 
@@ -435,12 +438,14 @@ async fn send(
     std::mem::forget(guard);
     Ok(answer.unwrap_or_else(|_| {
         // Unreachable in practice: a waiter settles its caller even when dropped.
-        Err(Error::Disconnected {
-            server: table.server().clone(),
-            method: request.method.clone(),
-            tool: request.tool.clone(),
+        Err(ErrorContext::of_request(
+            table.server().clone(),
+            request.method.clone(),
+            request.tool.clone(),
+        )
+        .error(ErrorKind::Disconnected {
             reason: Arc::new(CloseReason::aborted("the answer was lost")),
-        })
+        }))
     }))
 }
 
@@ -494,35 +499,36 @@ fn not_ready(status: &ServerStatus) -> String {
 
 fn refused_error(core: &ServerCore, request: &Request, refused: Refused) -> Error {
     match refused {
-        Refused::Full => Error::Overloaded {
-            server: core.name.clone(),
-            method: request.method.clone(),
-            tool: request.tool.clone(),
+        Refused::Full => ErrorContext::of_request(
+            core.name.clone(),
+            request.method.clone(),
+            request.tool.clone(),
+        )
+        .error(ErrorKind::Overloaded {
             max_in_flight: core.admission.max(),
-        },
+        }),
         Refused::Closed => gone(core, &request.tool),
     }
 }
 
 fn gone(core: &ServerCore, tool: &Option<Arc<str>>) -> Error {
-    Error::Unavailable {
-        server: core.name.clone(),
-        tool: tool.clone(),
-        because: Unavailability::Stopped,
-        reason: "its actor is not running (the runtime stopped it)".into(),
-        cause: None,
-    }
+    ErrorContext::of_server(core.name.clone())
+        .with_tool(tool.clone())
+        .error(ErrorKind::Unavailable {
+            because: Unavailability::Stopped,
+            reason: "its actor is not running (the runtime stopped it)".into(),
+            cause: None,
+        })
 }
 
 /// The actor's connection closed before its request was written: the close is handled
 /// where it arrives, and this answer is ignored with the connection.
 fn connection_gone(core: &ServerCore, request: &Request) -> Error {
-    Error::Disconnected {
-        server: core.name.clone(),
-        method: request.method.clone(),
-        tool: None,
-        reason: Arc::new(CloseReason::aborted(
-            "the connection closed before the request was written",
-        )),
-    }
+    ErrorContext::of_request(core.name.clone(), request.method.clone(), None).error(
+        ErrorKind::Disconnected {
+            reason: Arc::new(CloseReason::aborted(
+                "the connection closed before the request was written",
+            )),
+        },
+    )
 }

@@ -8,7 +8,7 @@
 //! prompt gets, completions, pings, discovery) are sent again under a new id, within the
 //! call's deadline; a tool call only when the caller, the tool's policy or the server's
 //! setting said the tool is safe to run twice. Anything else fails with
-//! [`Error::StreamBroken`](crate::Error::StreamBroken).
+//! [`ErrorKind::StreamBroken`](crate::ErrorKind::StreamBroken).
 
 use switchboard_codecs::mcp::methods;
 

@@ -87,7 +87,7 @@ use std::time::{Duration, Instant};
 use ::metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, Recorder, Unit};
 use arc_swap::ArcSwap;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 
 const REQUESTS: &str = "switchboard_requests_total";
 const REQUEST_DURATION: &str = "switchboard_request_duration_seconds";
@@ -149,13 +149,13 @@ impl Outcome {
 
     /// The outcome of a request that failed with `error`.
     pub(crate) fn of(error: &Error) -> Self {
-        match error {
-            Error::Rpc { .. } | Error::UrlElicitationRequired { .. } | Error::Protocol { .. } => {
-                Outcome::RpcError
-            }
-            Error::Timeout { .. } => Outcome::Timeout,
-            Error::Disconnected { .. } => Outcome::Disconnected,
-            Error::Overloaded { .. } => Outcome::Overloaded,
+        match error.kind() {
+            ErrorKind::Rpc { .. }
+            | ErrorKind::UrlElicitationRequired { .. }
+            | ErrorKind::Protocol { .. } => Outcome::RpcError,
+            ErrorKind::Timeout { .. } => Outcome::Timeout,
+            ErrorKind::Disconnected { .. } => Outcome::Disconnected,
+            ErrorKind::Overloaded { .. } => Outcome::Overloaded,
             // Unavailable, and the start failures (spawn, handshake, crash loop, shutdown)
             // that fail requests waiting for the server.
             _ => Outcome::Unavailable,
@@ -552,6 +552,7 @@ mod exporter;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorContext;
 
     #[test]
     fn is_error_is_found_as_a_key_only() {
@@ -571,29 +572,21 @@ mod tests {
     #[test]
     fn outcomes_of_errors() {
         let server: Arc<str> = "s".into();
-        let unavailable = Error::Unavailable {
-            server: server.clone(),
-            tool: None,
+        let unavailable = ErrorContext::of_server(server.clone()).error(ErrorKind::Unavailable {
             because: crate::error::Unavailability::Stopped,
             reason: "down".into(),
             cause: None,
-        };
+        });
         assert_eq!(Outcome::of(&unavailable), Outcome::Unavailable);
-        let rpc = Error::Rpc {
-            server: server.clone(),
-            method: "m".into(),
-            tool: None,
-            code: -1,
-            message: String::new(),
-            data: None,
-        };
+        let rpc =
+            ErrorContext::of_request(server.clone(), "m".into(), None).error(ErrorKind::Rpc {
+                code: -1,
+                message: String::new(),
+                data: None,
+            });
         assert_eq!(Outcome::of(&rpc), Outcome::RpcError);
-        let overloaded = Error::Overloaded {
-            server,
-            method: "m".into(),
-            tool: None,
-            max_in_flight: 1,
-        };
+        let overloaded = ErrorContext::of_request(server, "m".into(), None)
+            .error(ErrorKind::Overloaded { max_in_flight: 1 });
         assert_eq!(Outcome::of(&overloaded).as_str(), "overloaded");
     }
 

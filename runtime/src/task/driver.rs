@@ -24,7 +24,7 @@ use super::{
     Stop, TaskHandle, TaskOutcome, TaskShape, TaskState, DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL,
 };
 use crate::deadline::{saturating_after, DeadlinePolicy, ToolPolicy};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorContext, ErrorKind, Result};
 use crate::exchange::{exchange, Params, Request};
 use crate::handle::ServerHandle;
 
@@ -104,7 +104,9 @@ pub(crate) async fn cancel(server: &ServerHandle, id: &str, tool: &Arc<str>) -> 
         .timeout;
     match send(server, TASKS_CANCEL, json!({"taskId": id}), timeout).await {
         Ok(_) => Ok(()),
-        Err(Error::Rpc { code, .. }) if code == INVALID_PARAMS => Ok(()),
+        Err(e) if matches!(e.kind(), ErrorKind::Rpc { code, .. } if *code == INVALID_PARAMS) => {
+            Ok(())
+        }
         Err(e) => Err(e),
     }
 }
@@ -168,41 +170,43 @@ fn parse<T: serde::de::DeserializeOwned>(
     method: &'static str,
     raw: &RawValue,
 ) -> Result<T> {
-    serde_json::from_str(raw.get()).map_err(|e| Error::Protocol {
-        server: server.core.name.clone(),
-        method: method.into(),
-        tool: None,
-        detail: format!("the result is not what `{method}` answers: {e}"),
+    serde_json::from_str(raw.get()).map_err(|e| {
+        ErrorContext::of_request(server.core.name.clone(), method.into(), None).error(
+            ErrorKind::Protocol {
+                detail: format!("the result is not what `{method}` answers: {e}"),
+            },
+        )
     })
 }
 
 /// `-32602` to a request about a task: the server does not know it (any more).
 fn lost_if_unknown(error: Error, server: &ServerHandle, id: &Arc<str>, tool: &Arc<str>) -> Error {
-    match error {
-        Error::Rpc {
-            code,
-            method,
-            message,
-            ..
-        } if code == INVALID_PARAMS => Error::TaskLost {
-            server: server.core.name.clone(),
-            tool: Some(tool.clone()),
-            task: id.clone(),
-            reason: format!("the server answered `{method}` with error {code}: {message}").into(),
-        },
-        other => other,
+    match error.kind() {
+        ErrorKind::Rpc { code, message, .. } if *code == INVALID_PARAMS => {
+            ErrorContext::of_server(server.core.name.clone())
+                .with_tool(Some(tool.clone()))
+                .error(ErrorKind::TaskLost {
+                    task: id.clone(),
+                    reason: format!(
+                        "the server answered `{}` with error {code}: {message}",
+                        error.method().unwrap_or_default()
+                    )
+                    .into(),
+                })
+        }
+        _ => error,
     }
 }
 
 /// A failure of one poll that the next poll may not see: the task lives on the server.
 fn transient(error: &Error) -> bool {
     matches!(
-        error,
-        Error::Timeout { .. }
-            | Error::Disconnected { .. }
-            | Error::StreamBroken { .. }
-            | Error::Transport { .. }
-            | Error::Overloaded { .. }
+        error.kind(),
+        ErrorKind::Timeout { .. }
+            | ErrorKind::Disconnected { .. }
+            | ErrorKind::StreamBroken { .. }
+            | ErrorKind::Transport { .. }
+            | ErrorKind::Overloaded { .. }
     )
 }
 
@@ -269,11 +273,13 @@ impl Watcher {
         match result {
             Ok(_) if self.state.borrow().status == TaskStatus::Failed => TaskOutcome::Failed,
             Ok(_) => TaskOutcome::Completed,
-            Err(Error::TaskLost { .. }) => TaskOutcome::Lost,
-            Err(Error::TaskCancelled { .. }) => TaskOutcome::Cancelled,
-            Err(Error::Timeout { .. }) => TaskOutcome::Timeout,
-            Err(Error::Rpc { .. }) => TaskOutcome::Failed,
-            Err(_) => TaskOutcome::Error,
+            Err(e) => match e.kind() {
+                ErrorKind::TaskLost { .. } => TaskOutcome::Lost,
+                ErrorKind::TaskCancelled { .. } => TaskOutcome::Cancelled,
+                ErrorKind::Timeout { .. } => TaskOutcome::Timeout,
+                ErrorKind::Rpc { .. } => TaskOutcome::Failed,
+                _ => TaskOutcome::Error,
+            },
         }
     }
 
@@ -379,16 +385,16 @@ impl Watcher {
                 if Instant::now() >= ttl_end {
                     let _ = cancel(&self.server, &self.id, &self.tool).await;
                     let ttl = self.state.borrow().ttl.unwrap_or_default();
-                    return Err(Error::TaskLost {
-                        server: self.server.core.name.clone(),
-                        tool: Some(self.tool.clone()),
-                        task: self.id.clone(),
-                        reason: format!(
-                            "it outlived its time to live ({} ms) unfinished",
-                            ttl.as_millis()
-                        )
-                        .into(),
-                    });
+                    return Err(ErrorContext::of_server(self.server.core.name.clone())
+                        .with_tool(Some(self.tool.clone()))
+                        .error(ErrorKind::TaskLost {
+                            task: self.id.clone(),
+                            reason: format!(
+                                "it outlived its time to live ({} ms) unfinished",
+                                ttl.as_millis()
+                            )
+                            .into(),
+                        }));
                 }
             }
         }
@@ -399,7 +405,7 @@ impl Watcher {
     async fn fetched(&self, result: Result<Box<RawValue>>) -> Result<Box<RawValue>> {
         match result {
             // It waited out the call's deadline: the task is cancelled, the call times out.
-            Err(Error::Timeout { .. }) if Instant::now() >= self.hard_end => {
+            Err(e) if e.is_timeout() && Instant::now() >= self.hard_end => {
                 Err(self.timed_out().await)
             }
             other => other.map_err(|e| lost_if_unknown(e, &self.server, &self.id, &self.tool)),
@@ -408,11 +414,15 @@ impl Watcher {
 
     /// A completed task's inline result (the extension).
     fn inline_result(&self, polled: DetailedTask) -> Result<Box<RawValue>> {
-        polled.result.ok_or_else(|| Error::Protocol {
-            server: self.server.core.name.clone(),
-            method: TASKS_GET.into(),
-            tool: Some(self.tool.clone()),
-            detail: format!("task `{}` completed without its `result`", self.id),
+        polled.result.ok_or_else(|| {
+            ErrorContext::of_request(
+                self.server.core.name.clone(),
+                TASKS_GET.into(),
+                Some(self.tool.clone()),
+            )
+            .error(ErrorKind::Protocol {
+                detail: format!("task `{}` completed without its `result`", self.id),
+            })
         })
     }
 
@@ -428,10 +438,12 @@ impl Watcher {
                 Some(self.tool.clone()),
                 error,
             ),
-            None => Error::Protocol {
-                server: self.server.core.name.clone(),
-                method: TASKS_GET.into(),
-                tool: Some(self.tool.clone()),
+            None => ErrorContext::of_request(
+                self.server.core.name.clone(),
+                TASKS_GET.into(),
+                Some(self.tool.clone()),
+            )
+            .error(ErrorKind::Protocol {
                 detail: format!(
                     "task `{}` failed without a JSON-RPC `error`{}",
                     self.id,
@@ -441,7 +453,7 @@ impl Watcher {
                         .map(|m| format!(" ({m})"))
                         .unwrap_or_default()
                 ),
-            },
+            }),
         }
     }
 
@@ -476,24 +488,25 @@ impl Watcher {
     }
 
     fn cancelled(&self) -> Error {
-        Error::TaskCancelled {
-            server: self.server.core.name.clone(),
-            tool: Some(self.tool.clone()),
-            task: self.id.clone(),
-            message: self.state.borrow().message.clone(),
-        }
+        ErrorContext::of_server(self.server.core.name.clone())
+            .with_tool(Some(self.tool.clone()))
+            .error(ErrorKind::TaskCancelled {
+                task: self.id.clone(),
+                message: self.state.borrow().message.clone(),
+            })
     }
 
     fn timeout_error(&self) -> Error {
-        Error::Timeout {
-            server: self.server.core.name.clone(),
-            method: "tools/call".into(),
-            tool: Some(self.tool.clone()),
-            // The call's own request was answered (with the task) long ago.
-            request_id: 0,
+        ErrorContext::of_request(
+            self.server.core.name.clone(),
+            "tools/call".into(),
+            Some(self.tool.clone()),
+        )
+        // The call's own request was answered (with the task) long ago: no request id.
+        .error(ErrorKind::Timeout {
             elapsed: self.started.elapsed(),
             dropped_frames: 0,
-        }
+        })
     }
 
     /// The deadline passed: the task is cancelled, the call times out.

@@ -13,7 +13,7 @@
 //!   with a task, runs the task to its final result: the caller sees a [`CallToolResult`]
 //!   as from any call. The call's deadline (per call, else per tool, else per server)
 //!   bounds the whole task; past it the task is cancelled (`tasks/cancel`) and the call
-//!   fails with [`Error::Timeout`].
+//!   fails with [`ErrorKind::Timeout`].
 //! - **Handles.** [`Call::as_task`](crate::Call::as_task) asks for a task where the tool
 //!   allows it and gives a [`TaskHandle`]: its [`state`](TaskHandle::state), a stream of
 //!   [`updates`](TaskHandle::updates), its [`result`](TaskHandle::result), and
@@ -27,8 +27,8 @@
 //!   [`DEFAULT_POLL_INTERVAL`] apart when it says nothing; never past the call's deadline
 //!   or the task's time to live.
 //! - **Ends.** A task the server no longer knows (an unknown id, or one past its `ttl`) is
-//!   [`Error::TaskLost`]; one cancelled is
-//!   [`Error::TaskCancelled`]; one that failed gives what the
+//!   [`ErrorKind::TaskLost`]; one cancelled is
+//!   [`ErrorKind::TaskCancelled`]; one that failed gives what the
 //!   call would have given (its JSON-RPC error, or a result with `isError`).
 //!
 //! ```no_run
@@ -58,7 +58,7 @@ pub use crate::task_state::{TaskOutcome, TaskShape, TaskState};
 pub use crate::task_store::{FileTaskStore, MemoryTaskStore, StoreError, TaskRecord, TaskStore};
 pub use switchboard_codecs::mcp::tasks::TaskStatus;
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorContext, ErrorKind, Result};
 use crate::handle::ServerHandle;
 use crate::model::CallToolResult;
 
@@ -170,13 +170,13 @@ impl TaskHandle {
         self.stop = None;
         outcome.unwrap_or_else(|_| {
             let id = self.state.borrow().id.clone();
-            Err(Error::TaskLost {
-                server: self.server.core.name.clone(),
-                tool: Some(self.tool.clone()),
-                task: id,
-                reason: "the runtime stopped watching the task (its tokio runtime shut down?)"
-                    .into(),
-            })
+            Err(ErrorContext::of_server(self.server.core.name.clone())
+                .with_tool(Some(self.tool.clone()))
+                .error(ErrorKind::TaskLost {
+                    task: id,
+                    reason: "the runtime stopped watching the task (its tokio runtime shut down?)"
+                        .into(),
+                }))
         })
     }
 

@@ -2,6 +2,7 @@
 //! id of the request it received.
 
 use std::time::Duration;
+use switchboard::ErrorKind;
 
 use serde_json::json;
 
@@ -72,8 +73,8 @@ async fn a_call_waits_for_a_slot_then_fails_overloaded() {
         .unwrap_err();
     assert!(
         matches!(
-            err,
-            switchboard::Error::Overloaded {
+            err.kind(),
+            ErrorKind::Overloaded {
                 max_in_flight: 2,
                 ..
             }

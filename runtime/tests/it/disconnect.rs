@@ -3,7 +3,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchboard::{CloseCause, Error, RestartPolicy, ServerState};
+
+use switchboard::ErrorKind;
+use switchboard::{CloseCause, RestartPolicy, ServerState};
 
 use crate::support::*;
 
@@ -20,13 +22,16 @@ async fn a_crash_fails_every_pending_call_at_once_with_status_and_stderr() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(crash, Error::Disconnected { .. }), "{crash:?}");
+    assert!(
+        matches!(crash.kind(), ErrorKind::Disconnected { .. }),
+        "{crash:?}"
+    );
     for call in pending {
         let err = call.await.unwrap().unwrap_err();
-        let Error::Disconnected { reason, tool, .. } = &err else {
+        let ErrorKind::Disconnected { reason } = err.kind() else {
             panic!("{err:?}")
         };
-        assert_eq!(tool.as_deref(), Some("sleep"));
+        assert_eq!(err.tool(), Some("sleep"));
         assert_eq!(
             reason.cause,
             CloseCause::Exited {
@@ -62,7 +67,10 @@ async fn a_crash_fails_every_pending_call_at_once_with_status_and_stderr() {
         .call_tool("echo", json!({"text": "x"}))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable { .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("status 3"), "{err}");
     assert!(t.elapsed() < Duration::from_secs(1));
     rt.shutdown().await;
@@ -75,10 +83,16 @@ async fn an_in_memory_server_that_goes_away_fails_pending_calls() {
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
     rt.shutdown().await;
     let err = pending.await.unwrap().unwrap_err();
-    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable { .. }),
+        "{err:?}"
+    );
     let err = server
         .call_tool("echo", json!({"text": "x"}))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable { .. }),
+        "{err:?}"
+    );
 }

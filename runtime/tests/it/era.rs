@@ -6,11 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
 use switchboard::client::{
     BoxFuture, ClientHandlers, ElicitationHandler, ElicitationRequest, ElicitationResponse,
 };
+use switchboard::ErrorKind;
 use switchboard::{
-    Era, Error, Liveness, Protocol, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerState,
+    Era, Liveness, Protocol, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerState,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -242,21 +244,21 @@ async fn input_rounds_past_the_cap_and_undeclared_capabilities_are_typed_errors(
         .max_input_rounds(0);
     let (rt, server) = start(peer).await;
     let err = server.call_tool("book", json!({})).await.unwrap_err();
-    let Error::InputLoop { rounds, tool, .. } = &err else {
+    let ErrorKind::InputLoop { rounds } = err.kind() else {
         panic!("{err:?}")
     };
-    assert_eq!((*rounds, tool.as_deref()), (0, Some("book")));
+    assert_eq!((*rounds, err.tool()), (0, Some("book")));
     assert!(err.to_string().contains("`s`"), "{err}");
 
     let err = server
         .call_tool("needs_sampling", json!({}))
         .await
         .unwrap_err();
-    let Error::MissingClientCapability { missing, tool, .. } = &err else {
+    let ErrorKind::MissingClientCapability { missing, .. } = err.kind() else {
         panic!("{err:?}")
     };
     assert_eq!(
-        (&missing[..], tool.as_deref()),
+        (&missing[..], err.tool()),
         (&["sampling".to_owned()][..], Some("needs_sampling"))
     );
     rt.shutdown().await;
@@ -264,7 +266,7 @@ async fn input_rounds_past_the_cap_and_undeclared_capabilities_are_typed_errors(
     // No elicitation handler: the input request cannot be answered.
     let (rt, server) = start(modern_peer(Discover::Modern, seen)).await;
     let err = server.call_tool("book", json!({})).await.unwrap_err();
-    let Error::InputUnsupported { request, .. } = &err else {
+    let ErrorKind::InputUnsupported { request, .. } = err.kind() else {
         panic!("{err:?}")
     };
     assert_eq!(request.as_deref(), Some("elicitation/create"));
@@ -279,7 +281,7 @@ async fn a_modern_server_without_a_common_version_fails_to_start_naming_its_vers
         panic!("{:?}", server.status().state)
     };
     assert!(
-        matches!(error, Error::UnsupportedVersion { .. }),
+        matches!(error.kind(), ErrorKind::UnsupportedVersion { .. }),
         "{error:?}"
     );
     assert!(error.to_string().contains("2099-01-01"), "{error}");
@@ -488,7 +490,7 @@ async fn an_unknown_result_type_is_a_protocol_error() {
     let (rt, server) = start(modern_peer(Discover::Modern, seen)).await;
     let err = server.call_tool("weird", json!({})).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Protocol { detail, .. } if detail.contains("later")),
+        matches!(err.kind(), ErrorKind::Protocol { detail, .. } if detail.contains("later")),
         "{err:?}"
     );
     rt.shutdown().await;

@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use serde_json::json;
+
+use switchboard::ErrorKind;
 use switchboard::{Error, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerState};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -39,7 +41,7 @@ async fn unavailable_at_once(server: &ServerHandle) -> String {
         .await
         .expect("the call waited for its deadline instead of failing at once")
         .unwrap_err();
-    let Error::Unavailable { reason, .. } = &err else {
+    let ErrorKind::Unavailable { reason, .. } = err.kind() else {
         panic!("expected Unavailable, got {err:?}")
     };
     let state = server.status().state;
@@ -163,10 +165,13 @@ async fn a_process_that_exits_during_its_handshake_fails_calls_at_once_with_its_
             .await
             .expect("the call waited for its deadline instead of failing at once")
             .unwrap_err();
-        assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+        assert!(
+            matches!(err.kind(), ErrorKind::Unavailable { .. }),
+            "{err:?}"
+        );
         // The exit status and the stderr tail are the call's source, typed.
-        let disconnect = causes(&err).into_iter().find_map(|e| match e {
-            Error::Disconnected { reason, .. } => Some(reason),
+        let disconnect = causes(&err).into_iter().find_map(|e| match e.kind() {
+            ErrorKind::Disconnected { reason } => Some(reason.clone()),
             _ => None,
         });
         let reason = disconnect.unwrap_or_else(|| panic!("no disconnect behind {err:?}"));

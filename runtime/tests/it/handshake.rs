@@ -1,7 +1,9 @@
 //! The handshake: versions accepted and refused, server info and the tool list.
 
 use serde_json::json;
-use switchboard::{Error, RestartPolicy, Runtime, ServerState};
+
+use switchboard::ErrorKind;
+use switchboard::{RestartPolicy, Runtime, ServerState};
 
 use crate::support::*;
 
@@ -68,7 +70,7 @@ async fn unsupported_version_is_refused_naming_both_versions() {
         panic!("expected failure, got {:?}", server.status().state)
     };
     assert!(
-        matches!(error, Error::UnsupportedVersion { .. }),
+        matches!(error.kind(), ErrorKind::UnsupportedVersion { .. }),
         "{error:?}"
     );
     let text = error.to_string();
@@ -81,7 +83,10 @@ async fn unsupported_version_is_refused_naming_both_versions() {
         .call_tool("greet", json!({"name": "x"}))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable { .. }),
+        "{err:?}"
+    );
     rt.shutdown().await;
 }
 
@@ -110,7 +115,7 @@ async fn a_server_that_cannot_start_fails_alone() {
     let ServerState::Failed { error } = bad.status().state else {
         panic!("{:?}", bad.status().state)
     };
-    assert!(matches!(error, Error::Spawn { .. }), "{error:?}");
+    assert!(matches!(error.kind(), ErrorKind::Spawn { .. }), "{error:?}");
     assert!(error.to_string().contains("bad"), "{error}");
     // The spawn error stays reachable as a source, down to the OS error.
     let mut chain = std::iter::successors(std::error::Error::source(&error), |e| e.source());
@@ -122,13 +127,13 @@ async fn a_server_that_cannot_start_fails_alone() {
     );
     // A call fails at once with the start error as its cause.
     let err = bad.call_tool("echo", json!({})).await.unwrap_err();
-    let Error::Unavailable {
+    let ErrorKind::Unavailable {
         cause: Some(cause), ..
-    } = &err
+    } = err.kind()
     else {
         panic!("{err:?}")
     };
-    assert!(matches!(**cause, Error::Spawn { .. }), "{cause:?}");
+    assert!(matches!(cause.kind(), ErrorKind::Spawn { .. }), "{cause:?}");
     let good = rt.server("good").unwrap();
     assert_eq!(
         good.call_tool("echo", json!({"text": "hi"}))

@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchboard::{Error, RestartPolicy, Runtime, ServerConfig, ServerHandle};
+
+use switchboard::ErrorKind;
+use switchboard::{RestartPolicy, Runtime, ServerConfig, ServerHandle};
 
 use crate::support::*;
 
@@ -58,7 +60,7 @@ async fn a_timeout_and_a_dropped_call_are_cancelled_on_the_wire() {
         .timeout(Duration::from_millis(200))
         .await
         .unwrap_err();
-    let Error::Timeout { request_id, .. } = err else {
+    let (true, Some(request_id)) = (err.is_timeout(), err.request_id()) else {
         panic!("{err:?}")
     };
     let dropped = tokio::time::timeout(
@@ -94,7 +96,8 @@ async fn a_crash_fails_pending_calls_at_once_and_the_server_comes_back() {
     for call in pending {
         let err = call.await.unwrap().unwrap_err();
         assert!(
-            matches!(&err, Error::Disconnected { .. }) && err.to_string().contains("status 4"),
+            matches!(err.kind(), ErrorKind::Disconnected { .. })
+                && err.to_string().contains("status 4"),
             "{err}"
         );
     }
@@ -154,7 +157,8 @@ fn when_the_io_runtime_shuts_down_calls_fail_and_the_server_is_killed() {
             .unwrap()
             .unwrap_err();
         assert!(
-            matches!(&err, Error::Disconnected { .. }) && err.to_string().contains("I/O runtime"),
+            matches!(err.kind(), ErrorKind::Disconnected { .. })
+                && err.to_string().contains("I/O runtime"),
             "{err}"
         );
         assert!(eventually(Duration::from_secs(5), || process_is_gone(pid)).await);
@@ -163,7 +167,10 @@ fn when_the_io_runtime_shuts_down_calls_fail_and_the_server_is_killed() {
             .call_tool("echo", json!({"text": "after"}))
             .await
             .unwrap_err();
-        assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+        assert!(
+            matches!(err.kind(), ErrorKind::Unavailable { .. }),
+            "{err:?}"
+        );
         rt.shutdown().await;
     });
 }

@@ -384,7 +384,8 @@ async fn a_refused_listen_is_asked_again_when_the_subscriptions_change() {
     // A change of the subscriptions asks again; refused, `subscribe` fails with the refusal.
     let err = server.subscribe("x://a").await.unwrap_err();
     assert!(
-        matches!(&err, switchboard::Error::Rpc { method, code: -32601, .. } if &**method == "subscriptions/listen"),
+        matches!(err.kind(), switchboard::ErrorKind::Rpc { code: -32601, .. })
+            && err.method() == Some("subscriptions/listen"),
         "{err:?}"
     );
     // (The URI is forgotten again, which may ask once more.)

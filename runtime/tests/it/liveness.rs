@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use serde_json::json;
+
 use switchboard::transport::Memory;
-use switchboard::{Error, Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
+use switchboard::ErrorKind;
+use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
 
 use crate::support::*;
 
@@ -115,7 +117,7 @@ async fn a_thousand_calls_timing_out_together_are_a_thousand_timeouts_and_no_res
     let mut timed_out: Vec<i64> = results
         .iter()
         .filter_map(|r| match r {
-            Err(Error::Timeout { request_id, .. }) => Some(*request_id),
+            Err(e) if e.is_timeout() => e.request_id(),
             _ => None,
         })
         .collect();
@@ -125,7 +127,7 @@ async fn a_thousand_calls_timing_out_together_are_a_thousand_timeouts_and_no_res
         "{:?}",
         results
             .iter()
-            .find(|r| !matches!(r, Err(Error::Timeout { .. })))
+            .find(|r| !matches!(r, Err(e) if matches!(e.kind(), ErrorKind::Timeout { .. })))
     );
     assert_eq!(server.in_flight(), 0);
     // One silence, one probe; once it is answered nothing more can strike the server.
@@ -234,7 +236,7 @@ async fn a_silent_server_is_restarted_after_three_silences_and_late_callers_stil
         for (result, elapsed) in join_all(calls).await {
             let err = result.unwrap_err();
             let before_deadline =
-                matches!(err, Error::Disconnected { .. }) && elapsed < timeout + margin;
+                matches!(err.kind(), ErrorKind::Disconnected { .. }) && elapsed < timeout + margin;
             assert!(
                 err.is_timeout() || before_deadline,
                 "round {round}, after {elapsed:?}: {err:?}"

@@ -5,7 +5,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::{Error, RestartPolicy, Runtime, ServerConfig, ServerState};
+
+use switchboard::ErrorKind;
+use switchboard::{RestartPolicy, Runtime, ServerConfig, ServerState};
 
 use crate::support::*;
 
@@ -189,7 +191,10 @@ async fn server_up_follows_a_crash_and_the_restart() {
         .call_tool("crash", json!({"code": 3}))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Disconnected { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Disconnected { .. }),
+        "{err:?}"
+    );
     assert!(
         eventually(Duration::from_secs(5), || value(&scrape(addr), up)
             == Some(0.0))
@@ -253,16 +258,16 @@ async fn a_taken_address_fails_the_build() {
         .build()
         .await
         .unwrap_err();
-    let Error::MetricsListener {
+    let ErrorKind::MetricsListener {
         addr: asked,
         source,
-    } = &err
+    } = err.kind()
     else {
         panic!("{err:?}")
     };
     assert_eq!(*asked, addr);
     assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);
-    assert_eq!(err.kind(), switchboard::ErrorKind::Setup);
+    assert_eq!(err.category(), switchboard::ErrorCategory::Setup);
     assert!(err.to_string().contains("metrics"), "{err}");
     rt.shutdown().await;
 }

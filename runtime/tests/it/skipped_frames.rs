@@ -1,6 +1,7 @@
 //! Oversized, garbage, non-UTF-8 and non-JSON-RPC lines are skipped; the stream goes on.
 
 use serde_json::json;
+use switchboard::ErrorKind;
 
 use crate::support::*;
 
@@ -49,7 +50,7 @@ async fn an_answer_over_the_frame_limit_fails_its_call_at_once_naming_the_limit(
         .await
         .unwrap_err();
     // Not a timeout after 30 s: the caller is told why as soon as the line is skipped.
-    let switchboard::Error::Protocol { detail, .. } = &err else {
+    let ErrorKind::Protocol { detail, .. } = err.kind() else {
         panic!("{err:?}")
     };
     assert!(detail.contains("limit of 65536 bytes"), "{detail}");

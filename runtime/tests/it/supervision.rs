@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::{
-    Error, Liveness, RestartPolicy, Runtime, ServerConfig, ServerState, Unavailability,
-};
+
+use switchboard::ErrorKind;
+use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig, ServerState, Unavailability};
 
 use crate::support::*;
 
@@ -59,7 +59,10 @@ async fn a_crash_is_followed_by_backoff_a_new_handshake_and_the_tools_back() {
         .call_tool("crash", json!({"code": 9}))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Disconnected { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Disconnected { .. }),
+        "{err:?}"
+    );
     assert!(
         wait_for_state(&server, Duration::from_secs(5), |s| matches!(
             s,
@@ -111,7 +114,7 @@ async fn a_crash_loop_ends_in_failed() {
         unreachable!()
     };
     assert!(
-        matches!(error, Error::CrashLoop { failures: 3, .. }),
+        matches!(error.kind(), ErrorKind::CrashLoop { failures: 3, .. }),
         "{error:?}"
     );
     assert!(error.to_string().contains("/nonexistent/server"), "{error}");
@@ -120,8 +123,8 @@ async fn a_crash_loop_ends_in_failed() {
     let err = server.call_tool("x", json!({})).await.unwrap_err();
     assert!(
         matches!(
-            err,
-            Error::Unavailable {
+            err.kind(),
+            ErrorKind::Unavailable {
                 because: Unavailability::GaveUp,
                 ..
             }
@@ -162,7 +165,7 @@ async fn a_call_during_a_restart_waits_then_succeeds_or_fails_unavailable() {
         .timeout(Duration::from_millis(100))
         .await
         .unwrap_err();
-    let Error::Unavailable { reason, .. } = &hasty else {
+    let ErrorKind::Unavailable { reason, .. } = hasty.kind() else {
         panic!("{hasty:?}")
     };
     assert!(
@@ -179,7 +182,10 @@ async fn a_call_made_right_after_a_crash_waits_for_the_restart_and_succeeds() {
     let (rt, server) = runtime_with(demo_stdio(&["--faults"])).await;
     let first_pid = server.status().pid;
     let err = server.call_tool("crash", json!({})).await.unwrap_err();
-    assert!(matches!(err, Error::Disconnected { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Disconnected { .. }),
+        "{err:?}"
+    );
     // At once, while the server is down: the call waits for readiness within its deadline.
     let result = server
         .call_tool("echo", json!({"text": "after the restart"}))
@@ -263,7 +269,10 @@ async fn a_panicking_actor_counts_as_a_crash() {
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
     rt.inject_actor_panic("demo");
     let err = pending.await.unwrap().unwrap_err();
-    assert!(matches!(err, Error::Disconnected { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Disconnected { .. }),
+        "{err:?}"
+    );
     // The old process is killed with its actor, and a new one takes over.
     assert!(eventually(Duration::from_secs(5), || process_is_gone(pid)).await);
     assert!(
@@ -288,7 +297,7 @@ async fn servers_can_be_added_and_removed_at_run_time() {
     assert!(watch.changed().await);
     assert_eq!(rt.servers().len(), 2);
     let err = rt.add_server("second", demo_memory(&[])).await.unwrap_err();
-    assert!(matches!(err, Error::DuplicateServer { .. }), "{err:?}");
+    assert!(matches!(err.kind(), ErrorKind::DuplicateServer), "{err:?}");
     let pid = second.status().pid.unwrap();
     rt.remove_server("second").await.unwrap();
     assert!(process_is_gone(pid));
@@ -298,7 +307,10 @@ async fn servers_can_be_added_and_removed_at_run_time() {
         .call_tool("echo", json!({"text": "x"}))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(
+        matches!(err.kind(), ErrorKind::Unavailable { .. }),
+        "{err:?}"
+    );
     rt.shutdown().await;
 }
 
@@ -364,7 +376,10 @@ async fn a_server_request_in_flight_across_a_restart_is_answered_into_the_void_n
     assert!(eventually(Duration::from_secs(5), || server.in_flight() == 1).await);
     let _ = server.call_tool("crash", json!({"code": 1})).await;
     let lost = asking.await.unwrap().unwrap_err();
-    assert!(matches!(lost, Error::Disconnected { .. }), "{lost:?}");
+    assert!(
+        matches!(lost.kind(), ErrorKind::Disconnected { .. }),
+        "{lost:?}"
+    );
     // The handler finishes, its answer goes nowhere, and the new session works.
     assert!(
         eventually(Duration::from_secs(5), || done

@@ -10,7 +10,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+
 use switchboard::transport::HttpKind;
+use switchboard::ErrorKind;
 use switchboard::Unavailability::StartFailed;
 use switchboard::{Error, RestartPolicy, Runtime, ServerConfig, ServerHandle, ServerState};
 
@@ -46,8 +48,8 @@ async fn runtime_on(
 /// Whether `error` is the failure of a start (an attempt that could not reach the server).
 fn is_a_failed_start(error: &Error) -> bool {
     matches!(
-        error,
-        Error::Unavailable {
+        error.kind(),
+        ErrorKind::Unavailable {
             because: StartFailed,
             ..
         }

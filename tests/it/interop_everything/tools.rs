@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 use switchboard::model::{CallToolResult, Content, ResourceContents, Role, Tool};
-use switchboard::{Error, ServerHandle};
+use switchboard::ErrorKind;
+use switchboard::ServerHandle;
 
 use super::client::{self, Recorder, MODEL, SAMPLED_PREFIX};
 use super::{base64_decode, tool_names};
@@ -353,10 +354,11 @@ async fn url_elicited(server: &ServerHandle, client: &Recorder, text: &str) {
     let name = "trigger-url-elicitation";
     let arguments = json!({"url": "https://example.com/switchboard/retry", "errorPath": true});
     match server.call_tool(name, arguments.clone()).await {
-        Err(Error::UrlElicitationRequired {
-            tool, elicitations, ..
-        }) => {
-            assert_eq!(tool.as_deref(), Some(name));
+        Err(e) if matches!(e.kind(), ErrorKind::UrlElicitationRequired { .. }) => {
+            let ErrorKind::UrlElicitationRequired { elicitations, .. } = e.kind() else {
+                unreachable!()
+            };
+            assert_eq!(e.tool(), Some(name));
             assert_eq!(elicitations.len(), 1, "{elicitations:?}");
             assert_eq!(elicitations[0].url, "https://modelcontextprotocol.io");
             assert!(!elicitations[0].elicitation_id.is_empty());

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use switchboard::{Call, Catalogue, ConfigFile, Runtime, Unresolved};
+use switchboard::{ErrorContext, ErrorKind};
 
 use super::config::{self, Report};
 use super::{finish, print, progress, typed_value, CallArgs, Failure, Interrupt, Interrupted};
@@ -193,11 +194,11 @@ async fn answer(
         tool: asked.tool,
         server: config::only_server(file),
     };
-    let unknown = |error: switchboard::Error| match error {
-        switchboard::Error::UnknownTool { .. } => {
+    let unknown = |error: switchboard::Error| match error.kind() {
+        switchboard::ErrorKind::UnknownTool => {
             no_such_tool(runtime, asked.prefixed.unwrap_or(asked.tool), file)
         }
-        other => Failure::from(other),
+        _ => Failure::from(error),
     };
     invoke(call, target, args, interrupt, unknown).await
 }
@@ -300,17 +301,14 @@ fn no_such_tool(runtime: &Runtime, tool: &str, file: &ConfigFile) -> Failure {
     let reports = config::reports(runtime, file, false);
     if let [only] = &reports[..] {
         return only.unready().unwrap_or_else(|| {
-            switchboard::Error::UnknownTool {
-                server: Some(only.name.as_str().into()),
-                tool: tool.into(),
-            }
-            .into()
+            ErrorContext::of_tool(only.name.as_str().into(), tool.into())
+                .error(ErrorKind::UnknownTool)
+                .into()
         });
     }
-    let missing = switchboard::Error::UnknownTool {
-        server: None,
-        tool: tool.into(),
-    };
+    let missing = ErrorContext::new()
+        .with_tool(Some(tool.into()))
+        .error(ErrorKind::UnknownTool);
     let not_ready: Vec<String> = reports
         .into_iter()
         .filter(Report::failed)

@@ -23,6 +23,7 @@ use switchboard::client::{
 };
 use switchboard::model::Tool;
 use switchboard::transport::HttpKind;
+use switchboard::{ErrorContext, ErrorKind};
 use switchboard::{Liveness, RestartPolicy, Runtime, ServerConfig, ServerHandle};
 
 use super::{ready, start, Failure, Interrupt};
@@ -144,11 +145,9 @@ async fn follow(
         Plan::Handshake => Ok(()),
         Plan::Call(tool, arguments, expected) => {
             if !server.tools().iter().any(|t| t.name == *tool) {
-                return Err(switchboard::Error::UnknownTool {
-                    server: Some(SERVER.into()),
-                    tool: (*tool).into(),
-                }
-                .into());
+                return Err(ErrorContext::of_tool(SERVER.into(), (*tool).into())
+                    .error(ErrorKind::UnknownTool)
+                    .into());
             }
             let text = call(&server, tool, arguments.clone()).await?;
             if !text.contains(expected) {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use switchboard::{Error, Runtime, ServerConfig, ServerHandle};
+use switchboard::{Runtime, ServerConfig, ServerHandle};
 
 use super::{describe, print, ready, start, Failure, Interrupt};
 
@@ -123,7 +123,9 @@ async fn tour(runtime: &Runtime) -> Result<String, Failure> {
 async fn timeout(server: &ServerHandle, out: &mut String) -> Result<(), Failure> {
     let started = Instant::now();
     match server.call_tool("hang", json!({})).await {
-        Err(error @ Error::Timeout { request_id, .. }) => {
+        Err(error) if error.is_timeout() => {
+            // A call's timeout always had its request on the wire.
+            let request_id = error.request_id().unwrap_or_default();
             let _ = writeln!(
                 out,
                 "hang {{}} (per-tool timeout {} ms) → failed after {} ms:\n  {error}\n  \
@@ -167,7 +169,7 @@ async fn crash(server: &ServerHandle, out: &mut String) -> Result<(), Failure> {
     let mut first_error = None;
     for (result, at) in slept {
         match result {
-            Err(error @ Error::Disconnected { .. }) => {
+            Err(error) if error.is_disconnected() => {
                 last = last.max(at);
                 first_error.get_or_insert(error);
             }
@@ -190,7 +192,9 @@ async fn crash(server: &ServerHandle, out: &mut String) -> Result<(), Failure> {
         SLEEP_MS / 1000,
     );
     let _ = match crashed {
-        Err(Error::Disconnected { .. }) => writeln!(out, "  and so did the crash call itself"),
+        Err(error) if error.is_disconnected() => {
+            writeln!(out, "  and so did the crash call itself")
+        }
         Err(other) => writeln!(out, "  the crash call: {other}"),
         Ok(_) => writeln!(out, "  the crash call answered?"),
     };

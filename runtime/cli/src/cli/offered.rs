@@ -65,12 +65,14 @@ impl<T> Listing<T> {
 pub(crate) fn offered<T>(result: switchboard::Result<T>) -> switchboard::Result<Option<T>> {
     match result {
         Ok(listed) => Ok(Some(listed)),
-        Err(switchboard::Error::NotSupported { .. }) => Ok(None),
-        Err(switchboard::Error::Rpc {
-            code: METHOD_NOT_FOUND,
-            ..
-        }) => Ok(None),
-        Err(other) => Err(other),
+        Err(e) => match e.kind() {
+            switchboard::ErrorKind::NotSupported { .. }
+            | switchboard::ErrorKind::Rpc {
+                code: METHOD_NOT_FOUND,
+                ..
+            } => Ok(None),
+            _ => Err(e),
+        },
     }
 }
 

@@ -222,7 +222,7 @@ async fn rows(runtime: &Runtime) -> Result<Vec<[String; 5]>, Failure> {
                 }
                 (state.status.as_str().to_owned(), state.message)
             }
-            Err(e @ switchboard::Error::TaskLost { .. }) => {
+            Err(e) if matches!(e.kind(), switchboard::ErrorKind::TaskLost { .. }) => {
                 let _ = store().remove(&record.server, &record.id);
                 ("lost".to_owned(), Some(e.to_string()))
             }

@@ -51,8 +51,8 @@ async fn tools_pass_through_under_their_own_names_and_calls_reach_the_upstream()
         .call_tool("nope", json!({}))
         .await
         .unwrap_err();
-    match &unknown {
-        switchboard::Error::Rpc { code, message, .. } => {
+    match unknown.kind() {
+        switchboard::ErrorKind::Rpc { code, message, .. } => {
             assert_eq!(*code, -32602);
             assert!(message.contains("nope"), "{message}");
         }

@@ -87,8 +87,8 @@ async fn a_call_whose_upstream_cannot_restart_in_time_is_an_internal_error_namin
         .timeout(WAIT)
         .await
         .unwrap_err();
-    match &err {
-        switchboard::Error::Rpc { code, message, .. } => {
+    match err.kind() {
+        switchboard::ErrorKind::Rpc { code, message, .. } => {
             assert_eq!(*code, -32603, "{message}");
             assert!(message.contains("demo"), "names the upstream: {message}");
             assert!(message.contains("restarting"), "says why: {message}");

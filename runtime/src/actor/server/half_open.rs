@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use switchboard_transports::CloseCause;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 
 /// How soon after an attempt began a call may have another one started.
 ///
@@ -79,13 +79,13 @@ pub(super) fn could_not_reach(error: &Error, over_http: bool, unreachable: bool)
     if unreachable {
         return true;
     }
-    match error {
-        Error::Spawn { source, .. } => opening_could_not_reach(source.as_ref()),
-        Error::Handshake {
+    match error.kind() {
+        ErrorKind::Spawn { source } => opening_could_not_reach(source.as_ref()),
+        ErrorKind::Handshake {
             cause: Some(cause), ..
-        } => match &**cause {
-            Error::StreamBroken { .. } => over_http,
-            Error::Disconnected { reason, .. } => lost_the_server(&reason.cause, over_http, false),
+        } => match cause.kind() {
+            ErrorKind::StreamBroken { .. } => over_http,
+            ErrorKind::Disconnected { reason } => lost_the_server(&reason.cause, over_http, false),
             _ => false,
         },
         _ => false,
@@ -126,6 +126,7 @@ mod tests {
     use switchboard_transports::CloseReason;
 
     use super::*;
+    use crate::error::ErrorContext;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -191,40 +192,41 @@ mod tests {
     }
 
     fn handshake(cause: Error) -> Error {
-        Error::Handshake {
-            server: "s".into(),
+        ErrorContext::of_server("s".into()).error(ErrorKind::Handshake {
             detail: "initialize was refused".into(),
-            cause: Some(Arc::new(cause)),
-        }
-    }
-
-    fn disconnected(cause: CloseCause) -> Error {
-        handshake(Error::Disconnected {
-            server: "s".into(),
-            method: "initialize".into(),
-            tool: None,
-            reason: Arc::new(CloseReason {
-                cause,
-                stderr_tail: Vec::new(),
-            }),
+            cause: Some(cause),
         })
     }
 
+    fn disconnected(cause: CloseCause) -> Error {
+        handshake(
+            ErrorContext::of_request("s".into(), "initialize".into(), None).error(
+                ErrorKind::Disconnected {
+                    reason: Arc::new(CloseReason {
+                        cause,
+                        stderr_tail: Vec::new(),
+                    }),
+                },
+            ),
+        )
+    }
+
     fn spawn(source: impl std::error::Error + Send + Sync + 'static) -> Error {
-        Error::Spawn {
-            server: "s".into(),
+        ErrorContext::of_server("s".into()).error(ErrorKind::Spawn {
             source: Arc::new(source),
-        }
+        })
     }
 
     #[test]
     fn a_request_the_transport_could_not_deliver_is_connection_level() {
-        let refused = handshake(Error::Transport {
-            server: "s".into(),
-            method: "initialize".into(),
-            tool: None,
-            reason: "s: cannot connect to http://127.0.0.1:1/mcp: connection refused".into(),
-        });
+        let refused = handshake(
+            ErrorContext::of_request("s".into(), "initialize".into(), None).error(
+                ErrorKind::Transport {
+                    reason: "s: cannot connect to http://127.0.0.1:1/mcp: connection refused"
+                        .into(),
+                },
+            ),
+        );
         assert!(could_not_reach(&refused, true, true));
         // The same words from a server that answered (an HTTP error status) are not.
         assert!(!could_not_reach(&refused, true, false));
@@ -235,12 +237,13 @@ mod tests {
         let failed = CloseCause::WriteFailed("cannot connect".into());
         assert!(could_not_reach(&disconnected(failed.clone()), true, false));
         assert!(could_not_reach(&disconnected(CloseCause::Eof), true, false));
-        let reset = handshake(Error::StreamBroken {
-            server: "s".into(),
-            method: "server/discover".into(),
-            tool: None,
-            reason: "connection reset".into(),
-        });
+        let reset = handshake(
+            ErrorContext::of_request("s".into(), "server/discover".into(), None).error(
+                ErrorKind::StreamBroken {
+                    reason: "connection reset".into(),
+                },
+            ),
+        );
         assert!(could_not_reach(&reset, true, false));
         // Over stdio a failed write or an EOF is a process that went away: not.
         assert!(!could_not_reach(&disconnected(failed), false, false));
@@ -279,17 +282,14 @@ mod tests {
         assert!(!could_not_reach(&exited, true, false));
         let missing = spawn(std::io::Error::from(std::io::ErrorKind::NotFound));
         assert!(!could_not_reach(&missing, false, false));
-        let refused = Error::Handshake {
-            server: "s".into(),
+        let refused = ErrorContext::of_server("s".into()).error(ErrorKind::Handshake {
             detail: "initialize was refused: no clients today".into(),
             cause: None,
-        };
+        });
         assert!(!could_not_reach(&refused, true, false));
-        let unauthorized = Error::Unauthorized {
-            server: "s".into(),
-            tool: None,
+        let unauthorized = ErrorContext::of_server("s".into()).error(ErrorKind::Unauthorized {
             resource_metadata: None,
-        };
+        });
         assert!(!could_not_reach(&unauthorized, true, false));
     }
 

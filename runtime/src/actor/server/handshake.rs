@@ -35,7 +35,7 @@ use crate::client::ClientHandlers;
 use crate::core::Gate;
 use crate::era::{Era, Modern, Protocol};
 use crate::era_memory::Verdict;
-use crate::error::Error;
+use crate::error::{Error, ErrorContext, ErrorKind};
 use crate::exchange::{exchange, Origin};
 use crate::transport::Transport;
 
@@ -173,21 +173,27 @@ impl ServerActor {
     ) {
         let raw = match answer {
             Ok(raw) => raw,
-            Err(Error::VersionRejected { supported, .. }) => {
-                self.repick(&dialect, first, &supported, ctx);
+            Err(e) if matches!(e.kind(), ErrorKind::VersionRejected { .. }) => {
+                if let ErrorKind::VersionRejected { supported, .. } = e.kind() {
+                    self.repick(&dialect, first, supported, ctx);
+                }
                 return;
             }
             // Keep a typed 401 as it is: the application can start OAuth from it.
-            Err(e @ Error::Unauthorized { .. }) => return self.fail_start(e, ctx),
+            Err(e) if matches!(e.kind(), ErrorKind::Unauthorized { .. }) => {
+                return self.fail_start(e, ctx)
+            }
             // The network cut the answer: the server said nothing about its era, and this
             // attempt failed (no 10 s wait, no verdict).
-            Err(e @ Error::StreamBroken { .. }) => {
+            Err(e) if matches!(e.kind(), ErrorKind::StreamBroken { .. }) => {
                 let detail = format!("server/discover was cut off: {e}");
                 return self.fail_start(self.handshake_failure(detail, e), ctx);
             }
             // Nothing answered: no verdict either, and no `initialize` on a connection
             // that is ending.
-            Err(e @ Error::Transport { .. }) if self.found_unreachable() => {
+            Err(e)
+                if matches!(e.kind(), ErrorKind::Transport { .. }) && self.found_unreachable() =>
+            {
                 let detail = format!("server/discover could not be sent: {e}");
                 return self.fail_start(self.handshake_failure(detail, e), ctx);
             }
@@ -249,11 +255,12 @@ impl ServerActor {
             // Once, even with the same version: the server may have refused it for now.
             Some(version) if first => self.send_discover(version, false, ctx),
             _ => {
-                let error = Error::UnsupportedVersion {
-                    server: self.name.clone(),
-                    offered: dialect.version.clone(),
-                    received: supported.join(", ").into(),
-                };
+                let error = ErrorContext::of_server(self.name.clone()).error(
+                    ErrorKind::UnsupportedVersion {
+                        offered: dialect.version.clone(),
+                        received: supported.join(", ").into(),
+                    },
+                );
                 self.fail_start(error, ctx);
             }
         }
@@ -307,7 +314,9 @@ impl ServerActor {
                 match answer {
                     Ok(raw) => act.on_initialized(&raw, ctx),
                     // Keep a typed 401 as it is: the application can start OAuth from it.
-                    Err(e @ Error::Unauthorized { .. }) => act.fail_start(e, ctx),
+                    Err(e) if matches!(e.kind(), ErrorKind::Unauthorized { .. }) => {
+                        act.fail_start(e, ctx)
+                    }
                     Err(e) => {
                         let detail = format!("initialize was refused: {e}");
                         act.fail_start(act.handshake_failure(detail, e), ctx)
@@ -327,11 +336,11 @@ impl ServerActor {
             }
         };
         if !mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&init.protocol_version.as_str()) {
-            let error = Error::UnsupportedVersion {
-                server: self.name.clone(),
-                offered: mcp::LATEST_PROTOCOL_VERSION.into(),
-                received: init.protocol_version.as_str().into(),
-            };
+            let error =
+                ErrorContext::of_server(self.name.clone()).error(ErrorKind::UnsupportedVersion {
+                    offered: mcp::LATEST_PROTOCOL_VERSION.into(),
+                    received: init.protocol_version.as_str().into(),
+                });
             self.fail_start(error, ctx);
             return;
         }

@@ -14,7 +14,7 @@ use super::{open, random_unit, Inbound, Link, Phase, ServerActor};
 use crate::call_table::settle::route;
 use crate::call_table::Table;
 use crate::core::Gate;
-use crate::error::{Error, Unavailability};
+use crate::error::{Error, ErrorContext, ErrorKind, Unavailability};
 use crate::restart::Decision;
 use crate::status::ServerState;
 use crate::transport::Transport;
@@ -116,10 +116,8 @@ impl ServerActor {
         let conn = match result {
             Ok(conn) => conn,
             Err(source) => {
-                let error = Error::Spawn {
-                    server: self.name.clone(),
-                    source,
-                };
+                let error =
+                    ErrorContext::of_server(self.name.clone()).error(ErrorKind::Spawn { source });
                 self.fail_start(error, ctx);
                 return;
             }
@@ -185,21 +183,19 @@ impl ServerActor {
     }
 
     pub(super) fn handshake_error(&self, detail: String) -> Error {
-        Error::Handshake {
-            server: self.name.clone(),
+        ErrorContext::of_server(self.name.clone()).error(ErrorKind::Handshake {
             detail: detail.into(),
             cause: None,
-        }
+        })
     }
 
     /// A failed handshake, with the error of the request that failed it (which tells a
     /// server that could not be reached from one that refused).
     pub(super) fn handshake_failure(&self, detail: String, cause: Error) -> Error {
-        Error::Handshake {
-            server: self.name.clone(),
+        ErrorContext::of_server(self.name.clone()).error(ErrorKind::Handshake {
             detail: detail.into(),
-            cause: Some(Arc::new(cause)),
-        }
+            cause: Some(cause),
+        })
     }
 
     /// The handshake is done and the tools listed: the server takes calls.
@@ -339,16 +335,19 @@ impl ServerActor {
             // A process that starts and then exits (a bad flag, a missing module, an `npx`
             // of a package that does not exist) failed to start: calls fail at once, with
             // the exit status and the stderr tail, until an attempt succeeds.
-            let error = Error::Handshake {
-                server: self.name.clone(),
+            let error = ErrorContext::of_server(self.name.clone()).error(ErrorKind::Handshake {
                 detail: format!("the server disconnected during the handshake: {reason}").into(),
-                cause: Some(Arc::new(Error::Disconnected {
-                    server: self.name.clone(),
-                    method: self.phase.handshake_method().into(),
-                    tool: None,
-                    reason: reason.clone(),
-                })),
-            };
+                cause: Some(
+                    ErrorContext::of_request(
+                        self.name.clone(),
+                        self.phase.handshake_method().into(),
+                        None,
+                    )
+                    .error(ErrorKind::Disconnected {
+                        reason: reason.clone(),
+                    }),
+                ),
+            });
             self.set_gate(Gate::Unavailable {
                 because: Unavailability::StartFailed,
                 reason: error.to_string().into(),
@@ -531,12 +530,13 @@ impl ServerActor {
                 let state = if self.backoff.policy().is_enabled() {
                     let policy = self.backoff.policy();
                     ServerState::Failed {
-                        error: Error::CrashLoop {
-                            server: self.name.clone(),
-                            failures: policy.max_failures,
-                            window: policy.window,
-                            last_error: reason.clone(),
-                        },
+                        error: ErrorContext::of_server(self.name.clone()).error(
+                            ErrorKind::CrashLoop {
+                                failures: policy.max_failures,
+                                window: policy.window,
+                                last_error: reason.clone(),
+                            },
+                        ),
                     }
                 } else {
                     final_state

@@ -27,7 +27,7 @@ use switchboard_codecs::mcp::modern::listen::{self, Acknowledged, SubscriptionFi
 use switchboard_codecs::mcp::ServerCapabilities;
 
 use super::ServerActor;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::exchange::{exchange, Origin};
 use crate::framer;
 
@@ -103,7 +103,7 @@ pub(super) enum AfterEnd {
 pub(super) fn after_end(answer: Result<Box<RawValue>, Error>) -> AfterEnd {
     match answer {
         Ok(_) => AfterEnd::Reopen("the server closed it".to_owned()),
-        Err(error @ Error::Rpc { .. }) => AfterEnd::Refused(error),
+        Err(error) if matches!(error.kind(), ErrorKind::Rpc { .. }) => AfterEnd::Refused(error),
         Err(error) => AfterEnd::Reopen(error.to_string()),
     }
 }
@@ -305,6 +305,7 @@ impl ServerActor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorContext;
 
     fn caps(json: serde_json::Value) -> ServerCapabilities {
         serde_json::from_value(json).expect("capabilities")
@@ -338,21 +339,17 @@ mod tests {
             after_end(Ok(closed.expect("json"))),
             AfterEnd::Reopen(_)
         ));
-        let broken = Error::Transport {
-            server: "s".into(),
-            method: "subscriptions/listen".into(),
-            tool: None,
-            reason: "the stream broke".into(),
-        };
+        let broken = ErrorContext::of_request("s".into(), "subscriptions/listen".into(), None)
+            .error(ErrorKind::Transport {
+                reason: "the stream broke".into(),
+            });
         assert!(matches!(after_end(Err(broken)), AfterEnd::Reopen(_)));
-        let refused = Error::Rpc {
-            server: "s".into(),
-            method: "subscriptions/listen".into(),
-            tool: None,
-            code: -32601,
-            message: "Method not found".into(),
-            data: None,
-        };
+        let refused = ErrorContext::of_request("s".into(), "subscriptions/listen".into(), None)
+            .error(ErrorKind::Rpc {
+                code: -32601,
+                message: "Method not found".into(),
+                data: None,
+            });
         assert!(matches!(after_end(Err(refused)), AfterEnd::Refused(_)));
     }
 

@@ -54,7 +54,7 @@ use tokio::sync::mpsc;
 use crate::call_table::{Silence, Table};
 use crate::core::{Gate, ServerCore};
 pub(crate) use crate::core::{IoPlaces, Kills, ServerEvent};
-use crate::error::{Error, Unavailability};
+use crate::error::{Error, ErrorContext, ErrorKind, Unavailability};
 use crate::exchange::{exchange, Request};
 use crate::framer;
 use crate::metrics::CancelReason;
@@ -496,13 +496,13 @@ impl Handler<Shutdown> for ServerActor {
                         "the client is shutting down",
                     );
                 }
-                Error::Unavailable {
-                    server: table.server().clone(),
-                    tool: waiter.tool.clone(),
-                    because: Unavailability::Stopped,
-                    reason: reason.clone(),
-                    cause: None,
-                }
+                ErrorContext::of_server(table.server().clone())
+                    .with_tool(waiter.tool.clone())
+                    .error(ErrorKind::Unavailable {
+                        because: Unavailability::Stopped,
+                        reason: reason.clone(),
+                        cause: None,
+                    })
             });
         }
         // The kill stays registered until the close is done: `Runtime::kill` during a
