@@ -1,13 +1,17 @@
 //! [`ServerCore`]: the one value per server that its handles and its actor share.
 //!
 //! Everything both sides of a server need lives here once: its name and resolved
-//! configuration, the numbering of its requests, the in-flight slots, the gate that says
-//! whether (and through which connection) it takes calls, its status, metrics, logging,
-//! subscriptions, the checks of its last tool listing, the `_meta` dialect of its era and
-//! the freshness of its lists. The supervisor makes a core when a server is added; every
-//! handle and every incarnation of the server's actor hold the same `Arc<ServerCore>`,
-//! and each adds only what is its own (the actor: its connection and its state machines;
-//! a handle: nothing).
+//! configuration, the numbering of its requests, the in-flight slots, the [`Gate`] that says
+//! whether it takes calls (and when it does, the [`Connected`] snapshot a call goes
+//! through), its status, metrics, logging, subscriptions and the freshness of its lists. The
+//! supervisor makes a core when a server is added; every handle and every incarnation of the
+//! server's actor hold the same `Arc<ServerCore>`, and each adds only what is its own (the
+//! actor: its connection and its state machines; a handle: nothing).
+//!
+//! What a call needs of its server is one value: the actor publishes a new [`Connected`]
+//! when the server becomes ready or lists its tools again, and a call reads the gate once
+//! and goes on with that snapshot. The [`ServerStatus`] is what embedders observe; no call
+//! reads it to decide anything.
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,7 +20,7 @@ use std::time::{Duration, Instant};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::ArcSwap;
 use switchboard_transports::connection::KillHandle;
 use tokio::sync::{mpsc, watch, Notify};
 
@@ -24,9 +28,10 @@ use crate::admission::Admission;
 use crate::call_table::Table;
 use crate::config::ServerConfig;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
-use crate::era::Modern;
+use crate::era::Dialect;
 use crate::era_memory::EraMemory;
 use crate::error::Error;
+use crate::framer::{TaskAsk, TaskParams};
 use crate::freshness::ListFreshness;
 use crate::logging::Logging;
 use crate::metrics::ServerMetrics;
@@ -40,8 +45,8 @@ pub(crate) enum Gate {
     /// Connecting or running the handshake (a first start, a restart, a retry after a
     /// failed start): calls wait for readiness within their own deadline.
     Starting,
-    /// Ready: calls go through this connection's table.
-    Ready(Arc<Table>),
+    /// Ready: calls go through this connection, as this snapshot says.
+    Ready(Arc<Connected>),
     /// Down after the transport lost the server (an HTTP connection refused, an event
     /// stream the server ended), the backoff's retry pending: calls wait for a restart as
     /// they do while `Starting`, and knock first ([`ServerCore::knocks`]), so that a server
@@ -58,6 +63,104 @@ pub(crate) enum Gate {
         /// ([`ServerCore::knocks`]) and waits for an attempt of its own instead of failing.
         knock: Option<Instant>,
     },
+}
+
+/// What a call needs of its server, for one connection: published whole by the server's
+/// actor when the server becomes ready and whenever it lists its tools again, read once per
+/// round of a request (one load of the gate). What must be seen together is one value here:
+/// the table a frame goes to and the era the frame is written in, the checks of the listing
+/// the call was routed by.
+pub(crate) struct Connected {
+    /// The connection's call table; its writer is the connection's.
+    pub(crate) table: Arc<Table>,
+    /// How the connection's requests are written in the stateless era; `None` in the
+    /// handshake era.
+    pub(crate) dialect: Option<Arc<Dialect>>,
+    /// The checks of the server's last tool listing on this connection.
+    pub(crate) tool_rules: Arc<ToolRules>,
+    /// Whether a handshake-era server takes tool calls as tasks (it declared
+    /// `tasks.requests.tools.call`).
+    pub(crate) takes_tasks: bool,
+}
+
+impl Connected {
+    /// The `params.task` of a call of `tool` asking `ask` through this connection: when the
+    /// tool requires a task, or the caller asks for one where the tool and the server allow
+    /// it. `None` for a stateless server, which decides itself (the tasks extension).
+    pub(crate) fn task_params(
+        &self,
+        core: &ServerCore,
+        tool: &Arc<str>,
+        ask: TaskAsk,
+    ) -> Result<Option<TaskParams>, Error> {
+        let rules = &self.tool_rules;
+        let required = rules.requires_task(tool);
+        if !(required || ask.asked) || self.dialect.is_some() {
+            return Ok(None);
+        }
+        if !self.takes_tasks {
+            return Err(match required {
+                true => Error::TaskRequired {
+                    server: core.name.clone(),
+                    tool: tool.clone(),
+                },
+                false => Error::TaskNotAllowed {
+                    server: core.name.clone(),
+                    tool: tool.clone(),
+                    reason: "the server declares no tasks.requests.tools.call capability",
+                },
+            });
+        }
+        if !rules.allows_task(tool) {
+            return Err(Error::TaskNotAllowed {
+                server: core.name.clone(),
+                tool: tool.clone(),
+                reason: "its execution.taskSupport is absent or \"forbidden\"",
+            });
+        }
+        Ok(Some(TaskParams {
+            ttl_ms: Some(ask.ttl_ms),
+        }))
+    }
+}
+
+/// The gate, and a signal for the calls that wait for it to change: raised when the actor
+/// has published what goes with the change (see [`GateCell::wake`]).
+pub(crate) struct GateCell {
+    now: ArcSwap<Gate>,
+    changes: watch::Sender<()>,
+}
+
+impl GateCell {
+    fn new(gate: Gate) -> Self {
+        GateCell {
+            now: ArcSwap::from_pointee(gate),
+            changes: watch::channel(()).0,
+        }
+    }
+
+    /// The gate now.
+    pub(crate) fn load(&self) -> arc_swap::Guard<Arc<Gate>> {
+        self.now.load()
+    }
+
+    /// Replaces the gate: calls made from now on go by it.
+    pub(crate) fn store(&self, gate: Gate) {
+        self.now.store(Arc::new(gate));
+    }
+
+    /// Wakes the calls that wait: they read the gate again. The actor wakes them once it has
+    /// published the whole of a change (the gate, then the status), so that a call failed by
+    /// the gate finds the status saying why.
+    pub(crate) fn wake(&self) {
+        self.changes.send_replace(());
+    }
+
+    /// The wake-ups from now on: subscribe, then read the gate, then wait, and no change
+    /// slips between the read and the wait.
+    pub(crate) fn changes(&self) -> watch::Receiver<()> {
+        self.changes.subscribe()
+    }
 }
 
 /// Live kill handles of every server of a runtime, for the synchronous kill on drop.
@@ -105,8 +208,8 @@ pub(crate) struct ServerCore {
     ids: AtomicI64,
     /// The in-flight slots callers take.
     pub(crate) admission: Admission,
-    /// Whether the server takes calls now, and through which connection.
-    pub(crate) gate: ArcSwap<Gate>,
+    /// Whether the server takes calls now, and what they go through.
+    pub(crate) gate: GateCell,
     /// Calls that found the server unreachable ask its actor for a new attempt here: one
     /// stored wake-up however many knock, and no lock.
     pub(crate) knocks: Notify,
@@ -115,11 +218,6 @@ pub(crate) struct ServerCore {
     pub(crate) metrics: Arc<ServerMetrics>,
     pub(crate) logging: Logging,
     pub(crate) subscriptions: Subscriptions,
-    /// The checks of the last tool listing, read on every call.
-    pub(crate) tool_rules: ArcSwap<ToolRules>,
-    /// What requests carry in the stateless era: `Some` while the server is spoken to in it,
-    /// published by the actor before it opens the gate.
-    pub(crate) dialect: ArcSwapOption<Modern>,
     /// How fresh a stateless server's lists are.
     pub(crate) freshness: ListFreshness,
     /// The tasks the server's handles watch now.
@@ -161,12 +259,10 @@ impl ServerCore {
             config,
             default_timeout,
             ids: AtomicI64::new(1),
-            gate: ArcSwap::from_pointee(Gate::Starting),
+            gate: GateCell::new(Gate::Starting),
             knocks: Notify::new(),
             status,
             metrics,
-            tool_rules: ArcSwap::from_pointee(ToolRules::default()),
-            dialect: ArcSwapOption::empty(),
             freshness,
             tasks: crate::task_state::Watched::default(),
             received: Arc::default(),
@@ -239,6 +335,15 @@ impl ServerCore {
         started: Instant,
     ) -> Instant {
         self.policy(tool, call).first(started)
+    }
+
+    /// The checks of the tool listing calls go by now (none while the server is not
+    /// ready), for what is read after a call: a task's result.
+    pub(crate) fn tool_rules_now(&self) -> Arc<ToolRules> {
+        match &**self.gate.load() {
+            Gate::Ready(connected) => connected.tool_rules.clone(),
+            _ => Arc::default(),
+        }
     }
 
     /// The server's status now.

@@ -33,10 +33,10 @@ use super::session::Loss;
 use super::{Phase, ServerActor};
 use crate::client::ClientHandlers;
 use crate::core::Gate;
-use crate::era::{Era, Modern, Protocol};
+use crate::era::{Dialect, Era, Modern, Protocol};
 use crate::era_memory::Verdict;
 use crate::error::Error;
-use crate::exchange::{exchange, Origin};
+use crate::exchange::{exchange, Framing, Origin};
 use crate::transport::Transport;
 
 /// The longest the auto probe waits for an answer to `server/discover` before it decides the
@@ -63,7 +63,7 @@ impl ServerActor {
     /// configuration), then run that era's handshake.
     pub(super) fn start_handshake(&mut self, ctx: &mut Context<Self>) {
         // A new process: the last one's verdict does not hold for it.
-        self.core.dialect.store(None);
+        self.learnt.dialect = None;
         self.core.freshness.forget();
         self.learnt.era = None;
         let known = self.verdict_key().and_then(|key| self.core.eras.get(&key));
@@ -154,8 +154,8 @@ impl ServerActor {
         ) else {
             return;
         };
-        if let Origin::Actor { dialect: fixed, .. } = &mut request.origin {
-            *fixed = Some(dialect.clone());
+        if let Origin::Actor { framing, .. } = &mut request.origin {
+            *framing = Framing::Probe(dialect.clone());
         }
         let core = self.core.clone();
         let sending = async move { exchange(&core, request).await };
@@ -282,9 +282,8 @@ impl ServerActor {
             extra: discover.extra,
         });
         self.learnt.era = Some(Era::Modern);
-        // Published before the gate opens: every frame built for this process from now on
-        // carries the `_meta` of this version.
-        self.core.dialect.store(Some(dialect));
+        // Every frame built for this process from now on carries the `_meta` of this version.
+        self.learnt.dialect = Some(Arc::new(Dialect::new(dialect)));
         self.after_handshake(has_tools, ctx);
     }
 
@@ -391,6 +390,7 @@ impl ServerActor {
             self.list_tools(ctx);
         } else {
             self.learnt.tools = Arc::from(Vec::new());
+            self.learnt.tool_rules = Arc::default();
             self.become_ready(ctx);
         }
     }

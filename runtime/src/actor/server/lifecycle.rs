@@ -221,7 +221,7 @@ impl ServerActor {
                 table.write(frame);
             }
         }
-        self.set_gate(Gate::Ready(table));
+        self.open_gate();
         self.publish(ServerState::Ready);
         // The stateless era has neither: the log level travels in every request's `_meta`,
         // and `resources/subscribe` is gone: `subscriptions/listen` asks for the resources

@@ -52,8 +52,9 @@ use switchboard_transports::{CloseReason, Connection};
 use tokio::sync::mpsc;
 
 use crate::call_table::{Silence, Table};
-use crate::core::{Gate, ServerCore};
+use crate::core::{Connected, Gate, ServerCore};
 pub(crate) use crate::core::{IoPlaces, Kills, ServerEvent};
+use crate::era::Dialect;
 use crate::error::{Error, Unavailability};
 use crate::exchange::{exchange, Request};
 use crate::framer;
@@ -126,7 +127,12 @@ struct Learnt {
     init: Option<mcp::InitializeResult>,
     /// The era of the current connection's server, once known.
     era: Option<crate::era::Era>,
+    /// How the current connection's requests are written, once it is known to speak the
+    /// stateless era.
+    dialect: Option<Arc<Dialect>>,
     tools: Arc<[mcp::Tool]>,
+    /// The checks `tools` imply, compiled once per listing.
+    tool_rules: Arc<crate::tool_rules::ToolRules>,
     resources: Arc<[mcp::Resource]>,
     resource_templates: Arc<[mcp::ResourceTemplate]>,
     prompts: Arc<[mcp::Prompt]>,
@@ -210,10 +216,25 @@ impl ServerActor {
         }
     }
 
-    /// Tells handles whether (and through which table) the server takes calls. Stored
-    /// before the status is published, so a caller woken by the status sees it.
+    /// Tells handles whether the server takes calls; the calls that wait see it when the
+    /// status is published ([`publish`](Self::publish)).
     fn set_gate(&self, gate: Gate) {
-        self.core.gate.store(Arc::new(gate));
+        self.core.gate.store(gate);
+    }
+
+    /// Lets calls through the current connection, as it is now: its table, its era and the
+    /// checks of the last tool listing, one snapshot (see [`Connected`]).
+    fn open_gate(&self) {
+        let Some(link) = &self.link else { return };
+        let takes_tasks = self.learnt.init.as_ref().is_some_and(|init| {
+            crate::task_state::shape_of(crate::Era::Legacy, &init.capabilities).is_some()
+        });
+        self.set_gate(Gate::Ready(Arc::new(Connected {
+            table: link.table.clone(),
+            dialect: self.learnt.dialect.clone(),
+            tool_rules: self.learnt.tool_rules.clone(),
+            takes_tasks,
+        })));
     }
 
     /// Publishes a new status (and its metrics) and tells the supervisor.
@@ -257,6 +278,7 @@ impl ServerActor {
             handshake: self.handshake_time,
             since: Instant::now(),
         });
+        self.core.gate.wake();
         let _ = self.core.events.send(ServerEvent::StatusChanged);
     }
 
@@ -286,7 +308,13 @@ impl ServerActor {
         timeout: Option<Duration>,
     ) -> Option<Request> {
         let link = self.link.as_ref()?;
-        Some(Request::actor(method, params, timeout, link.table.clone()))
+        Some(Request::actor(
+            method,
+            params,
+            timeout,
+            link.table.clone(),
+            self.learnt.dialect.clone(),
+        ))
     }
 
     /// Runs `work` and hands its output to `then`, if the connection is still the same one
@@ -551,6 +579,7 @@ impl Handler<Restart> for ServerActor {
         self.early = None;
         // A fresh start: what the server listed before is not offered until it lists again.
         self.learnt.tools = Arc::from(Vec::new());
+        self.learnt.tool_rules = Arc::default();
         self.learnt.resources = Arc::from(Vec::new());
         self.learnt.resource_templates = Arc::from(Vec::new());
         self.learnt.prompts = Arc::from(Vec::new());
