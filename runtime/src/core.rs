@@ -17,19 +17,14 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use arc_swap::ArcSwap;
-use switchboard_transports::connection::KillHandle;
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{watch, Notify};
 
 use crate::admission::Admission;
 use crate::call_table::Table;
 use crate::config::ServerConfig;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
 use crate::era::Dialect;
-use crate::era_memory::EraMemory;
 use crate::error::Error;
 use crate::framer::{TaskAsk, TaskParams};
 use crate::freshness::ListFreshness;
@@ -38,7 +33,6 @@ use crate::metrics::ServerMetrics;
 use crate::status::ServerStatus;
 use crate::subscriptions::Subscriptions;
 use crate::tool_rules::ToolRules;
-use crate::transport::Transport;
 
 /// Whether a server takes calls now, as the server actor publishes it for handles.
 pub(crate) enum Gate {
@@ -163,39 +157,6 @@ impl GateCell {
     }
 }
 
-/// Live kill handles of every server of a runtime, for the synchronous kill on drop.
-/// Every running server's kill, by its core ([`ServerCore::kill_key`]): a server being
-/// replaced and its successor share a name, never a core.
-pub(crate) type Kills = Arc<Mutex<HashMap<usize, KillHandle>>>;
-
-/// What server actors tell the supervisor.
-#[derive(Debug)]
-pub(crate) enum ServerEvent {
-    /// A server's status (and maybe its tools) changed.
-    StatusChanged,
-    /// The actor stopped without being asked (it panicked): incarnation number.
-    Died(Arc<str>, u64),
-}
-
-/// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct IoPlaces {
-    /// Line-framed connections (stdio, in-process servers).
-    pub(crate) lines: Option<tokio::runtime::Handle>,
-    /// HTTP connections.
-    pub(crate) http: Option<tokio::runtime::Handle>,
-}
-
-impl IoPlaces {
-    /// The place for `transport`'s connections.
-    pub(crate) fn of(&self, transport: &Transport) -> Option<&tokio::runtime::Handle> {
-        match transport {
-            Transport::Http(_) => self.http.as_ref(),
-            _ => self.lines.as_ref(),
-        }
-    }
-}
-
 /// One server, as its handles and its actor both see it.
 pub(crate) struct ServerCore {
     pub(crate) name: Arc<str>,
@@ -226,28 +187,18 @@ pub(crate) struct ServerCore {
     pub(crate) task_store: Arc<dyn crate::task_store::TaskStore>,
     /// The tasks the server asked this client to run (2025-11-25).
     pub(crate) received: Arc<crate::client::tasks::Received>,
-    /// The actor's own requests in flight, which liveness does not count as callers' work.
+    /// The actor's own requests in flight, which liveness does not count as callers' work
+    /// (the exchange, which every request goes through, counts them).
     pub(crate) own_in_flight: AtomicUsize,
-    /// The runtime's: where connections do their I/O, the servers' kill handles, the era
-    /// verdicts, and the supervisor's inbox.
-    pub(crate) io: IoPlaces,
-    pub(crate) kills: Kills,
-    pub(crate) eras: Arc<EraMemory>,
-    pub(crate) events: mpsc::UnboundedSender<ServerEvent>,
 }
 
 impl ServerCore {
     /// The core of a server named `name`, configured with `config` (already resolved).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         name: Arc<str>,
         config: ServerConfig,
         default_timeout: Duration,
         metrics: Arc<ServerMetrics>,
-        io: IoPlaces,
-        kills: Kills,
-        eras: Arc<EraMemory>,
-        events: mpsc::UnboundedSender<ServerEvent>,
     ) -> Self {
         let status = watch::channel(ServerStatus::starting(config.transport.kind())).0;
         let freshness = ListFreshness::new(config.min_list_freshness_value());
@@ -268,10 +219,6 @@ impl ServerCore {
             received: Arc::default(),
             task_store: Arc::new(crate::task_store::MemoryTaskStore::new()),
             own_in_flight: AtomicUsize::new(0),
-            io,
-            kills,
-            eras,
-            events,
         }
     }
 
@@ -297,7 +244,7 @@ impl ServerCore {
         )
     }
 
-    /// The key of this server's kill in [`Kills`].
+    /// The key of this server's kill in the runtime's registry of kill handles.
     pub(crate) fn kill_key(self: &Arc<Self>) -> usize {
         Arc::as_ptr(self) as usize
     }

@@ -66,7 +66,9 @@ impl ServerActor {
         self.learnt.dialect = None;
         self.core.freshness.forget();
         self.learnt.era = None;
-        let known = self.verdict_key().and_then(|key| self.core.eras.get(&key));
+        let known = self
+            .verdict_key()
+            .and_then(|key| self.wiring.eras.get(&key));
         match (self.core.config.protocol, known) {
             (Protocol::Legacy, _) | (Protocol::Auto, Some(Verdict::Legacy)) => {
                 self.send_initialize(ctx)
@@ -113,14 +115,14 @@ impl ServerActor {
             return;
         }
         if let Some(key) = self.verdict_key() {
-            self.core.eras.keep(key, verdict);
+            self.wiring.eras.keep(key, verdict);
         }
     }
 
     /// Forgets the server's verdict: its next connection probes.
     pub(super) fn forget_verdict(&self) {
         if let Some(key) = self.verdict_key() {
-            self.core.eras.forget(&key);
+            self.wiring.eras.forget(&key);
         }
     }
 

@@ -10,7 +10,8 @@
 //! as every caller's, on its own connection (see [`crate::exchange`]); their answers come
 //! back to the actor as the results of futures it spawned.
 //!
-//! The actor's state is the server's [`ServerCore`] (shared with its handles), its
+//! The actor's state is the server's [`ServerCore`] (shared with its handles), the
+//! runtime's [`Wiring`], its
 //! [`Phase`] (which carries the phase's data), its connection, and small owned machines,
 //! each a pure type tested on its own: [`Backoff`] (restarts), [`relist::Relist`] (tool
 //! relisting), [`strikes::Strikes`] (liveness), [`session::Session`] (a lost HTTP
@@ -34,6 +35,7 @@ mod server_requests;
 mod session;
 mod strikes;
 mod tools;
+mod wiring;
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -53,7 +55,6 @@ use tokio::sync::mpsc;
 
 use crate::call_table::{Silence, Table};
 use crate::core::{Connected, Gate, ServerCore};
-pub(crate) use crate::core::{IoPlaces, Kills, ServerEvent};
 use crate::era::Dialect;
 use crate::error::{Error, Unavailability};
 use crate::exchange::{exchange, Request};
@@ -62,6 +63,7 @@ use crate::metrics::CancelReason;
 use crate::restart::{Backoff, Liveness};
 use crate::status::{ServerState, ServerStatus};
 use crate::transport::{Transport, TransportKind};
+pub(crate) use wiring::{IoPlaces, Kills, ServerEvent, Wiring};
 
 /// An event from connection number `.0` (older connections' stragglers are ignored).
 pub(crate) struct Inbound(pub(crate) u64, pub(crate) Event);
@@ -141,6 +143,8 @@ struct Learnt {
 /// One server's actor.
 pub(crate) struct ServerActor {
     core: Arc<ServerCore>,
+    /// The runtime's, that handles never use.
+    wiring: Wiring,
     name: Arc<str>,
     /// Which incarnation of the server's actor this is (a panicked actor is replaced).
     incarnation: u64,
@@ -172,6 +176,7 @@ pub(crate) struct ServerActor {
 impl ServerActor {
     pub(crate) fn new(
         core: Arc<ServerCore>,
+        wiring: Wiring,
         incarnation: u64,
         restarts: u32,
         silences: mpsc::UnboundedSender<Silence>,
@@ -194,6 +199,7 @@ impl ServerActor {
         ServerActor {
             name: core.name.clone(),
             core,
+            wiring,
             incarnation,
             restarts,
             liveness,
@@ -279,7 +285,7 @@ impl ServerActor {
             since: Instant::now(),
         });
         self.core.gate.wake();
-        let _ = self.core.events.send(ServerEvent::StatusChanged);
+        let _ = self.wiring.events.send(ServerEvent::StatusChanged);
     }
 
     /// Sends one of the actor's own requests through the exchange, on the current
@@ -340,7 +346,7 @@ impl ServerActor {
     }
 
     fn unregister_kill(&self) {
-        if let Ok(mut kills) = self.core.kills.lock() {
+        if let Ok(mut kills) = self.wiring.kills.lock() {
             kills.remove(&self.core.kill_key());
         }
     }
@@ -361,7 +367,7 @@ impl Drop for ServerActor {
         if !self.stopped_on_request() {
             // Dropped without stopping: the actor panicked (or its thread is going away).
             let _ = self
-                .core
+                .wiring
                 .events
                 .send(ServerEvent::Died(self.name.clone(), self.incarnation));
         }
