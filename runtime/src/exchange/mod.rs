@@ -293,6 +293,14 @@ impl Via {
     }
 }
 
+/// The connection a round goes to, and how it is written there.
+enum Route<'r> {
+    /// A caller's: the server's snapshot.
+    Snapshot(Arc<Connected>),
+    /// The actor's own connection.
+    Own(&'r Arc<Table>, &'r Framing),
+}
+
 /// One round: admission, readiness, framing, register and write, the answer; and what it
 /// went through.
 async fn round(core: &ServerCore, request: &Request) -> (Result<Box<RawValue>>, Via) {
@@ -305,12 +313,11 @@ async fn round(core: &ServerCore, request: &Request) -> (Result<Box<RawValue>>, 
         Origin::Actor { .. } => None,
     };
     loop {
-        // A caller's snapshot (the actor's requests go on its own connection).
-        let connected = match ready(core, request, deadline).await {
-            Ok(connected) => connected,
+        let route = match ready(core, request, deadline).await {
+            Ok(route) => route,
             Err(error) => return (Err(error), Via::default()),
         };
-        let task = match task_params(core, request, connected.as_deref()) {
+        let task = match task_params(core, request, &route) {
             Ok(task) => task,
             Err(error) => return (Err(error), Via::default()),
         };
@@ -319,10 +326,18 @@ async fn round(core: &ServerCore, request: &Request) -> (Result<Box<RawValue>>, 
             _ => core.next_id(),
         };
         tracing::Span::current().record("id", id);
-        let (table, outbound, modern) = frame(core, request, id, connected.as_deref(), task);
+        let (outbound, modern) = frame(core, request, id, &route, task);
         let task = task.is_some();
+        let table = match &route {
+            Route::Snapshot(connected) => &connected.table,
+            Route::Own(table, _) => table,
+        };
         match send(table, id, outbound, request, deadline, slot).await {
             Ok(answer) => {
+                let connected = match route {
+                    Route::Snapshot(connected) => Some(connected),
+                    Route::Own(..) => None,
+                };
                 let via = Via {
                     connected,
                     modern,
@@ -342,34 +357,34 @@ async fn round(core: &ServerCore, request: &Request) -> (Result<Box<RawValue>>, 
     }
 }
 
-/// Stage 2: for a caller, the snapshot to send by; waits for one while the server starts,
-/// until `deadline`; fails at once while the server cannot start. The actor's requests go
-/// on its own connection (`None`).
-async fn ready(
+/// Stage 2: the connection to send on: for a caller, the server's snapshot, waiting for
+/// one while the server starts, until `deadline`, and failing at once while the server
+/// cannot start; for the actor, its own connection.
+async fn ready<'r>(
     core: &ServerCore,
-    request: &Request,
+    request: &'r Request,
     deadline: Option<Instant>,
-) -> Result<Option<Arc<Connected>>> {
+) -> Result<Route<'r>> {
     match &request.origin {
-        Origin::Actor { .. } => Ok(None),
+        Origin::Actor { table, framing, .. } => Ok(Route::Own(table, framing)),
         Origin::Caller => match gate(core, &request.tool, request.started)? {
-            Some(connected) => Ok(Some(connected)),
+            Some(connected) => Ok(Route::Snapshot(connected)),
             // Boxed: waiting is rare, and would otherwise enlarge every call's future.
             None => Box::pin(wait_ready(core, deadline, request))
                 .await
-                .map(Some),
+                .map(Route::Snapshot),
         },
     }
 }
 
-/// A caller's tool call's `params.task` through `connected`.
+/// A caller's tool call's `params.task` on the connection of `route`.
 fn task_params(
     core: &ServerCore,
     request: &Request,
-    connected: Option<&Connected>,
+    route: &Route<'_>,
 ) -> Result<Option<TaskParams>> {
-    match (&request.params, connected) {
-        (Params::ToolCall { name, task, .. }, Some(connected)) => {
+    match (&request.params, route) {
+        (Params::ToolCall { name, task, .. }, Route::Snapshot(connected)) => {
             connected.task_params(core, name, *task)
         }
         _ => Ok(None),
@@ -451,24 +466,22 @@ fn gate(
     }
 }
 
-/// Stage 3: frames round `id` of `request` for a caller's `connected` snapshot (or the
-/// actor's own connection), in its era, with `task` as the call's `params.task`; the table
-/// to send on, the frame, and whether it is in the stateless era (its answer may need a
-/// follow-up).
-fn frame<'r>(
+/// Stage 3: frames round `id` of `request` for the connection of `route`, in its era, with
+/// `task` as the call's `params.task`; and whether that is the stateless era (its answer
+/// may need a follow-up).
+fn frame(
     core: &ServerCore,
-    request: &'r Request,
+    request: &Request,
     id: i64,
-    connected: Option<&'r Connected>,
+    route: &Route<'_>,
     task: Option<TaskParams>,
-) -> (&'r Table, switchboard_transports::Outbound, bool) {
-    let (table, speaks, fixed, rules) = match (connected, &request.origin) {
-        (Some(c), _) => (&*c.table, c.dialect.as_deref(), None, Some(&c.tool_rules)),
-        (None, Origin::Actor { table, framing, .. }) => match framing {
-            Framing::Connection(dialect) => (&**table, dialect.as_deref(), None, None),
-            Framing::Probe(probe) => (&**table, None, Some(&**probe), None),
-        },
-        (None, Origin::Caller) => unreachable!("a caller's round has its snapshot"),
+) -> (switchboard_transports::Outbound, bool) {
+    let (table, speaks, fixed, rules) = match route {
+        Route::Snapshot(c) => (&*c.table, c.dialect.as_deref(), None, Some(&c.tool_rules)),
+        Route::Own(table, Framing::Connection(dialect)) => {
+            (&***table, dialect.as_deref(), None, None)
+        }
+        Route::Own(table, Framing::Probe(probe)) => (&***table, None, Some(&**probe), None),
     };
     // The version now, for this frame: a refused one changes it for the next.
     let now = speaks.map(Dialect::now);
@@ -499,7 +512,7 @@ fn frame<'r>(
         param_headers,
         task,
     });
-    (table, outbound, dialect.is_some())
+    (outbound, dialect.is_some())
 }
 
 /// Stages 4 and 5: registers the waiter and writes the frame, then waits for the answer
