@@ -265,7 +265,7 @@ impl CallSpec {
                     raw,
                     server,
                     tool,
-                    rules: None,
+                    via: None,
                 })
             }
         }
@@ -359,7 +359,7 @@ impl CallSpec {
                 raw: answered.raw,
                 server: handle,
                 tool,
-                rules: answered.rules,
+                via: answered.connected,
             })),
         }
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
+use crate::core::Connected;
 use crate::error::{Error, Result};
 use crate::handle::ServerHandle;
 use crate::model::CallToolResult;
@@ -15,9 +16,9 @@ pub(crate) struct Sent {
     pub(crate) raw: Box<RawValue>,
     pub(crate) server: ServerHandle,
     pub(crate) tool: Arc<str>,
-    /// The checks of the listing the call went by; `None` (a task's result): those of the
-    /// server's listing now.
-    pub(crate) rules: Option<Arc<ToolRules>>,
+    /// The snapshot the call went by, whose tool checks apply; `None` (a task's result):
+    /// those of the server's listing now.
+    pub(crate) via: Option<Arc<Connected>>,
 }
 
 /// The typed result of a sent call, checked against the tool's output schema.
@@ -26,13 +27,20 @@ pub(crate) fn typed(sent: Sent) -> Result<CallToolResult> {
         raw,
         server: handle,
         tool,
-        rules,
+        via,
     } = sent;
     let core = &handle.core;
     match serde_json::from_str::<CallToolResult>(raw.get()) {
         Ok(mut result) => {
             if let (Some(structured), false) = (&result.structured_content, result.is_error()) {
-                let rules = rules.unwrap_or_else(|| core.tool_rules_now());
+                let now;
+                let rules: &ToolRules = match &via {
+                    Some(connected) => &connected.tool_rules,
+                    None => {
+                        now = core.tool_rules_now();
+                        &now
+                    }
+                };
                 result.output_schema_mismatch = rules.output_mismatch(&tool, structured);
                 if result.output_schema_mismatch.is_some() {
                     core.metrics.output_mismatches.increment(1);

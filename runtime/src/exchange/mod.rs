@@ -55,7 +55,6 @@ use crate::framer::{self, Round, TaskParams};
 pub(crate) use crate::framer::{Params, Retry};
 use crate::metrics::{CancelReason, Recording};
 use crate::status::{ServerState, ServerStatus};
-use crate::tool_rules::ToolRules;
 
 /// Who sends a request, which decides its first two stages.
 #[derive(Clone)]
@@ -188,8 +187,8 @@ pub(crate) struct Answer {
     pub(crate) modern: bool,
     /// Whether a tool call ran as a task (2025-11-25: it asked with `params.task`).
     pub(crate) task: bool,
-    /// For a caller's request, the checks of the tool listing it went by.
-    pub(crate) rules: Option<Arc<ToolRules>>,
+    /// For a caller's request, the snapshot it went by.
+    pub(crate) connected: Option<Arc<Connected>>,
 }
 
 /// As [`exchange`], with what the answer's round went through (a tool call reads its
@@ -288,7 +287,7 @@ impl Via {
             raw,
             modern: self.modern,
             task: self.task,
-            rules: self.connected.map(|c| c.tool_rules.clone()),
+            connected: self.connected,
         })
     }
 }

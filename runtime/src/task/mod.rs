@@ -164,7 +164,7 @@ impl TaskHandle {
             raw,
             server,
             tool,
-            rules: None,
+            via: None,
         })
     }
 
