@@ -28,8 +28,8 @@ use crate::catalogue::tool_allowed;
 use crate::client::ClientHandlers;
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, ErrorContext, ErrorKind, Result};
-use crate::exchange::{exchange, Params, Request};
-use crate::framer::{Arguments, TaskParams};
+use crate::exchange::{answer, Answer, Params, Request};
+use crate::framer::{Arguments, TaskAsk};
 use crate::handle::ServerHandle;
 use crate::logging::ServerLog;
 use crate::model::CallToolResult;
@@ -237,8 +237,7 @@ impl Call {
     /// When the call was already polled (as a future), which sent it.
     pub async fn raw(mut self) -> Result<Box<RawValue>> {
         let spec = self.spec.take().expect("a Call is sent once");
-        let (raw, ..) = spec.send().await?;
-        Ok(raw)
+        Ok(spec.send().await?.raw)
     }
 }
 
@@ -262,7 +261,12 @@ impl CallSpec {
                 let (server, tool) = (task.server().clone(), Arc::from(task.tool()));
                 // Boxed: tasks are rare, and would otherwise enlarge every call's future.
                 let raw = Box::pin(task.raw()).await?;
-                Ok((raw, server, tool))
+                Ok(Sent {
+                    raw,
+                    server,
+                    tool,
+                    via: None,
+                })
             }
         }
     }
@@ -312,7 +316,7 @@ impl CallSpec {
                     cause: None,
                 }));
         }
-        let task = task_params(core, &tool, as_task, task_ttl, &policy)?;
+        let task = task_ask(as_task, task_ttl, &policy);
         let mut request = Request::new(
             TOOLS_CALL.clone(),
             Params::ToolCall {
@@ -340,84 +344,57 @@ impl CallSpec {
         );
         // Boxed on its own: two boxes that fit the allocator's per-thread cache cost less
         // than one too big for it (see `BENCHMARKS.md`).
-        let raw = tracing::Instrument::instrument(Box::pin(exchange(core, request)), span).await?;
-        match created_task(core, task.is_some(), &raw)? {
+        let answered =
+            tracing::Instrument::instrument(Box::pin(answer(core, request)), span).await?;
+        match created_task(core, &answered)? {
             Some((shape, created)) => Ok(Started::Task(crate::task::start(
                 handle, shape, tool, &created, started, policy,
             ))),
-            None => Ok(Started::Done((raw, handle, tool))),
+            None => Ok(Started::Done(Sent {
+                raw: answered.raw,
+                server: handle,
+                tool,
+                via: answered.connected,
+            })),
         }
     }
 }
 
-/// The `params.task` of a call of `tool` to a handshake-era server: when the tool requires
-/// a task, or the caller asks for one (`as_task`) where the tool and the server allow it.
-/// `None` for a stateless server, which decides itself (the tasks extension).
-fn task_params(
-    core: &crate::core::ServerCore,
-    tool: &Arc<str>,
+/// What a call asks of tasks: a task when `as_task`, kept as long as the caller waits
+/// unless `ttl` says otherwise. The connection the call goes to decides whether it runs as
+/// one (see [`Connected::task_params`](crate::core::Connected::task_params)).
+fn task_ask(
     as_task: bool,
     ttl: Option<Duration>,
     policy: &crate::deadline::DeadlinePolicy,
-) -> Result<Option<TaskParams>> {
-    let rules = core.tool_rules.load();
-    let required = rules.requires_task(tool);
-    if !(required || as_task) || core.dialect.load().is_some() {
-        return Ok(None);
-    }
-    let shape = {
-        let status = core.status.borrow();
-        status
-            .capabilities
-            .as_deref()
-            .and_then(|caps| crate::task_state::shape_of(crate::Era::Legacy, caps))
-    };
-    if shape.is_none() {
-        return Err(match required {
-            true => ErrorContext::of_tool(core.name.clone(), tool.clone())
-                .error(ErrorKind::TaskRequired),
-            false => ErrorContext::of_tool(core.name.clone(), tool.clone()).error(
-                ErrorKind::TaskNotAllowed {
-                    reason: "the server declares no tasks.requests.tools.call capability",
-                },
-            ),
-        });
-    }
-    if !rules.allows_task(tool) {
-        return Err(
-            ErrorContext::of_tool(core.name.clone(), tool.clone()).error(
-                ErrorKind::TaskNotAllowed {
-                    reason: "its execution.taskSupport is absent or \"forbidden\"",
-                },
-            ),
-        );
-    }
+) -> TaskAsk {
     // Kept as long as the caller waits, unless the caller asked otherwise.
     let ttl = ttl.unwrap_or(if policy.reset_on_progress {
         policy.max_total
     } else {
         policy.timeout
     });
-    Ok(Some(TaskParams {
-        ttl_ms: Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
-    }))
+    TaskAsk {
+        asked: as_task,
+        ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+    }
 }
 
-/// The task a call's answer `raw` creates, if it is one: a `CreateTaskResult` for a call
-/// that asked for a task (`asked`; a server that ignored the ask answered plainly), or a
-/// stateless server's result of type `task`.
+/// The task a call's answer creates, if it is one: a `CreateTaskResult` for a call that
+/// ran as a task (it asked; a server that ignored the ask answered plainly), or a stateless
+/// server's result of type `task`.
 fn created_task(
     core: &crate::core::ServerCore,
-    asked: bool,
-    raw: &RawValue,
+    answer: &Answer,
 ) -> Result<Option<(TaskShape, Task)>> {
     use switchboard_codecs::mcp::modern::ResultType;
-    if asked {
+    let raw = &answer.raw;
+    if answer.task {
         return Ok(serde_json::from_str::<CreateTaskResult>(raw.get())
             .ok()
             .map(|created| (TaskShape::Experimental, created.task)));
     }
-    if core.dialect.load().is_none() || ResultType::of(raw.get()) != Ok(ResultType::Task) {
+    if !answer.modern || ResultType::of(raw.get()) != Ok(ResultType::Task) {
         return Ok(None);
     }
     match serde_json::from_str::<Task>(raw.get()) {

@@ -1,47 +1,46 @@
 //! [`ServerCore`]: the one value per server that its handles and its actor share.
 //!
 //! Everything both sides of a server need lives here once: its name and resolved
-//! configuration, the numbering of its requests, the in-flight slots, the gate that says
-//! whether (and through which connection) it takes calls, its status, metrics, logging,
-//! subscriptions, the checks of its last tool listing, the `_meta` dialect of its era and
-//! the freshness of its lists. The supervisor makes a core when a server is added; every
-//! handle and every incarnation of the server's actor hold the same `Arc<ServerCore>`,
-//! and each adds only what is its own (the actor: its connection and its state machines;
-//! a handle: nothing).
+//! configuration, the numbering of its requests, the in-flight slots, the [`Gate`] that says
+//! whether it takes calls (and when it does, the [`Connected`] snapshot a call goes
+//! through), its status, metrics, logging, subscriptions and the freshness of its lists. The
+//! supervisor makes a core when a server is added; every handle and every incarnation of the
+//! server's actor hold the same `Arc<ServerCore>`, and each adds only what is its own (the
+//! actor: its connection and its state machines; a handle: nothing).
+//!
+//! What a call needs of its server is one value: the actor publishes a new [`Connected`]
+//! when the server becomes ready or lists its tools again, and a call reads the gate once
+//! and goes on with that snapshot. The [`ServerStatus`] is what embedders observe; no call
+//! reads it to decide anything.
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use arc_swap::{ArcSwap, ArcSwapOption};
-use switchboard_transports::connection::KillHandle;
-use tokio::sync::{mpsc, watch, Notify};
+use arc_swap::ArcSwap;
+use tokio::sync::{watch, Notify};
 
 use crate::admission::Admission;
 use crate::call_table::Table;
 use crate::config::ServerConfig;
 use crate::deadline::{DeadlinePolicy, ToolPolicy};
-use crate::era::Modern;
-use crate::era_memory::EraMemory;
-use crate::error::Error;
+use crate::era::Dialect;
+use crate::error::{Error, ErrorContext, ErrorKind};
+use crate::framer::{TaskAsk, TaskParams};
 use crate::freshness::ListFreshness;
 use crate::logging::Logging;
 use crate::metrics::ServerMetrics;
 use crate::status::ServerStatus;
 use crate::subscriptions::Subscriptions;
 use crate::tool_rules::ToolRules;
-use crate::transport::Transport;
 
 /// Whether a server takes calls now, as the server actor publishes it for handles.
 pub(crate) enum Gate {
     /// Connecting or running the handshake (a first start, a restart, a retry after a
     /// failed start): calls wait for readiness within their own deadline.
     Starting,
-    /// Ready: calls go through this connection's table.
-    Ready(Arc<Table>),
+    /// Ready: calls go through this connection, as this snapshot says.
+    Ready(Arc<Connected>),
     /// Down after the transport lost the server (an HTTP connection refused, an event
     /// stream the server ended), the backoff's retry pending: calls wait for a restart as
     /// they do while `Starting`, and knock first ([`ServerCore::knocks`]), so that a server
@@ -60,36 +59,95 @@ pub(crate) enum Gate {
     },
 }
 
-/// Live kill handles of every server of a runtime, for the synchronous kill on drop.
-/// Every running server's kill, by its core ([`ServerCore::kill_key`]): a server being
-/// replaced and its successor share a name, never a core.
-pub(crate) type Kills = Arc<Mutex<HashMap<usize, KillHandle>>>;
-
-/// What server actors tell the supervisor.
-#[derive(Debug)]
-pub(crate) enum ServerEvent {
-    /// A server's status (and maybe its tools) changed.
-    StatusChanged,
-    /// The actor stopped without being asked (it panicked): incarnation number.
-    Died(Arc<str>, u64),
+/// What a call needs of its server, for one connection: published whole by the server's
+/// actor when the server becomes ready and whenever it lists its tools again, read once per
+/// round of a request (one load of the gate). What must be seen together is one value here:
+/// the table a frame goes to and the era the frame is written in, the checks of the listing
+/// the call was routed by.
+pub(crate) struct Connected {
+    /// The connection's call table; its writer is the connection's.
+    pub(crate) table: Arc<Table>,
+    /// How the connection's requests are written in the stateless era; `None` in the
+    /// handshake era.
+    pub(crate) dialect: Option<Arc<Dialect>>,
+    /// The checks of the server's last tool listing on this connection.
+    pub(crate) tool_rules: Arc<ToolRules>,
+    /// Whether a handshake-era server takes tool calls as tasks (it declared
+    /// `tasks.requests.tools.call`).
+    pub(crate) takes_tasks: bool,
 }
 
-/// Where connections do their I/O: on a tokio runtime, or (`None`) on the actor thread.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct IoPlaces {
-    /// Line-framed connections (stdio, in-process servers).
-    pub(crate) lines: Option<tokio::runtime::Handle>,
-    /// HTTP connections.
-    pub(crate) http: Option<tokio::runtime::Handle>,
-}
-
-impl IoPlaces {
-    /// The place for `transport`'s connections.
-    pub(crate) fn of(&self, transport: &Transport) -> Option<&tokio::runtime::Handle> {
-        match transport {
-            Transport::Http(_) => self.http.as_ref(),
-            _ => self.lines.as_ref(),
+impl Connected {
+    /// The `params.task` of a call of `tool` asking `ask` through this connection: when the
+    /// tool requires a task, or the caller asks for one where the tool and the server allow
+    /// it. `None` for a stateless server, which decides itself (the tasks extension).
+    pub(crate) fn task_params(
+        &self,
+        core: &ServerCore,
+        tool: &Arc<str>,
+        ask: TaskAsk,
+    ) -> Result<Option<TaskParams>, Error> {
+        let rules = &self.tool_rules;
+        let required = rules.requires_task(tool);
+        if !(required || ask.asked) || self.dialect.is_some() {
+            return Ok(None);
         }
+        let cx = || ErrorContext::of_tool(core.name.clone(), tool.clone());
+        if !self.takes_tasks {
+            return Err(match required {
+                true => cx().error(ErrorKind::TaskRequired),
+                false => cx().error(ErrorKind::TaskNotAllowed {
+                    reason: "the server declares no tasks.requests.tools.call capability",
+                }),
+            });
+        }
+        if !rules.allows_task(tool) {
+            return Err(cx().error(ErrorKind::TaskNotAllowed {
+                reason: "its execution.taskSupport is absent or \"forbidden\"",
+            }));
+        }
+        Ok(Some(TaskParams {
+            ttl_ms: Some(ask.ttl_ms),
+        }))
+    }
+}
+
+/// The gate, and a signal for the calls that wait for it to change: raised when the actor
+/// has published what goes with the change (see [`GateCell::wake`]).
+pub(crate) struct GateCell {
+    now: ArcSwap<Gate>,
+    changes: watch::Sender<()>,
+}
+
+impl GateCell {
+    fn new(gate: Gate) -> Self {
+        GateCell {
+            now: ArcSwap::from_pointee(gate),
+            changes: watch::channel(()).0,
+        }
+    }
+
+    /// The gate now.
+    pub(crate) fn load(&self) -> arc_swap::Guard<Arc<Gate>> {
+        self.now.load()
+    }
+
+    /// Replaces the gate: calls made from now on go by it.
+    pub(crate) fn store(&self, gate: Gate) {
+        self.now.store(Arc::new(gate));
+    }
+
+    /// Wakes the calls that wait: they read the gate again. The actor wakes them once it has
+    /// published the whole of a change (the gate, then the status), so that a call failed by
+    /// the gate finds the status saying why.
+    pub(crate) fn wake(&self) {
+        self.changes.send_replace(());
+    }
+
+    /// The wake-ups from now on: subscribe, then read the gate, then wait, and no change
+    /// slips between the read and the wait.
+    pub(crate) fn changes(&self) -> watch::Receiver<()> {
+        self.changes.subscribe()
     }
 }
 
@@ -105,8 +163,8 @@ pub(crate) struct ServerCore {
     ids: AtomicI64,
     /// The in-flight slots callers take.
     pub(crate) admission: Admission,
-    /// Whether the server takes calls now, and through which connection.
-    pub(crate) gate: ArcSwap<Gate>,
+    /// Whether the server takes calls now, and what they go through.
+    pub(crate) gate: GateCell,
     /// Calls that found the server unreachable ask its actor for a new attempt here: one
     /// stored wake-up however many knock, and no lock.
     pub(crate) knocks: Notify,
@@ -115,11 +173,6 @@ pub(crate) struct ServerCore {
     pub(crate) metrics: Arc<ServerMetrics>,
     pub(crate) logging: Logging,
     pub(crate) subscriptions: Subscriptions,
-    /// The checks of the last tool listing, read on every call.
-    pub(crate) tool_rules: ArcSwap<ToolRules>,
-    /// What requests carry in the stateless era: `Some` while the server is spoken to in it,
-    /// published by the actor before it opens the gate.
-    pub(crate) dialect: ArcSwapOption<Modern>,
     /// How fresh a stateless server's lists are.
     pub(crate) freshness: ListFreshness,
     /// The tasks the server's handles watch now.
@@ -128,28 +181,18 @@ pub(crate) struct ServerCore {
     pub(crate) task_store: Arc<dyn crate::task_store::TaskStore>,
     /// The tasks the server asked this client to run (2025-11-25).
     pub(crate) received: Arc<crate::client::tasks::Received>,
-    /// The actor's own requests in flight, which liveness does not count as callers' work.
+    /// The actor's own requests in flight, which liveness does not count as callers' work
+    /// (the exchange, which every request goes through, counts them).
     pub(crate) own_in_flight: AtomicUsize,
-    /// The runtime's: where connections do their I/O, the servers' kill handles, the era
-    /// verdicts, and the supervisor's inbox.
-    pub(crate) io: IoPlaces,
-    pub(crate) kills: Kills,
-    pub(crate) eras: Arc<EraMemory>,
-    pub(crate) events: mpsc::UnboundedSender<ServerEvent>,
 }
 
 impl ServerCore {
     /// The core of a server named `name`, configured with `config` (already resolved).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         name: Arc<str>,
         config: ServerConfig,
         default_timeout: Duration,
         metrics: Arc<ServerMetrics>,
-        io: IoPlaces,
-        kills: Kills,
-        eras: Arc<EraMemory>,
-        events: mpsc::UnboundedSender<ServerEvent>,
     ) -> Self {
         let status = watch::channel(ServerStatus::starting(config.transport.kind())).0;
         let freshness = ListFreshness::new(config.min_list_freshness_value());
@@ -161,21 +204,15 @@ impl ServerCore {
             config,
             default_timeout,
             ids: AtomicI64::new(1),
-            gate: ArcSwap::from_pointee(Gate::Starting),
+            gate: GateCell::new(Gate::Starting),
             knocks: Notify::new(),
             status,
             metrics,
-            tool_rules: ArcSwap::from_pointee(ToolRules::default()),
-            dialect: ArcSwapOption::empty(),
             freshness,
             tasks: crate::task_state::Watched::default(),
             received: Arc::default(),
             task_store: Arc::new(crate::task_store::MemoryTaskStore::new()),
             own_in_flight: AtomicUsize::new(0),
-            io,
-            kills,
-            eras,
-            events,
         }
     }
 
@@ -201,7 +238,7 @@ impl ServerCore {
         )
     }
 
-    /// The key of this server's kill in [`Kills`].
+    /// The key of this server's kill in the runtime's registry of kill handles.
     pub(crate) fn kill_key(self: &Arc<Self>) -> usize {
         Arc::as_ptr(self) as usize
     }
@@ -239,6 +276,15 @@ impl ServerCore {
         started: Instant,
     ) -> Instant {
         self.policy(tool, call).first(started)
+    }
+
+    /// The checks of the tool listing calls go by now (none while the server is not
+    /// ready), for what is read after a call: a task's result.
+    pub(crate) fn tool_rules_now(&self) -> Arc<ToolRules> {
+        match &**self.gate.load() {
+            Gate::Ready(connected) => connected.tool_rules.clone(),
+            _ => Arc::default(),
+        }
     }
 
     /// The server's status now.

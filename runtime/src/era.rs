@@ -6,8 +6,9 @@
 //! [`Protocol::Modern`] and [`Protocol::Legacy`] skip the probe. The verdict, an [`Era`], is
 //! shown in [`ServerStatus`](crate::ServerStatus) with the protocol version.
 //!
-//! For a modern server the actor publishes a [`Modern`] in the server's core before it lets
-//! calls through; every request frame built after that carries `params._meta` with the
+//! For a modern server the actor makes a [`Dialect`] for the connection once the era is known:
+//! its own requests carry it, and so does the connection's snapshot that calls go through
+//! (`crate::core::Connected`); every request frame built in it carries `params._meta` with the
 //! protocol version, our identity and our capabilities (and the log level a caller chose):
 //! the exchange's framer writes it as [`ModernMeta`].
 //!
@@ -145,6 +146,32 @@ impl Modern {
             client_info: &self.client_info,
             client_capabilities: capabilities.unwrap_or(&self.capabilities),
             log_level: level,
+        }
+    }
+}
+
+/// The stateless era as one connection speaks it: a [`Modern`] that stays the same for the
+/// connection except for its protocol version, which a server's `-32022` answer may change
+/// for the requests after it (see `crate::exchange::follow_up`). Shared by the actor's own
+/// requests and the snapshot calls go through, so a change reaches both.
+#[derive(Debug)]
+pub(crate) struct Dialect(arc_swap::ArcSwap<Modern>);
+
+impl Dialect {
+    pub(crate) fn new(modern: Arc<Modern>) -> Dialect {
+        Dialect(arc_swap::ArcSwap::new(modern))
+    }
+
+    /// What the next request carries.
+    pub(crate) fn now(&self) -> arc_swap::Guard<Arc<Modern>> {
+        self.0.load()
+    }
+
+    /// Requests from now on name `version` (the server refused the current one).
+    pub(crate) fn switch_to(&self, version: &str) {
+        let current = self.0.load();
+        if *current.version != *version {
+            self.0.store(Arc::new(current.with_version(version)));
         }
     }
 }

@@ -34,13 +34,14 @@ pub(crate) enum Params {
     /// An object (`{}` when empty); a `_meta` inside it is merged with the request's own.
     Object(Map<String, Value>),
     /// `tools/call`'s `name` and `arguments` (an object), the `_meta` entries the caller
-    /// gave (merged with the request's own, as for [`Params::Object`]), and `task` when the
-    /// call asks to run as a task (2025-11-25).
+    /// gave (merged with the request's own, as for [`Params::Object`]), and whether the call
+    /// asks to run as a task (2025-11-25; decided against the connection each round goes
+    /// to, and written as [`Round::task`]).
     ToolCall {
         name: Arc<str>,
         arguments: Arguments,
         meta: Option<Arc<Map<String, Value>>>,
-        task: Option<TaskParams>,
+        task: TaskAsk,
     },
 }
 
@@ -102,6 +103,16 @@ pub(crate) struct TaskParams {
     pub(crate) ttl_ms: Option<u64>,
 }
 
+/// What a tool call asks of tasks (2025-11-25), before the connection it goes to says
+/// whether it runs as one (see `crate::core::Connected::task_params`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TaskAsk {
+    /// The caller asked for a task (a tool that requires one runs as a task anyway).
+    pub(crate) asked: bool,
+    /// The time to live to ask for, in ms.
+    pub(crate) ttl_ms: u64,
+}
+
 impl Params {
     /// `{}`.
     pub(crate) fn empty() -> Params {
@@ -161,6 +172,8 @@ pub(crate) struct Round<'a> {
     pub(crate) sends_headers: bool,
     /// For `tools/call`, the tool's `Mcp-Param-{Name}` headers (from its listing).
     pub(crate) param_headers: &'a [ParamHeader],
+    /// For `tools/call`, its `params.task` when it runs as a task.
+    pub(crate) task: Option<TaskParams>,
 }
 
 /// Frames one round of a request.
@@ -175,6 +188,7 @@ pub(crate) fn request(round: Round<'_>) -> Outbound {
     let body = Body {
         params: round.params,
         retry: round.retry,
+        task: round.task,
         meta,
     };
     let payload = frame::request(round.id, round.method, &body);
@@ -262,6 +276,7 @@ impl Meta<'_> {
 struct Body<'a> {
     params: &'a Params,
     retry: Option<&'a Retry>,
+    task: Option<TaskParams>,
     meta: Meta<'a>,
 }
 
@@ -277,14 +292,11 @@ impl Serialize for Body<'_> {
                 }
             }
             Params::ToolCall {
-                name,
-                arguments,
-                task,
-                ..
+                name, arguments, ..
             } => {
                 map.serialize_entry("name", &**name)?;
                 map.serialize_entry("arguments", arguments)?;
-                if let Some(task) = task {
+                if let Some(task) = self.task {
                     let mut fields = Map::new();
                     if let Some(ttl) = task.ttl_ms {
                         fields.insert("ttl".into(), ttl.into());
@@ -318,6 +330,7 @@ mod tests {
         let body = Body {
             params,
             retry,
+            task: None,
             meta,
         };
         serde_json::from_slice(&frame::request(3, "m", &body)).unwrap()
@@ -375,11 +388,12 @@ mod tests {
             name: "t".into(),
             arguments: Arguments::Text(RawValue::from_string(written.to_owned()).unwrap()),
             meta: None,
-            task: None,
+            task: TaskAsk::default(),
         };
         let body = Body {
             params: &params,
             retry: None,
+            task: None,
             meta: Meta {
                 progress_token: Some(3),
                 modern: None,
@@ -399,7 +413,7 @@ mod tests {
             name: "t".into(),
             arguments: Arguments::Tree(json!({"a": 1})),
             meta: None,
-            task: None,
+            task: TaskAsk::default(),
         };
         let mut responses = Map::new();
         responses.insert("k".into(), json!({"action": "accept"}));
@@ -412,6 +426,7 @@ mod tests {
         let body = Body {
             params: &params,
             retry: Some(&retry),
+            task: None,
             meta: Meta {
                 progress_token: Some(9),
                 modern: None,
@@ -470,7 +485,7 @@ mod header_tests {
             name: "q".into(),
             arguments,
             meta: None,
-            task: None,
+            task: TaskAsk::default(),
         };
         let headers = [ParamHeader {
             path: vec!["region".into()],
@@ -487,6 +502,7 @@ mod header_tests {
             level: None,
             sends_headers,
             param_headers: &headers,
+            task: None,
         };
         let outbound = request(round(true));
         let switchboard_transports::Facts::Request(facts) = &outbound.facts else {
@@ -530,6 +546,7 @@ mod header_tests {
             level: None,
             sends_headers: true,
             param_headers: &[],
+            task: None,
         });
         let switchboard_transports::Facts::Request(facts) = &outbound.facts else {
             panic!("a request")
@@ -545,11 +562,12 @@ mod header_tests {
                 name: "t".into(),
                 arguments: Arguments::Tree(json!({})),
                 meta: None,
-                task,
+                task: TaskAsk::default(),
             };
             let body = Body {
                 params: &params,
                 retry: None,
+                task,
                 meta: Meta {
                     progress_token: None,
                     modern: None,

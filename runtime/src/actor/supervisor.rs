@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use super::server::{
     InjectPanic, IoPlaces, Kills, NotifyRootsChanged, Restart, ServerActor, ServerEvent, Shutdown,
+    Wiring,
 };
 use crate::config::{Defaults, ServerConfig};
 use crate::core::ServerCore;
@@ -43,11 +44,11 @@ struct Managed {
 pub(crate) struct Supervisor {
     registry: Arc<Registry>,
     defaults: Defaults,
-    kills: Kills,
-    events: mpsc::UnboundedSender<ServerEvent>,
     metrics: Arc<RuntimeMetrics>,
-    /// Where servers' connections do their I/O (`None`: the actor thread).
-    io: IoPlaces,
+    /// What every server's actor is given: where connections do their I/O, the kill
+    /// handles, the era verdicts of auto servers (by origin or command, shared by every
+    /// server), and this supervisor's inbox.
+    wiring: Wiring,
     servers: BTreeMap<Arc<str>, Managed>,
     /// Servers started to take over a name in use, until they have started, by a number of
     /// their own. Kept here, not only by the waiting replacement, so that a panic of one's
@@ -56,8 +57,6 @@ pub(crate) struct Supervisor {
     /// The first incarnation of the next replacement: blocks of 2^32 apart, so that no
     /// actor's incarnation (revivals count up by one) is another live actor's of its name.
     next_replacement: u64,
-    /// The era verdicts of auto servers, by origin or command, shared by every server.
-    eras: Arc<EraMemory>,
     stopping: bool,
 }
 
@@ -71,29 +70,36 @@ impl Supervisor {
         io: IoPlaces,
     ) -> Self {
         Supervisor {
-            io,
+            wiring: Wiring {
+                io,
+                kills,
+                eras: Arc::<EraMemory>::default(),
+                events,
+            },
             registry,
             defaults,
-            kills,
-            events,
             metrics,
             servers: BTreeMap::new(),
             replacing: BTreeMap::new(),
             next_replacement: REPLACEMENT_BLOCK,
-            eras: Arc::default(),
             stopping: false,
         }
     }
 
     /// Starts an actor on `core`.
-    fn spawn_actor(core: Arc<ServerCore>, incarnation: u64, restarts: u32) -> Addr<ServerActor> {
+    fn spawn_actor(
+        core: Arc<ServerCore>,
+        wiring: Wiring,
+        incarnation: u64,
+        restarts: u32,
+    ) -> Addr<ServerActor> {
         // Silences: at most one per timed-out request, so bounded by the in-flight bound.
         let (silence_tx, silence_rx) = mpsc::unbounded_channel();
         ServerActor::create(move |ctx| {
             ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(
                 silence_rx,
             ));
-            ServerActor::new(core, incarnation, restarts, silence_tx)
+            ServerActor::new(core, wiring, incarnation, restarts, silence_tx)
         })
     }
 
@@ -120,14 +126,10 @@ impl Supervisor {
                 config,
                 self.defaults.timeout,
                 Arc::new(self.metrics.server(&name)),
-                self.io.clone(),
-                self.kills.clone(),
-                self.eras.clone(),
-                self.events.clone(),
             )
             .with_task_store(self.defaults.task_store.clone()),
         );
-        let addr = Self::spawn_actor(core.clone(), incarnation, 0);
+        let addr = Self::spawn_actor(core.clone(), self.wiring.clone(), incarnation, 0);
         Managed {
             addr,
             handle: ServerHandle { core },
@@ -179,7 +181,8 @@ impl Supervisor {
         });
         managed.incarnation += 1;
         core.metrics.up.set(0.0);
-        managed.addr = Self::spawn_actor(core, managed.incarnation, previous + 1);
+        managed.addr =
+            Self::spawn_actor(core, self.wiring.clone(), managed.incarnation, previous + 1);
         self.registry.rebuild();
     }
 }

@@ -33,9 +33,10 @@ use switchboard_codecs::mcp::modern::{
     InputRequest, InputRequired, ResultType, UnsupportedVersionData,
 };
 
-use super::{reissue, Origin, Request, Retry};
+use super::{reissue, Request, Retry};
 use crate::core::ServerCore;
 use crate::deadline::{saturating_after, DeadlinePolicy};
+use crate::era::Dialect;
 use crate::error::{Error, ErrorContext, ErrorKind, Result};
 
 /// The follow-ups a request has had.
@@ -75,10 +76,12 @@ pub(crate) enum Next {
     Again,
 }
 
-/// Decides what a stateless server's `answer` to `request` needs.
+/// Decides what a stateless server's `answer` to `request` needs; `dialect` is the one a
+/// refused version changes (`None` for the era probe, which handles its own).
 pub(crate) async fn next(
     core: &ServerCore,
     request: &mut Request,
+    dialect: Option<&Dialect>,
     answer: Result<Box<RawValue>>,
     count: &mut Count,
 ) -> Next {
@@ -86,9 +89,10 @@ pub(crate) async fn next(
         Ok(raw) => raw,
         Err(error) => {
             if let ErrorKind::VersionRejected { supported, .. } = error.kind() {
-                if !count.version_retried && publishes_dialect(request) {
+                if let (false, Some(dialect)) = (count.version_retried, dialect) {
                     count.version_retried = true;
-                    if let Some(again) = retry_in_another_version(core, request, supported) {
+                    if let Some(again) = retry_in_another_version(core, request, dialect, supported)
+                    {
                         return again;
                     }
                 }
@@ -119,11 +123,13 @@ pub(crate) async fn next(
     Next::Done(Err(protocol_error(core, request, detail)))
 }
 
-/// After `-32022`: the newest version both sides speak, published for the server's next
-/// requests, and `request` set up to go once more; `None` when there is no such version.
+/// After `-32022`: the newest version both sides speak, kept in `dialect` for the
+/// connection's next requests, and `request` set up to go once more; `None` when there is
+/// no such version.
 fn retry_in_another_version(
     core: &ServerCore,
     request: &mut Request,
+    dialect: &Dialect,
     supported: &[String],
 ) -> Option<Next> {
     let data = UnsupportedVersionData {
@@ -131,11 +137,7 @@ fn retry_in_another_version(
         requested: None,
     };
     let version = data.pick()?;
-    let current = core.dialect.load_full()?;
-    if *current.version != *version {
-        core.dialect
-            .store(Some(Arc::new(current.with_version(version))));
-    }
+    dialect.switch_to(version);
     Some(match remaining(request) {
         Some(deadline) => {
             request.deadline = Some(deadline);
@@ -143,18 +145,6 @@ fn retry_in_another_version(
         }
         None => Next::Done(Err(out_of_time(core, request))),
     })
-}
-
-/// Whether the request was framed in the server's published dialect, which a version
-/// retry may change (the era probe, in a dialect of its own, decides its version itself).
-fn publishes_dialect(request: &Request) -> bool {
-    !matches!(
-        request.origin,
-        Origin::Actor {
-            dialect: Some(_),
-            ..
-        }
-    )
 }
 
 /// Whether `method`'s result may require input (`tools/call`, `prompts/get`,

@@ -6,10 +6,11 @@
 //!
 //! 1. **admission** ([`crate::admission`]): a caller's request takes an in-flight slot, waiting
 //!    for one within its deadline (past it: `Overloaded`); the actor's own take none;
-//! 2. **readiness** ([`ready`]): the connection to use — for a caller the one the server's
-//!    [`Gate`] names, waiting while the server starts (within the deadline) and failing at
-//!    once while it cannot start, unless it could not be reached: then the call has the
-//!    actor try again and waits for that attempt; for the actor, its own connection;
+//! 2. **readiness** ([`ready`]): the connection to use — for a caller the server's
+//!    [`Connected`] snapshot, read once from its [`Gate`], waiting while the server starts
+//!    (within the deadline) and failing at once while it cannot start, unless it could not
+//!    be reached: then the call has the actor try again and waits for that attempt; for the
+//!    actor, its own connection;
 //! 3. **framing** ([`crate::framer`]): a new id, and the frame in the server's era, `_meta` built
 //!    one way, with what the transport must know of it ([`Outbound`](switchboard_transports::Outbound)'s facts);
 //! 4. **register and write** ([`send`]): the waiter goes into the connection's call
@@ -46,11 +47,11 @@ use tokio::sync::oneshot;
 use crate::admission::{Refused, Slot};
 use crate::call_scope::Scope;
 use crate::call_table::{ProgressFn, Table, Track, Unsent, Waiter};
-use crate::core::{Gate, ServerCore};
+use crate::core::{Connected, Gate, ServerCore};
 use crate::deadline::DeadlinePolicy;
-use crate::era::Modern;
+use crate::era::{Dialect, Modern};
 use crate::error::{Error, ErrorContext, ErrorKind, Result, Unavailability};
-use crate::framer::{self, Round};
+use crate::framer::{self, Round, TaskParams};
 pub(crate) use crate::framer::{Params, Retry};
 use crate::metrics::{CancelReason, Recording};
 use crate::status::{ServerState, ServerStatus};
@@ -60,14 +61,24 @@ use crate::status::{ServerState, ServerStatus};
 pub(crate) enum Origin {
     /// A caller: it takes an in-flight slot, waits at the gate, and is measured.
     Caller,
-    /// The server's actor, on its own connection, framed in `dialect` when given (the era
-    /// probe speaks the stateless era before the verdict is published), its first round
+    /// The server's actor, on its own connection, framed as `framing` says, its first round
     /// under `id` when given (the listen's, which its acknowledgement names).
     Actor {
         table: Arc<Table>,
-        dialect: Option<Arc<Modern>>,
+        framing: Framing,
         id: Option<i64>,
     },
+}
+
+/// The era an actor's own request is written in.
+#[derive(Clone)]
+pub(crate) enum Framing {
+    /// The connection's: its [`Dialect`] once the server is known to be stateless, `None`
+    /// in the handshake era (and before the era is known).
+    Connection(Option<Arc<Dialect>>),
+    /// The era probe's own (`server/discover` before there is a verdict): a refused
+    /// version is the probe's to handle, and changes nothing else.
+    Probe(Arc<Modern>),
 }
 
 /// One request, from the moment it is made to its answer.
@@ -113,12 +124,14 @@ impl Request {
         }
     }
 
-    /// The actor's own request on its connection `table`, with `timeout` (`None`: none).
+    /// The actor's own request on its connection `table`, written in the connection's
+    /// `dialect` (`None`: the handshake era), with `timeout` (`None`: none).
     pub(crate) fn actor(
         method: &'static str,
         params: Value,
         timeout: Option<std::time::Duration>,
         table: Arc<Table>,
+        dialect: Option<Arc<Dialect>>,
     ) -> Request {
         let started = Instant::now();
         let deadline = timeout.map(|t| (started, DeadlinePolicy::only(t)));
@@ -134,7 +147,7 @@ impl Request {
             progress_token: false,
             origin: Origin::Actor {
                 table,
-                dialect: None,
+                framing: Framing::Connection(dialect),
                 id: None,
             },
         }
@@ -159,7 +172,32 @@ impl Request {
 /// Dropping the future cancels the request: its waiter is taken out of the table, its slot
 /// freed, and the server sent `notifications/cancelled` (or its stream closed, for a
 /// stateless request over HTTP); a follow-up's handler is stopped.
-pub(crate) async fn exchange(core: &ServerCore, mut request: Request) -> Result<Box<RawValue>> {
+pub(crate) fn exchange(
+    core: &ServerCore,
+    request: Request,
+) -> impl std::future::Future<Output = Result<Box<RawValue>>> + '_ {
+    // Not an `async fn`: that would hold the request beside the future that owns it.
+    futures_util::FutureExt::map(answer(core, request), |answer| answer.map(|a| a.raw))
+}
+
+/// A final answer, with what the round that brought it went through.
+pub(crate) struct Answer {
+    pub(crate) raw: Box<RawValue>,
+    /// Whether it was written in the stateless era.
+    pub(crate) modern: bool,
+    /// Whether a tool call ran as a task (2025-11-25: it asked with `params.task`).
+    pub(crate) task: bool,
+    /// For a caller's request, the snapshot it went by.
+    pub(crate) connected: Option<Arc<Connected>>,
+}
+
+/// As [`exchange`], with what the answer's round went through (a tool call reads its
+/// result by it).
+///
+/// # Cancel safety
+///
+/// As [`exchange`].
+pub(crate) async fn answer(core: &ServerCore, mut request: Request) -> Result<Answer> {
     match request.origin {
         Origin::Caller => {
             let series = core
@@ -167,7 +205,7 @@ pub(crate) async fn exchange(core: &ServerCore, mut request: Request) -> Result<
                 .series(&request.method, request.tool.as_deref());
             let recording = Recording::start(series, request.started);
             let result = rounds(core, &mut request).await;
-            recording.finish(&request.method, &result);
+            recording.finish(&request.method, result.as_ref().map(|a| &*a.raw));
             result
         }
         Origin::Actor { .. } => {
@@ -189,10 +227,10 @@ impl Drop for OwnInFlight<'_> {
 }
 
 /// Rounds of `request` until one answer is final: stages 1 to 5, then the follow-ups.
-async fn rounds(core: &ServerCore, request: &mut Request) -> Result<Box<RawValue>> {
+async fn rounds(core: &ServerCore, request: &mut Request) -> Result<Answer> {
     let mut follow = follow_up::Count::default();
     loop {
-        let (answer, modern) = round(core, request).await;
+        let (answer, via) = round(core, request).await;
         // A chosen id is the first round's only.
         if let Origin::Actor { id, .. } = &mut request.origin {
             *id = None;
@@ -205,64 +243,153 @@ async fn rounds(core: &ServerCore, request: &mut Request) -> Result<Box<RawValue
                 // A new id: the lost request may still be running under the old one.
                 tracing::debug!(server = %core.name, method = %request.method, tool = request.tool.as_deref(), reason = %e, "the response broke; sending the request again");
             }
-            answer if !modern => return answer,
+            answer if !via.modern => return via.answered(answer),
             // Boxed: only a stateless server's answers get here, and the work is rare.
-            answer => match Box::pin(follow_up::next(core, request, answer, &mut follow)).await {
-                follow_up::Next::Done(answer) => return answer,
-                follow_up::Next::Again => {}
-            },
+            answer => {
+                let dialect = via.dialect(request);
+                let next = follow_up::next(core, request, dialect.as_deref(), answer, &mut follow);
+                match Box::pin(next).await {
+                    follow_up::Next::Done(answer) => return via.answered(answer),
+                    follow_up::Next::Again => {}
+                }
+            }
         }
     }
 }
 
-/// One round: admission, readiness, framing, register and write, the answer; and whether
-/// it was framed in the stateless era.
-async fn round(core: &ServerCore, request: &Request) -> (Result<Box<RawValue>>, bool) {
+/// What a round went through: what follows its answer reads it.
+#[derive(Default)]
+struct Via {
+    /// A caller's round: the snapshot it was sent by.
+    connected: Option<Arc<Connected>>,
+    /// Written in the stateless era.
+    modern: bool,
+    /// A tool call that ran as a task.
+    task: bool,
+}
+
+impl Via {
+    /// The dialect a refused version changes: the snapshot's for a caller, the
+    /// connection's for the actor, none for the era probe.
+    fn dialect(&self, request: &Request) -> Option<Arc<Dialect>> {
+        match (&request.origin, &self.connected) {
+            (Origin::Caller, Some(connected)) => connected.dialect.clone(),
+            (
+                Origin::Actor {
+                    framing: Framing::Connection(dialect),
+                    ..
+                },
+                _,
+            ) => dialect.clone(),
+            _ => None,
+        }
+    }
+
+    fn answered(self, answer: Result<Box<RawValue>>) -> Result<Answer> {
+        answer.map(|raw| Answer {
+            raw,
+            modern: self.modern,
+            task: self.task,
+            connected: self.connected,
+        })
+    }
+}
+
+/// The connection a round goes to, and how it is written there.
+enum Route<'r> {
+    /// A caller's: the server's snapshot.
+    Snapshot(Arc<Connected>),
+    /// The actor's own connection.
+    Own(&'r Arc<Table>, &'r Framing),
+}
+
+/// One round: admission, readiness, framing, register and write, the answer; and what it
+/// went through.
+async fn round(core: &ServerCore, request: &Request) -> (Result<Box<RawValue>>, Via) {
     let deadline = request.first_deadline();
     let mut slot = match request.origin {
         Origin::Caller => match core.admission.admit(deadline).await {
             Ok(slot) => Some(slot),
-            Err(refused) => return (Err(refused_error(core, request, refused)), false),
+            Err(refused) => return (Err(refused_error(core, request, refused)), Via::default()),
         },
         Origin::Actor { .. } => None,
     };
     loop {
-        let table = match ready(core, request, deadline).await {
-            Ok(table) => table,
-            Err(error) => return (Err(error), false),
+        let route = match ready(core, request, deadline).await {
+            Ok(route) => route,
+            Err(error) => return (Err(error), Via::default()),
+        };
+        let task = match task_params(core, request, &route) {
+            Ok(task) => task,
+            Err(error) => return (Err(error), Via::default()),
         };
         let id = match request.origin {
             Origin::Actor { id: Some(id), .. } => id,
             _ => core.next_id(),
         };
         tracing::Span::current().record("id", id);
-        let (outbound, modern) = frame(core, request, id, &table);
-        match send(&table, id, outbound, request, deadline, slot).await {
-            Ok(answer) => return (answer, modern),
+        let (outbound, modern) = frame(core, request, id, &route, task);
+        let task = task.is_some();
+        let table = match &route {
+            Route::Snapshot(connected) => &connected.table,
+            Route::Own(table, _) => table,
+        };
+        match send(table, id, outbound, request, deadline, slot).await {
+            Ok(answer) => {
+                let connected = match route {
+                    Route::Snapshot(connected) => Some(connected),
+                    Route::Own(..) => None,
+                };
+                let via = Via {
+                    connected,
+                    modern,
+                    task,
+                };
+                return (answer, via);
+            }
             // The table closed before the request was written: the server is going down,
             // and a caller's request waits for its next connection like any other.
             Err(Unsent { slot: returned }) => match request.origin {
                 Origin::Caller => slot = returned,
-                Origin::Actor { .. } => return (Err(connection_gone(core, request)), false),
+                Origin::Actor { .. } => {
+                    return (Err(connection_gone(core, request)), Via::default())
+                }
             },
         }
     }
 }
 
-/// Stage 2: the connection to send on; waits for one while the server starts, until
-/// `deadline`; fails at once while the server cannot start.
-async fn ready(
+/// Stage 2: the connection to send on: for a caller, the server's snapshot, waiting for
+/// one while the server starts, until `deadline`, and failing at once while the server
+/// cannot start; for the actor, its own connection.
+async fn ready<'r>(
+    core: &ServerCore,
+    request: &'r Request,
+    deadline: Option<Instant>,
+) -> Result<Route<'r>> {
+    match &request.origin {
+        Origin::Actor { table, framing, .. } => Ok(Route::Own(table, framing)),
+        Origin::Caller => match gate(core, &request.tool, request.started)? {
+            Some(connected) => Ok(Route::Snapshot(connected)),
+            // Boxed: waiting is rare, and would otherwise enlarge every call's future.
+            None => Box::pin(wait_ready(core, deadline, request))
+                .await
+                .map(Route::Snapshot),
+        },
+    }
+}
+
+/// A caller's tool call's `params.task` on the connection of `route`.
+fn task_params(
     core: &ServerCore,
     request: &Request,
-    deadline: Option<Instant>,
-) -> Result<Arc<Table>> {
-    match &request.origin {
-        Origin::Actor { table, .. } => Ok(table.clone()),
-        Origin::Caller => match gate(core, &request.tool, request.started)? {
-            Some(table) => Ok(table),
-            // Boxed: waiting is rare, and would otherwise enlarge every call's future.
-            None => Box::pin(wait_ready(core, deadline, request)).await,
-        },
+    route: &Route<'_>,
+) -> Result<Option<TaskParams>> {
+    match (&request.params, route) {
+        (Params::ToolCall { name, task, .. }, Route::Snapshot(connected)) => {
+            connected.task_params(core, name, *task)
+        }
+        _ => Ok(None),
     }
 }
 
@@ -271,20 +398,18 @@ async fn wait_ready(
     core: &ServerCore,
     deadline: Option<Instant>,
     request: &Request,
-) -> Result<Arc<Table>> {
+) -> Result<Arc<Connected>> {
     let tool = &request.tool;
     loop {
-        // Marked seen before the gate is read again: the actor stores the gate before it
-        // publishes the status, so no change slips between the two.
-        let mut changes = core.status.subscribe();
-        changes.borrow_and_update();
-        if let Some(table) = gate(core, tool, request.started)? {
-            return Ok(table);
+        let mut changes = core.gate.changes();
+        if let Some(connected) = gate(core, tool, request.started)? {
+            return Ok(connected);
         }
         match until(deadline, changes.changed()).await {
             Some(Ok(())) => continue,
             Some(Err(_)) => return Err(gone(core, tool)),
             None => {
+                // Only to say why: the status is what embedders see of the server.
                 let status = core.status();
                 let because = match status.state {
                     ServerState::Restarting { .. } => Unavailability::Restarting,
@@ -304,15 +429,15 @@ async fn wait_ready(
     }
 }
 
-/// The table to use now, `None` to wait, or why the server takes no calls, for a call made
-/// at `started`.
+/// The snapshot to go by now, `None` to wait, or why the server takes no calls, for a call
+/// made at `started`.
 fn gate(
     core: &ServerCore,
     tool: &Option<Arc<str>>,
     started: Instant,
-) -> Result<Option<Arc<Table>>> {
+) -> Result<Option<Arc<Connected>>> {
     match &**core.gate.load() {
-        Gate::Ready(table) if !table.is_closed() => Ok(Some(table.clone())),
+        Gate::Ready(connected) if !connected.table.is_closed() => Ok(Some(connected.clone())),
         Gate::Ready(_) | Gate::Starting => Ok(None),
         // The transport lost the server, which may be back by now: no need to wait for the
         // backoff's retry.
@@ -343,32 +468,29 @@ fn gate(
     }
 }
 
-/// Stage 3: frames round `id` of `request` for `table`'s connection, in the server's era;
-/// and whether that is the stateless era (its answer may need a follow-up).
+/// Stage 3: frames round `id` of `request` for the connection of `route`, in its era, with
+/// `task` as the call's `params.task`; and whether that is the stateless era (its answer
+/// may need a follow-up).
 fn frame(
     core: &ServerCore,
     request: &Request,
     id: i64,
-    table: &Table,
+    route: &Route<'_>,
+    task: Option<TaskParams>,
 ) -> (switchboard_transports::Outbound, bool) {
-    let published;
-    let dialect: Option<&Modern> = match &request.origin {
-        Origin::Actor {
-            dialect: Some(fixed),
-            ..
-        } => Some(fixed),
-        _ => {
-            published = core.dialect.load();
-            published.as_deref()
+    let (table, speaks, fixed, rules) = match route {
+        Route::Snapshot(c) => (&*c.table, c.dialect.as_deref(), None, Some(&c.tool_rules)),
+        Route::Own(table, Framing::Connection(dialect)) => {
+            (&***table, dialect.as_deref(), None, None)
         }
+        Route::Own(table, Framing::Probe(probe)) => (&***table, None, Some(&**probe), None),
     };
+    // The version now, for this frame: a refused one changes it for the next.
+    let now = speaks.map(Dialect::now);
+    let dialect: Option<&Modern> = fixed.or(now.as_deref().map(|modern| &**modern));
     let sends_headers = dialect.is_some() && table.kind().sends_request_headers();
-    let rules;
-    let param_headers = match (&request.params, sends_headers) {
-        (Params::ToolCall { name, .. }, true) => {
-            rules = core.tool_rules.load();
-            rules.param_headers(name)
-        }
+    let param_headers = match (&request.params, sends_headers, rules) {
+        (Params::ToolCall { name, .. }, true, Some(rules)) => rules.param_headers(name),
         _ => &[],
     };
     let scope = request.scope.as_deref();
@@ -390,6 +512,7 @@ fn frame(
             .or_else(|| core.logging.level()),
         sends_headers,
         param_headers,
+        task,
     });
     (outbound, dialect.is_some())
 }

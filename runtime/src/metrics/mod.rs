@@ -500,7 +500,7 @@ impl Recording {
     pub(crate) fn finish(
         mut self,
         method: &str,
-        result: &Result<Box<serde_json::value::RawValue>, Error>,
+        result: Result<&serde_json::value::RawValue, &Error>,
     ) {
         self.done = true;
         let outcome = match result {

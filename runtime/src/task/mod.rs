@@ -160,7 +160,12 @@ impl TaskHandle {
         let server = self.server.clone();
         let tool = self.tool.clone();
         let raw = self.raw().await?;
-        crate::tool_result::typed((raw, server, tool))
+        crate::tool_result::typed(crate::tool_result::Sent {
+            raw,
+            server,
+            tool,
+            via: None,
+        })
     }
 
     /// Waits for the task's result as raw JSON, untouched.

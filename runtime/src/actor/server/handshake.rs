@@ -33,10 +33,10 @@ use super::session::Loss;
 use super::{Phase, ServerActor};
 use crate::client::ClientHandlers;
 use crate::core::Gate;
-use crate::era::{Era, Modern, Protocol};
+use crate::era::{Dialect, Era, Modern, Protocol};
 use crate::era_memory::Verdict;
 use crate::error::{Error, ErrorContext, ErrorKind};
-use crate::exchange::{exchange, Origin};
+use crate::exchange::{exchange, Framing, Origin};
 use crate::transport::Transport;
 
 /// The longest the auto probe waits for an answer to `server/discover` before it decides the
@@ -63,10 +63,12 @@ impl ServerActor {
     /// configuration), then run that era's handshake.
     pub(super) fn start_handshake(&mut self, ctx: &mut Context<Self>) {
         // A new process: the last one's verdict does not hold for it.
-        self.core.dialect.store(None);
+        self.learnt.dialect = None;
         self.core.freshness.forget();
         self.learnt.era = None;
-        let known = self.verdict_key().and_then(|key| self.core.eras.get(&key));
+        let known = self
+            .verdict_key()
+            .and_then(|key| self.wiring.eras.get(&key));
         match (self.core.config.protocol, known) {
             (Protocol::Legacy, _) | (Protocol::Auto, Some(Verdict::Legacy)) => {
                 self.send_initialize(ctx)
@@ -113,14 +115,14 @@ impl ServerActor {
             return;
         }
         if let Some(key) = self.verdict_key() {
-            self.core.eras.keep(key, verdict);
+            self.wiring.eras.keep(key, verdict);
         }
     }
 
     /// Forgets the server's verdict: its next connection probes.
     pub(super) fn forget_verdict(&self) {
         if let Some(key) = self.verdict_key() {
-            self.core.eras.forget(&key);
+            self.wiring.eras.forget(&key);
         }
     }
 
@@ -154,8 +156,8 @@ impl ServerActor {
         ) else {
             return;
         };
-        if let Origin::Actor { dialect: fixed, .. } = &mut request.origin {
-            *fixed = Some(dialect.clone());
+        if let Origin::Actor { framing, .. } = &mut request.origin {
+            *framing = Framing::Probe(dialect.clone());
         }
         let core = self.core.clone();
         let sending = async move { exchange(&core, request).await };
@@ -289,9 +291,8 @@ impl ServerActor {
             extra: discover.extra,
         });
         self.learnt.era = Some(Era::Modern);
-        // Published before the gate opens: every frame built for this process from now on
-        // carries the `_meta` of this version.
-        self.core.dialect.store(Some(dialect));
+        // Every frame built for this process from now on carries the `_meta` of this version.
+        self.learnt.dialect = Some(Arc::new(Dialect::new(dialect)));
         self.after_handshake(has_tools, ctx);
     }
 
@@ -400,6 +401,7 @@ impl ServerActor {
             self.list_tools(ctx);
         } else {
             self.learnt.tools = Arc::from(Vec::new());
+            self.learnt.tool_rules = Arc::default();
             self.become_ready(ctx);
         }
     }

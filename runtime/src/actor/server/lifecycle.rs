@@ -46,7 +46,7 @@ impl ServerActor {
         let span = tracing::info_span!("connect", server = %name, attempt = self.restarts);
         let opening = tracing::Instrument::instrument(open(name, transport), span);
         // Opening on the I/O runtime registers the connection's pipes and tasks there.
-        let opening = match self.core.io.of(&self.core.config.transport).cloned() {
+        let opening = match self.wiring.io.of(&self.core.config.transport).cloned() {
             Some(io) => Either::Left(async move {
                 io.spawn(opening).await.unwrap_or_else(|e| {
                     Err(Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(
@@ -123,7 +123,7 @@ impl ServerActor {
             }
         };
         if let Some(kill) = conn.control.kill_handle() {
-            if let Ok(mut kills) = self.core.kills.lock() {
+            if let Ok(mut kills) = self.wiring.kills.lock() {
                 kills.insert(self.core.kill_key(), kill);
             }
         }
@@ -153,7 +153,7 @@ impl ServerActor {
         let (tx, rx) = tokio::sync::mpsc::channel(ROUTED_CAPACITY);
         let routing = route(table.clone(), conn.events, tx, announced);
         let deadlines = crate::call_table::run_deadlines(&table);
-        match self.core.io.of(&self.core.config.transport) {
+        match self.wiring.io.of(&self.core.config.transport) {
             Some(io) => {
                 drop(io.spawn(routing));
                 drop(io.spawn(deadlines));
@@ -222,7 +222,7 @@ impl ServerActor {
         // before the status says ready, so that no caller sees it ready without them).
         self.core.freshness.resources.announce();
         self.core.freshness.prompts.announce();
-        self.set_gate(Gate::Ready(table));
+        self.open_gate();
         self.publish(ServerState::Ready);
         // The stateless era has neither: the log level travels in every request's `_meta`,
         // and `resources/subscribe` is gone: `subscriptions/listen` asks for the resources

@@ -54,6 +54,7 @@ impl ServerActor {
         let own = Own {
             core: self.core.clone(),
             table: link.table.clone(),
+            dialect: self.learnt.dialect.clone(),
         };
         let name = self.name.clone();
         let timeout = self.core.config.timeout;
@@ -189,6 +190,7 @@ impl Ttl {
 struct Own {
     core: Arc<ServerCore>,
     table: Arc<Table>,
+    dialect: Option<Arc<crate::era::Dialect>>,
 }
 
 /// One page of a list; the error is `None` when the connection is gone.
@@ -202,7 +204,13 @@ async fn fetch<R: DeserializeOwned>(
         Some(cursor) => serde_json::json!({ "cursor": cursor }),
         None => serde_json::json!({}),
     };
-    let request = Request::actor(method, params, timeout, own.table.clone());
+    let request = Request::actor(
+        method,
+        params,
+        timeout,
+        own.table.clone(),
+        own.dialect.clone(),
+    );
     let raw = exchange(&own.core, request)
         .await
         .map_err(|e| Some(format!("{method} failed: {e}")))?;

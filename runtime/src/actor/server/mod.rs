@@ -10,7 +10,8 @@
 //! as every caller's, on its own connection (see [`crate::exchange`]); their answers come
 //! back to the actor as the results of futures it spawned.
 //!
-//! The actor's state is the server's [`ServerCore`] (shared with its handles), its
+//! The actor's state is the server's [`ServerCore`] (shared with its handles), the
+//! runtime's [`Wiring`], its
 //! [`Phase`] (which carries the phase's data), its connection, and small owned machines,
 //! each a pure type tested on its own: [`Backoff`] (restarts), [`relist::Relist`] (tool
 //! relisting), [`strikes::Strikes`] (liveness), [`session::Session`] (a lost HTTP
@@ -34,6 +35,7 @@ mod server_requests;
 mod session;
 mod strikes;
 mod tools;
+mod wiring;
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
@@ -52,8 +54,8 @@ use switchboard_transports::{CloseReason, Connection};
 use tokio::sync::mpsc;
 
 use crate::call_table::{Silence, Table};
-use crate::core::{Gate, ServerCore};
-pub(crate) use crate::core::{IoPlaces, Kills, ServerEvent};
+use crate::core::{Connected, Gate, ServerCore};
+use crate::era::Dialect;
 use crate::error::{Error, ErrorContext, ErrorKind, Unavailability};
 use crate::exchange::{exchange, Request};
 use crate::framer;
@@ -61,6 +63,7 @@ use crate::metrics::CancelReason;
 use crate::restart::{Backoff, Liveness};
 use crate::status::{ServerState, ServerStatus};
 use crate::transport::{Transport, TransportKind};
+pub(crate) use wiring::{IoPlaces, Kills, ServerEvent, Wiring};
 
 /// An event from connection number `.0` (older connections' stragglers are ignored).
 pub(crate) struct Inbound(pub(crate) u64, pub(crate) Event);
@@ -126,7 +129,12 @@ struct Learnt {
     init: Option<mcp::InitializeResult>,
     /// The era of the current connection's server, once known.
     era: Option<crate::era::Era>,
+    /// How the current connection's requests are written, once it is known to speak the
+    /// stateless era.
+    dialect: Option<Arc<Dialect>>,
     tools: Arc<[mcp::Tool]>,
+    /// The checks `tools` imply, compiled once per listing.
+    tool_rules: Arc<crate::tool_rules::ToolRules>,
     resources: Arc<[mcp::Resource]>,
     resource_templates: Arc<[mcp::ResourceTemplate]>,
     prompts: Arc<[mcp::Prompt]>,
@@ -135,6 +143,8 @@ struct Learnt {
 /// One server's actor.
 pub(crate) struct ServerActor {
     core: Arc<ServerCore>,
+    /// The runtime's, that handles never use.
+    wiring: Wiring,
     name: Arc<str>,
     /// Which incarnation of the server's actor this is (a panicked actor is replaced).
     incarnation: u64,
@@ -166,6 +176,7 @@ pub(crate) struct ServerActor {
 impl ServerActor {
     pub(crate) fn new(
         core: Arc<ServerCore>,
+        wiring: Wiring,
         incarnation: u64,
         restarts: u32,
         silences: mpsc::UnboundedSender<Silence>,
@@ -188,6 +199,7 @@ impl ServerActor {
         ServerActor {
             name: core.name.clone(),
             core,
+            wiring,
             incarnation,
             restarts,
             liveness,
@@ -210,10 +222,25 @@ impl ServerActor {
         }
     }
 
-    /// Tells handles whether (and through which table) the server takes calls. Stored
-    /// before the status is published, so a caller woken by the status sees it.
+    /// Tells handles whether the server takes calls; the calls that wait see it when the
+    /// status is published ([`publish`](Self::publish)).
     fn set_gate(&self, gate: Gate) {
-        self.core.gate.store(Arc::new(gate));
+        self.core.gate.store(gate);
+    }
+
+    /// Lets calls through the current connection, as it is now: its table, its era and the
+    /// checks of the last tool listing, one snapshot (see [`Connected`]).
+    fn open_gate(&self) {
+        let Some(link) = &self.link else { return };
+        let takes_tasks = self.learnt.init.as_ref().is_some_and(|init| {
+            crate::task_state::shape_of(crate::Era::Legacy, &init.capabilities).is_some()
+        });
+        self.set_gate(Gate::Ready(Arc::new(Connected {
+            table: link.table.clone(),
+            dialect: self.learnt.dialect.clone(),
+            tool_rules: self.learnt.tool_rules.clone(),
+            takes_tasks,
+        })));
     }
 
     /// Publishes a new status (and its metrics) and tells the supervisor.
@@ -257,7 +284,8 @@ impl ServerActor {
             handshake: self.handshake_time,
             since: Instant::now(),
         });
-        let _ = self.core.events.send(ServerEvent::StatusChanged);
+        self.core.gate.wake();
+        let _ = self.wiring.events.send(ServerEvent::StatusChanged);
     }
 
     /// Sends one of the actor's own requests through the exchange, on the current
@@ -286,7 +314,13 @@ impl ServerActor {
         timeout: Option<Duration>,
     ) -> Option<Request> {
         let link = self.link.as_ref()?;
-        Some(Request::actor(method, params, timeout, link.table.clone()))
+        Some(Request::actor(
+            method,
+            params,
+            timeout,
+            link.table.clone(),
+            self.learnt.dialect.clone(),
+        ))
     }
 
     /// Runs `work` and hands its output to `then`, if the connection is still the same one
@@ -312,7 +346,7 @@ impl ServerActor {
     }
 
     fn unregister_kill(&self) {
-        if let Ok(mut kills) = self.core.kills.lock() {
+        if let Ok(mut kills) = self.wiring.kills.lock() {
             kills.remove(&self.core.kill_key());
         }
     }
@@ -333,7 +367,7 @@ impl Drop for ServerActor {
         if !self.stopped_on_request() {
             // Dropped without stopping: the actor panicked (or its thread is going away).
             let _ = self
-                .core
+                .wiring
                 .events
                 .send(ServerEvent::Died(self.name.clone(), self.incarnation));
         }
@@ -551,6 +585,7 @@ impl Handler<Restart> for ServerActor {
         self.early = None;
         // A fresh start: what the server listed before is not offered until it lists again.
         self.learnt.tools = Arc::from(Vec::new());
+        self.learnt.tool_rules = Arc::default();
         self.learnt.resources = Arc::from(Vec::new());
         self.learnt.resource_templates = Arc::from(Vec::new());
         self.learnt.prompts = Arc::from(Vec::new());

@@ -105,7 +105,7 @@ impl ServerActor {
     /// Keeps `running` as a received task: its `CreateTaskResult`, or `running` back when
     /// the server has too many tasks kept.
     fn accept_task(&self, ttl: std::time::Duration, running: Running) -> Result<Outcome, Running> {
-        let io = self.core.io.of(&self.core.config.transport).cloned();
+        let io = self.wiring.io.of(&self.core.config.transport).cloned();
         let spawn =
             move |work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>| match io {
                 Some(io) => io.spawn(work).abort_handle(),
@@ -131,7 +131,7 @@ impl ServerActor {
 
     /// Runs `work` off the actor, on the connection's I/O runtime (or the actor thread).
     fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
-        match self.core.io.of(&self.core.config.transport) {
+        match self.wiring.io.of(&self.core.config.transport) {
             Some(io) => drop(io.spawn(work)),
             None => drop(tokio::spawn(work)),
         }
@@ -159,7 +159,7 @@ impl ServerActor {
         let server = self.name.clone();
         // A task of its own: a handler that panics loses only this notification.
         let deliver = async move { handler.elicitation_complete(&server, id) };
-        match self.core.io.of(&self.core.config.transport) {
+        match self.wiring.io.of(&self.core.config.transport) {
             Some(io) => drop(io.spawn(deliver)),
             None => drop(tokio::spawn(deliver)),
         }

@@ -35,6 +35,7 @@ impl ServerActor {
     pub(super) fn list_tools(&mut self, ctx: &mut Context<Self>) {
         let Some(link) = &self.link else { return };
         let table = link.table.clone();
+        let dialect = self.learnt.dialect.clone();
         let core = self.core.clone();
         let name = self.name.clone();
         let timeout = self.core.config.timeout;
@@ -52,6 +53,7 @@ impl ServerActor {
                     params,
                     timeout,
                     table.clone(),
+                    dialect.clone(),
                 );
                 let (core, facts) = (&core, &facts);
                 async move {
@@ -102,10 +104,10 @@ impl ServerActor {
 
     fn on_tools_listed(&mut self, listing: Vec<mcp::Tool>, ctx: &mut Context<Self>) {
         let (listing, headers) = self.screen_header_tools(listing);
-        // Compiled once per listing, before the listing is published.
+        // Compiled once per listing: calls go by the listing and its checks together.
         let rules =
             crate::tool_rules::ToolRules::compile(&self.name, &listing).with_param_headers(headers);
-        self.core.tool_rules.store(Arc::new(rules));
+        self.learnt.tool_rules = Arc::new(rules);
         self.learnt.tools = Arc::from(listing);
         match self.phase {
             Phase::ListingTools => {
@@ -114,6 +116,7 @@ impl ServerActor {
                 self.relist_ended(ctx);
             }
             Phase::Ready { .. } => {
+                self.open_gate();
                 self.publish(ServerState::Ready);
                 self.relist_ended(ctx);
             }
