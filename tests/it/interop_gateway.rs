@@ -4,15 +4,18 @@
 //! over HTTP in the stateless one too). The fixture's sampling and elicitation reach the
 //! client that called, and its answers go back.
 //!
-//! `#[ignore = "needs …"]`, as the other interop tests: the Python SDK in `.ci/venv`, the
-//! TypeScript SDK in `.ci/peers`; the gateway is the `switchboard` binary of this build.
+//! The Python SDK (in `.ci/venv`) and the TypeScript SDK (in `.ci/peers`) are
+//! `#[ignore = "needs …"]`, as the other interop tests; rmcp's client, a dependency, runs in
+//! every `cargo test`. The gateway is the `switchboard` binary of this build
+//! ([`switchboard_bin`] builds it when it is missing or out of date).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::interop_server::{assert_served, rmcp_is_served, run_client, switchboard_bin};
+use crate::interop_server::{assert_served, rmcp_is_served, run_client};
+use crate::own_binary::switchboard_bin;
 use crate::peers::{free_port, python, ListeningPeer};
 
 /// A config file whose one server is the conformance fixture (handshake era, or stateless
@@ -127,7 +130,6 @@ fn the_typescript_sdk_client_is_served_through_the_gateway_over_stdio_and_http()
 }
 
 #[tokio::test]
-#[ignore = "needs the switchboard binary (cargo build -p switchboard-cli)"]
 async fn the_rust_sdk_client_is_served_through_the_gateway_over_stdio_and_http() {
     let stdio = stdio_gateway("rmcp-stdio");
     let mut command = tokio::process::Command::new(&stdio[0]);

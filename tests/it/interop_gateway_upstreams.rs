@@ -26,7 +26,7 @@ use switchboard::transport::HttpKind;
 use switchboard::{Era, Liveness, Protocol, RestartPolicy, Runtime, ServerConfig, ServerHandle};
 
 use crate::interop::HttpPeer;
-use crate::interop_server::switchboard_bin;
+use crate::own_binary::switchboard_bin;
 use crate::peers::{free_port, npm_bin, python, python_server_script, ListeningPeer};
 
 /// What the front's sampler answers, before the first message's text.

@@ -3,11 +3,11 @@
 //! over stdio and over Streamable HTTP, listed and called, with a sampling and an
 //! elicitation answered by the client.
 //!
-//! `#[ignore = "needs …"]`: the clients are the Python SDK (`mcp` 2.3.0 in `.ci/venv`, both
-//! eras), the TypeScript SDK (`@modelcontextprotocol/sdk` in `.ci/peers`), rmcp 3.11's client
-//! (a dependency, handshake era); the server is the
-//! `switchboard` binary of this build (`cargo build -p switchboard-cli` first, which
-//! `cargo test --workspace` does).
+//! The clients are the Python SDK (`mcp` 2.3.0 in `.ci/venv`, both eras) and the TypeScript
+//! SDK (`@modelcontextprotocol/sdk` in `.ci/peers`), `#[ignore = "needs …"]`; rmcp 3.11's
+//! client (a dependency, handshake era) and Switchboard's runtime, which need nothing but
+//! this build, run in every `cargo test`. The server is the `switchboard` binary of this
+//! build ([`switchboard_bin`] builds it when it is missing or out of date).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -22,23 +22,8 @@ use switchboard::model::Content;
 use switchboard::transport::HttpKind;
 use switchboard::{Era, Protocol, RestartPolicy, Runtime, ServerConfig};
 
+use crate::own_binary::switchboard_bin;
 use crate::peers::{free_port, python, ListeningPeer};
-
-/// The `switchboard` binary beside this test binary (`target/debug/switchboard`).
-pub(crate) fn switchboard_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("switchboard"))
-        .expect("a target directory");
-    assert!(
-        path.exists(),
-        "no {} (cargo build -p switchboard-cli first)",
-        path.display()
-    );
-    path
-}
 
 /// The demo server with the fixture over HTTP, on a free port; stopped on drop.
 fn http_demo() -> (ListeningPeer, String) {
@@ -230,7 +215,6 @@ async fn runtime_is_served(config: ServerConfig, era: Era) {
 }
 
 #[tokio::test]
-#[ignore = "needs the switchboard binary (cargo build -p switchboard-cli)"]
 async fn switchboards_runtime_is_served_over_stdio_and_http_in_both_eras() {
     for (protocol, modern, era) in [
         (Protocol::Auto, false, Era::Legacy),
@@ -323,7 +307,6 @@ where
 }
 
 #[tokio::test]
-#[ignore = "needs the switchboard binary (cargo build -p switchboard-cli)"]
 async fn rmcps_client_is_served_over_stdio_and_http() {
     let args = stdio_demo_args(false);
     let mut command = tokio::process::Command::new(&args[0]);

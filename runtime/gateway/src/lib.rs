@@ -19,8 +19,15 @@
 //! ```
 //!
 //! A resource a front client subscribes to is subscribed to upstream, and its updates reach
-//! the front clients subscribed to it. Not forwarded yet: logging, and the upstream's
-//! requests to the client (sampling, elicitation, roots).
+//! the front clients subscribed to it. While an upstream serves a tool call, what it asks the
+//! client (sampling, elicitation; roots from a 2026-07-28 upstream) is asked of the front
+//! client whose call caused it, and what it logs reaches that client at the level the client
+//! set (`asks.rs`, `forward.rs`). A handshake-era upstream's requests and log messages carry
+//! no link to a call, so they are the call's only while it is that upstream's one tool call in
+//! flight; otherwise a request is refused and a log message stays in the gateway's own log.
+//! Not forwarded: roots to a handshake-era upstream (its connection serves every front
+//! client, so it is not told of roots), and what an upstream asks or logs while it serves a
+//! prompt, a resource read or a completion.
 //!
 //! `initialize` and `server/discover` carry the upstreams' `instructions`: with one
 //! upstream its own, with several a section per upstream under its name, rebuilt with the
