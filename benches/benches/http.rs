@@ -15,7 +15,7 @@
 //! after), and the server's CPU per call is printed beside it.
 //!
 //! Which wake-up regime the machine is in moves every sequential number (see
-//! `BENCHMARKS.md`), and an HTTP round trip has no floor to compare with `stdio`'s; so each
+//! `benches/HISTORY.md`), and an HTTP round trip has no floor to compare with `stdio`'s; so each
 //! round also makes sequential calls with the raw stdio client of `baseline` against the
 //! blocking echo server, the same regime indicator `stdio` prints.
 

@@ -343,7 +343,7 @@ impl CallSpec {
             id = tracing::field::Empty,
         );
         // Boxed on its own: two boxes that fit the allocator's per-thread cache cost less
-        // than one too big for it (see `BENCHMARKS.md`).
+        // than one too big for it (see `benches/HISTORY.md`).
         let answered =
             tracing::Instrument::instrument(Box::pin(answer(core, request)), span).await?;
         match created_task(core, &answered)? {

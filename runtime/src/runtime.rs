@@ -174,7 +174,7 @@ impl RuntimeBuilder {
     /// actor thread, where the HTTP client's tasks do not compete with the callers. On the callers'
     /// runtime a call goes from its task to the server and back without waking another
     /// thread, which on most machines is the bulk of a sequential call's latency and CPU
-    /// (see `BENCHMARKS.md`). Supervision, restarts and liveness stay on the actor thread.
+    /// (see `benches/HISTORY.md`). Supervision, restarts and liveness stay on the actor thread.
     ///
     /// The runtime behind `io` must have its I/O and time drivers enabled (`enable_all`)
     /// and must outlive this [`Runtime`]: once it shuts down, servers lose their
@@ -279,8 +279,9 @@ impl RuntimeBuilder {
                 http: Some(handle),
             },
             Io::ActorThread => IoPlaces::default(),
-            // HTTP connections stay on the actor thread: there the HTTP client's own tasks
-            // do not compete with the callers for the workers (measured in BENCHMARKS.md).
+            // HTTP connections stay on the actor thread, off the callers' workers: the latest
+            // run measured the two places level (BENCHMARKS.md), the earlier ones the actor
+            // thread ahead (benches/HISTORY.md).
             Io::Builder => IoPlaces {
                 lines: tokio::runtime::Handle::try_current()
                     .ok()

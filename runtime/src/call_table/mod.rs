@@ -5,7 +5,7 @@
 //! it, the router that settles it and the server actor that closes it. It is sharded by id and
 //! each shard is a plain mutex held for one hash-map operation: callers and the router touch
 //! different shards most of the time, and an uncontended lock costs an atomic, where a hop
-//! through an actor costs two thread wake-ups (see `BENCHMARKS.md`).
+//! through an actor costs two thread wake-ups (see `benches/HISTORY.md`).
 //!
 //! The table also keeps the facts liveness needs without an actor on the hot path: how many
 //! events were heard from the server (a timed-out call is suspicious only if nothing at all
@@ -14,7 +14,7 @@
 //! Deadlines are kept here too, ordered per shard, and one task per connection
 //! ([`run_deadlines`]) sleeps until the earliest: a call registers no timer of its own (a
 //! tokio timer entry per call cost about as much as the rest of a task's round trip; see
-//! `BENCHMARKS.md`). When a deadline passes, that task moves it if progress asked for it, or
+//! `benches/HISTORY.md`). When a deadline passes, that task moves it if progress asked for it, or
 //! times the request out: `notifications/cancelled`, the liveness report, then the caller's
 //! [`ErrorKind::Timeout`].
 

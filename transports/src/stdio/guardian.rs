@@ -6,7 +6,7 @@
 //! `posix_spawn`. In a process of many threads and much memory each start then cost
 //! milliseconds and left every page copy-on-write, which all the other threads paid in page
 //! faults: one server crash-looping beside nine healthy ones moved their p99 by 1.5–1.85×
-//! (BENCHMARKS.md). The signal also follows the *thread* that started the child, not the
+//! (benches/HISTORY.md). The signal also follows the *thread* that started the child, not the
 //! process.
 //!
 //! So one guardian per process, started once (with `posix_spawn`, in a process group of its
