@@ -380,11 +380,7 @@ mod tests {
     use super::*;
     use switchboard_codecs::jsonrpc::ErrorObject;
 
-    fn error(code: i64, data: serde_json::Value) -> Error {
-        let mut e = ErrorObject::new(code, "needs more");
-        e.data = Some(serde_json::value::to_raw_value(&data).unwrap());
-        rpc_error("s".into(), "tools/call".into(), Some("t".into()), e)
-    }
+    use super::rpc::tests::error;
 
     fn timeout() -> Error {
         ErrorContext::of_request("files".into(), "tools/call".into(), Some("read".into()))

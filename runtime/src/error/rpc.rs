@@ -84,10 +84,11 @@ fn url_elicitations(data: &serde_json::Value) -> Option<Arc<[UrlElicitation]>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn error(code: i64, data: serde_json::Value) -> Error {
+    /// A JSON-RPC error answer of `code` with `data` to a call of tool `t` on server `s`.
+    pub(in crate::error) fn error(code: i64, data: serde_json::Value) -> Error {
         let mut e = ErrorObject::new(code, "needs more");
         e.data = Some(serde_json::value::to_raw_value(&data).unwrap());
         rpc_error("s".into(), "tools/call".into(), Some("t".into()), e)

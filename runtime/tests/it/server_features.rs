@@ -348,29 +348,29 @@ async fn resources_list_changed_refreshes_the_cached_list() {
     rt.shutdown().await;
 }
 
+/// A runtime of a demo server with resources and prompts, and one with neither.
+async fn one_with_features_beside_one_without() -> switchboard::Runtime {
+    switchboard::Runtime::builder()
+        .server("one", demo_memory(&["--name", "one"]))
+        .server("plain", demo_memory(&["--no-server-features"]))
+        .build()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_uri_or_prompt_right_after_start_waits_for_the_first_listings() {
     // Resources and prompts are listed after the server is ready: routing by them right
     // after `build` waits for those listings instead of calling the URI unknown.
     for _ in 0..10 {
-        let rt = switchboard::Runtime::builder()
-            .server("one", demo_memory(&["--name", "one"]))
-            .server("plain", demo_memory(&["--no-server-features"]))
-            .build()
-            .await
-            .unwrap();
+        let rt = one_with_features_beside_one_without().await;
         let read = rt.read_resource("demo://text/hello").await.unwrap();
         assert!(
             matches!(&read.contents[0], ResourceContents::Text(t) if t.text == "Hello, world!")
         );
         rt.shutdown().await;
 
-        let rt = switchboard::Runtime::builder()
-            .server("one", demo_memory(&["--name", "one"]))
-            .server("plain", demo_memory(&["--no-server-features"]))
-            .build()
-            .await
-            .unwrap();
+        let rt = one_with_features_beside_one_without().await;
         rt.lists_settled().await;
         let owners: Vec<String> = rt
             .resource_owners("demo://text/hello")

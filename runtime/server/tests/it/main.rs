@@ -1,10 +1,9 @@
 //! The server side over real transports, in both eras: a client written here speaks raw
 //! JSON-RPC to a `Server` over an in-process stream and over HTTP.
 
-mod a_panicking_handler_loses_only_its_request;
+mod a_handler_holds_up_only_itself;
 mod admission;
 mod bounded_session;
-mod computing_handler_does_not_stall_its_connection;
 mod http;
 mod http_support;
 mod instructions_follow_the_handler;

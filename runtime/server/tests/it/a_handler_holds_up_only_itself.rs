@@ -1,12 +1,14 @@
-//! A handler that computes before its first `.await` holds up nothing but itself: the echo
-//! calls that arrive behind it on the same connection are read and answered while it
-//! computes.
+//! A handler holds up nothing but its own request. One that computes before its first
+//! `.await` does not delay the echo calls that arrive behind it on the same connection; one
+//! that panics loses its own request (no answer: its task is gone), and the connection reads
+//! and answers the requests after it.
 //!
-//! Each round writes, in one write, a burst of 64 echo calls; in every other round a call
-//! of `compute` (10 ms of blocking work before its first await) goes first. Were a
-//! handler's first poll run on the connection's reader, every echo of such a round would
-//! wait the whole 10 ms behind it. The runtime has two workers, as CI has two cores: the
-//! computing handler takes one, the reader, the writer and the echoes share the other.
+//! The computing test writes, in one write per round, a burst of 64 echo calls; in every
+//! other round a call of `compute` (10 ms of blocking work before its first await) goes
+//! first. Were a handler's first poll run on the connection's reader, every echo of such a
+//! round would wait the whole 10 ms behind it. The runtime has two workers, as CI has two
+//! cores: the computing handler takes one, the reader, the writer and the echoes share the
+//! other.
 //!
 //! The work is `std::thread::sleep`: it blocks its worker as computing would, without
 //! taking a core from whatever else shares the machine. A stall of the shared machine
@@ -47,6 +49,8 @@ impl Handler for Tools {
         Cow::Owned(vec![
             json!({"name": "echo", "inputSchema": object}),
             json!({"name": "compute", "inputSchema": object}),
+            json!({"name": "panic_at_once", "inputSchema": object}),
+            json!({"name": "panic_after_waiting", "inputSchema": object}),
         ])
     }
 
@@ -57,13 +61,20 @@ impl Handler for Tools {
         _: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
         Box::pin(async move {
-            if name == "compute" {
-                // Blocking work before the first await, as a handler that computes does.
-                std::thread::sleep(COMPUTE);
-                tokio::task::yield_now().await;
-                return Ok(Reply::text("computed"));
+            match name.as_str() {
+                "compute" => {
+                    // Blocking work before the first await, as a handler that computes does.
+                    std::thread::sleep(COMPUTE);
+                    tokio::task::yield_now().await;
+                    Ok(Reply::text("computed"))
+                }
+                "panic_at_once" => panic!("a handler's bug, before it waits"),
+                "panic_after_waiting" => {
+                    tokio::task::yield_now().await;
+                    panic!("a handler's bug, after it waited")
+                }
+                _ => Ok(Reply::text("echo")),
             }
-            Ok(Reply::text("echo"))
         })
     }
 }
@@ -160,4 +171,19 @@ async fn echoes_beside_a_computing_handler_are_not_held_up() {
         "the echoes' p99 beside a handler computing {COMPUTE:?} is {with_p99:?} (median over \
          {ROUNDS} rounds; pooled {pooled:?}), against {without_p99:?} without it"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_requests_after_a_panicking_handler_are_answered() {
+    let mut client = crate::support::LineClient::start(Server::new(Tools));
+    let call = |id: i64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name}});
+    client.send(call(1, "panic_at_once")).await;
+    client.send(call(2, "panic_after_waiting")).await;
+    client.send(call(3, "echo")).await;
+    let answer = client.recv().await;
+    assert_eq!(answer["id"], 3, "only the echo is answered: {answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "echo");
+    let list = client.request(4, "tools/list", json!({})).await;
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(4));
+    client.close().await;
 }
