@@ -378,7 +378,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use switchboard_codecs::jsonrpc::ErrorObject;
 
     use super::rpc::tests::error;
 
