@@ -79,14 +79,7 @@ impl Running {
         let mut task = std::pin::pin!(task);
         let mut first = true;
         std::future::poll_fn(|cx| {
-            // A handler that panics loses its request, said with the request's id.
-            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                std::future::Future::poll(task.as_mut(), cx)
-            }));
-            let Ok(polled) = polled else {
-                tracing::error!(id = ?self.id, "a request's handler panicked");
-                return std::task::Poll::Ready(());
-            };
+            let polled = std::future::Future::poll(task.as_mut(), cx);
             // Closed before its first poll ended: it stops here, as a close stops every
             // request that waits.
             if polled.is_pending()
@@ -103,6 +96,11 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        // A handler that panics loses its request (its task catches the panic, as tokio's
+        // tasks do), said with the request's id.
+        if std::thread::panicking() {
+            tracing::error!(id = ?self.id, "a request's handler panicked");
+        }
         self.session.finished(&self.id, self.generation);
     }
 }

@@ -21,7 +21,7 @@ pub(super) fn switchboard(args: &[&str]) -> Output {
 }
 
 /// `switchboard ARGS`, with none of the environment variables it reads set.
-fn command(args: &[&str]) -> Command {
+pub(crate) fn command(args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     command
         .args(args)

@@ -4,7 +4,7 @@
 //! that outlives the demo server it runs and ignores `SIGTERM`.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cli::{Temp, BIN};
@@ -21,14 +21,9 @@ const STUBBORN: &str = r#"echo $$ > "$1"; trap '' TERM; sleep 600 & echo $! >> "
 
 /// `switchboard call hang [EXTRA] -- /bin/sh -c STUBBORN BIN pids wire`, its stderr piped.
 fn call_hang(extra: &[&str], pids: &Temp, wire: &Temp) -> Child {
-    Command::new(BIN)
-        .args(["call", "hang"])
+    crate::cli::command(&["call", "hang"])
         .args(extra)
         .args(["--", "/bin/sh", "-c", STUBBORN, BIN, pids.str(), wire.str()])
-        .env_remove("RUST_LOG")
-        .env_remove("MCP_TIMEOUT")
-        .env_remove("MCP_TOOL_TIMEOUT")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -11,15 +11,9 @@ use crate::cli::{stderr, stdout, Temp, BIN};
 
 /// `BIN ARGS` in `cwd` with `PATH` set to `path` alone.
 fn run_with_path(args: &[&str], cwd: &Path, path: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
+    crate::cli::command(args)
         .current_dir(cwd)
         .env("PATH", path)
-        .env_remove("RUST_LOG")
-        .env_remove("SWITCHBOARD_CONFIG")
-        .env_remove("MCP_TIMEOUT")
-        .env_remove("MCP_TOOL_TIMEOUT")
-        .stdin(Stdio::null())
         .output()
         .expect("run switchboard")
 }

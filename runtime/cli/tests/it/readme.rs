@@ -4,9 +4,8 @@
 //! `cargo run --release -- ARGS` runs them.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
-use crate::cli::{stderr, stdout, switchboard, Temp, BIN};
+use crate::cli::{stderr, stdout, switchboard, Temp};
 
 /// The lines of the README's `## The command line` shell block.
 fn examples() -> Vec<String> {
@@ -76,14 +75,8 @@ fn the_readmes_examples_against_the_demo_server_work_as_shown() {
         }
         let (words, comment) = words(&line);
         let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
-        let output = Command::new(BIN)
-            .args(&args)
+        let output = crate::cli::command(&args)
             .env("PATH", &empty.0)
-            .env_remove("RUST_LOG")
-            .env_remove("SWITCHBOARD_CONFIG")
-            .env_remove("MCP_TIMEOUT")
-            .env_remove("MCP_TOOL_TIMEOUT")
-            .stdin(Stdio::null())
             .output()
             .expect("run switchboard");
         assert_eq!(
