@@ -11,14 +11,17 @@
 //! `initialize`, and an HTTP session exists only after it); a stateless one has no stream
 //! to hear them on.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::task::{Context, Poll, Waker};
 
 use switchboard_codecs::jsonrpc::{Id, Outcome};
 use switchboard_transports::server::{Notifier, Principal};
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
-use tokio::task::AbortHandle;
 
 use crate::client::Negotiated;
 use crate::logging;
@@ -37,14 +40,15 @@ pub struct Session {
     negotiated: Mutex<Option<Arc<Negotiated>>>,
     log_level: AtomicUsize,
     subscriptions: Mutex<HashSet<String>>,
-    /// Requests in flight by id.
-    in_flight: Mutex<HashMap<Id, InFlight>>,
-    next_generation: AtomicU64,
+    /// Requests that wait, by id, and cancels that came before their request waited.
+    in_flight: Mutex<Registry>,
     waiters: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
     next_client_id: AtomicU64,
     closed: AtomicBool,
     /// Who its requests come from, with inbound authentication.
     principal: OnceLock<Arc<Principal>>,
+    /// Whether it runs on a runtime of one thread (see `spawn`).
+    one_thread: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -56,37 +60,51 @@ impl std::fmt::Debug for Session {
     }
 }
 
-/// A request in flight.
+/// A request that waits, by id: what a cancel or a close needs to stop it.
 struct InFlight {
     /// So that a late removal of a finished request cannot remove a newer one that reused
     /// its id.
     generation: u64,
-    task: AbortHandle,
-    /// Whether its first poll is done (and it waits).
-    started: bool,
+    stop: Arc<AtomicBool>,
+    /// Its task's waker, so that a stop is heard at once.
+    waker: Waker,
 }
 
-/// A request's task: its first poll, then the rest unless its session closed meanwhile;
-/// however it ends (answered, panicked, aborted), its entry goes.
+/// How many cancels for no request in flight are remembered: a cancel may cross its request
+/// between the read and the first poll (see [`Session::cancel`]).
+const EARLY_CANCELS: usize = 32;
+
+/// A request's task: its first poll; then, if it waits, its registration (unless its session
+/// closed or a cancel came first) and the rest, until it ends or is stopped. However it ends
+/// (answered, panicked, stopped), its entry goes.
 struct Running {
     session: Arc<Session>,
     id: Id,
-    generation: u64,
+    /// Its registration, once it waits.
+    registered: Option<(u64, Arc<AtomicBool>)>,
 }
 
 impl Running {
-    async fn run<F: std::future::Future<Output = ()>>(self, task: F) {
+    async fn run<F: Future<Output = ()>>(mut self, task: F) {
         let mut task = std::pin::pin!(task);
-        let mut first = true;
         std::future::poll_fn(|cx| {
-            let polled = std::future::Future::poll(task.as_mut(), cx);
-            // Closed before its first poll ended: it stops here, as a close stops every
-            // request that waits.
+            if let Some((_, stop)) = &self.registered {
+                if stop.load(Ordering::Acquire) {
+                    // Dropping the handler's future is its cancellation.
+                    return Poll::Ready(());
+                }
+            }
+            let polled = task.as_mut().poll(cx);
+            // Registered at its first wait on its own task: the poll on the reader (see
+            // `Session::spawn`) has no waker to wake it by.
             if polled.is_pending()
-                && std::mem::take(&mut first)
-                && !self.session.started(&self.id, self.generation)
+                && self.registered.is_none()
+                && !cx.waker().will_wake(noop_waker())
             {
-                return std::task::Poll::Ready(());
+                match self.session.register(&self.id, cx.waker()) {
+                    Some(registration) => self.registered = Some(registration),
+                    None => return Poll::Ready(()),
+                }
             }
             polled
         })
@@ -101,7 +119,24 @@ impl Drop for Running {
         if std::thread::panicking() {
             tracing::error!(id = ?self.id, "a request's handler panicked");
         }
-        self.session.finished(&self.id, self.generation);
+        if let Some((generation, _)) = self.registered {
+            self.session.finished(&self.id, generation);
+        }
+    }
+}
+
+/// The requests of a session that wait.
+#[derive(Default)]
+struct Registry {
+    waiting: HashMap<Id, InFlight>,
+    next_generation: u64,
+    early_cancels: VecDeque<Id>,
+}
+
+impl InFlight {
+    fn stop(self) {
+        self.stop.store(true, Ordering::Release);
+        self.waker.wake();
     }
 }
 
@@ -127,11 +162,12 @@ impl Session {
             log_level: AtomicUsize::new(logging::DEFAULT),
             subscriptions: Mutex::default(),
             in_flight: Mutex::default(),
-            next_generation: AtomicU64::new(0),
             waiters: Mutex::default(),
             next_client_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
             principal: OnceLock::new(),
+            one_thread: Handle::try_current()
+                .is_ok_and(|runtime| runtime.runtime_flavor() == RuntimeFlavor::CurrentThread),
         }
     }
 
@@ -187,75 +223,110 @@ impl Session {
         self.closed.load(Ordering::Relaxed)
     }
 
-    /// Runs a request on a task of its own, registered under its id until it ends, so that
-    /// a cancel can stop it.
+    /// Runs a request on a task of its own; one that waits is registered under its id
+    /// until it ends, so that a cancel can stop it.
     ///
-    /// Never polled here, on the caller's task (the stdio reader, an HTTP connection): a
-    /// handler may compute, or block, for as long as it likes before its first `.await`,
-    /// and a poll cannot be stopped part-way, so no budget could bound how long an inline
-    /// poll would hold up reading every other request of the connection. A spawn costs every
-    /// request the same small, bounded price instead.
+    /// On a runtime of several threads a handler's future is never polled here, on the
+    /// caller's task (the stdio reader, an HTTP connection): a handler may compute, or block,
+    /// for as long as it likes before its first `.await`, and a poll cannot be stopped
+    /// part-way, so no budget could bound how long an inline poll would hold up reading every
+    /// other request of the connection. A spawn costs every request the same small, bounded
+    /// price instead, and another worker goes on reading.
     ///
-    /// A request read before its session closed gets its first poll all the same: one that
-    /// answers at once (a list, a quick tool) is answered, as it would have been had it run
-    /// before the close; one that waits ends there.
+    /// On a runtime of one thread there is no other worker: a handler that computes holds up
+    /// reading whichever task polls it. There the first poll happens here, and only a request
+    /// that then waits gets a task; most answer at once (a list, a quick tool), and are
+    /// spared the spawn, about a third of a stdio server's CPU per call (`BENCHMARKS.md`).
+    ///
+    /// Either way, the registration (a lock, an entry, a flag) is paid only by the requests
+    /// that wait, since one that answers at its first poll has nothing left to cancel; and a
+    /// request read before its session closed gets its first poll all the same: one that
+    /// answers at once is answered, as it would have been had it run before the close; one
+    /// that waits ends there.
     pub(crate) fn spawn<F>(self: &Arc<Self>, id: Id, task: F)
     where
-        F: std::future::Future<Output = ()> + Send + 'static,
+        F: Future<Output = ()> + Send + 'static,
     {
         if self.is_closed() {
             return;
         }
-        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
         let running = Running {
             session: self.clone(),
-            id: id.clone(),
-            generation,
-        };
-        // Held across the spawn so that the task's own removal cannot run before the insert.
-        let mut in_flight = lock(&self.in_flight);
-        let handle = tokio::spawn(running.run(task));
-        in_flight.insert(
             id,
-            InFlight {
-                generation,
-                task: handle.abort_handle(),
-                started: false,
-            },
-        );
+            registered: None,
+        };
+        if !self.one_thread {
+            drop(tokio::spawn(running.run(task)));
+            return;
+        }
+        let mut task = Box::pin(running.run(task));
+        let mut first = Context::from_waker(noop_waker());
+        // A handler that panics loses its request (said by `Running`'s drop), as on a task
+        // of its own, and not the reader's task.
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(&mut first)));
+        if let Ok(Poll::Pending) = polled {
+            drop(tokio::spawn(task));
+        }
     }
 
-    /// The request `id` of `generation` has had its first poll and waits: from now on a
-    /// close stops it. `false` if the session closed already (then it ends itself).
-    fn started(&self, id: &Id, generation: u64) -> bool {
+    /// The request `id` had its first poll and waits: from now on a cancel or a close stops
+    /// it. `None` if it must end now: its session closed, or a cancel for it came first.
+    fn register(&self, id: &Id, waker: &Waker) -> Option<(u64, Arc<AtomicBool>)> {
         let mut in_flight = lock(&self.in_flight);
         // Read under the lock that `close` takes after setting it: either `close` finds
-        // this request started and aborts it, or this finds the session closed.
+        // this request and stops it, or this finds the session closed.
         if self.is_closed() {
-            return false;
+            return None;
         }
-        if let Some(entry) = in_flight.get_mut(id).filter(|e| e.generation == generation) {
-            entry.started = true;
+        if let Some(at) = in_flight.early_cancels.iter().position(|c| c == id) {
+            in_flight.early_cancels.remove(at);
+            return None;
         }
-        true
+        let generation = in_flight.next_generation;
+        in_flight.next_generation += 1;
+        let stop = Arc::new(AtomicBool::new(false));
+        in_flight.waiting.insert(
+            id.clone(),
+            InFlight {
+                generation,
+                stop: stop.clone(),
+                waker: waker.clone(),
+            },
+        );
+        Some((generation, stop))
     }
 
     fn finished(&self, id: &Id, generation: u64) {
         let mut in_flight = lock(&self.in_flight);
         if in_flight
+            .waiting
             .get(id)
             .is_some_and(|e| e.generation == generation)
         {
-            in_flight.remove(id);
+            in_flight.waiting.remove(id);
         }
     }
 
-    /// Stops the request `id` (a `notifications/cancelled`); `false` if none runs.
+    /// Stops the request `id` (a `notifications/cancelled`); `false` if none waits.
+    ///
+    /// A cancel for a request that is not waiting is remembered for a while: it may have
+    /// been read right after its request, before that request's first poll, and then stops
+    /// it should it wait. (One that answered already is past stopping, as the spec allows.)
     pub(crate) fn cancel(&self, id: &Id) -> bool {
-        let removed = lock(&self.in_flight).remove(id);
+        let removed = {
+            let mut in_flight = lock(&self.in_flight);
+            let removed = in_flight.waiting.remove(id);
+            if removed.is_none() {
+                if in_flight.early_cancels.len() == EARLY_CANCELS {
+                    in_flight.early_cancels.pop_front();
+                }
+                in_flight.early_cancels.push_back(id.clone());
+            }
+            removed
+        };
         match removed {
             Some(entry) => {
-                entry.task.abort();
+                entry.stop();
                 true
             }
             None => false,
@@ -289,21 +360,29 @@ impl Session {
 
     /// Ends the session: every request still running stops, every wait for the client fails.
     pub(crate) fn close(&self) {
-        let stopped: Vec<AbortHandle> = {
+        let stopped: Vec<InFlight> = {
             let mut in_flight = lock(&self.in_flight);
-            // Set under the lock that `started` reads it under.
+            // Set under the lock that `register` reads it under.
             self.closed.store(true, Ordering::Relaxed);
             // A request not yet polled is left its first poll (see `spawn`).
-            in_flight
-                .drain()
-                .filter(|(_, entry)| entry.started)
-                .map(|(_, entry)| entry.task)
-                .collect()
+            in_flight.early_cancels.clear();
+            in_flight.waiting.drain().map(|(_, entry)| entry).collect()
         };
-        for task in stopped {
-            task.abort();
+        for entry in stopped {
+            entry.stop();
         }
         lock(&self.waiters).clear();
         self.notifier.detach();
     }
+}
+
+/// A waker that does nothing, for a request's first poll on the reader (`Waker::noop` is
+/// newer than this crate's MSRV); a request's own task always polls it once more.
+fn noop_waker() -> &'static Waker {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    static NOOP: OnceLock<Waker> = OnceLock::new();
+    NOOP.get_or_init(|| Waker::from(Arc::new(Noop)))
 }

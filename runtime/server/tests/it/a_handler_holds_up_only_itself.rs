@@ -175,6 +175,17 @@ async fn echoes_beside_a_computing_handler_are_not_held_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_requests_after_a_panicking_handler_are_answered() {
+    after_a_panicking_handler().await;
+}
+
+/// On one thread a request's first poll is on the reader (`Session::spawn`): a handler that
+/// panics there must not take the reader with it.
+#[tokio::test]
+async fn the_requests_after_a_panicking_handler_are_answered_on_one_thread() {
+    after_a_panicking_handler().await;
+}
+
+async fn after_a_panicking_handler() {
     let mut client = crate::support::LineClient::start(Server::new(Tools));
     let call = |id: i64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name}});
     client.send(call(1, "panic_at_once")).await;

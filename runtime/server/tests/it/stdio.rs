@@ -2,6 +2,7 @@
 //! cancellation and bad lines.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -248,6 +249,49 @@ async fn a_cancel_stops_the_handler_and_others_go_on() {
         tokio::task::yield_now().await;
     }
     client.close().await;
+}
+
+/// A cancel read in the same write as its request may be read before the request's first
+/// poll on its own task, when it is not registered yet: it stops the request all the same.
+async fn a_cancel_read_right_behind_its_request_stops_it() {
+    let (server, probe) = server();
+    let mut client = LineClient::start(server);
+    let slow =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow"}});
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    client
+        .send_raw(format!("{slow}\n{cancel}").as_bytes())
+        .await;
+    let deadline = tokio::time::Instant::now() + crate::support::WAIT;
+    while probe.dropped.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cancelled handler was dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // Nothing answers the cancelled request: the next message is the ping's answer.
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        .await;
+    let next = client.recv().await;
+    assert_eq!(
+        (&next["id"], &next["result"]),
+        (&json!(2), &json!({})),
+        "{next}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_cancel_right_behind_its_request_stops_it_on_one_thread() {
+    a_cancel_read_right_behind_its_request_stops_it().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_right_behind_its_request_stops_it_on_two_workers() {
+    a_cancel_read_right_behind_its_request_stops_it().await;
 }
 
 #[tokio::test]
