@@ -9,9 +9,11 @@
 //! sequential and 64 in flight, in turns in one run.
 //!
 //! Over stdio: the raw client of `baseline` (`support/raw.rs`) against the demo server, the
-//! blocking echo server (`support/echo_server.rs`) and the demo server on tokio's
-//! `stdin()`/`stdout()` (how it read its pipes before), each a child process, sequential
-//! and pipelined 64 in flight, in turns; each child's CPU is read from `/proc`.
+//! blocking echo server (`support/echo_server.rs`), the demo server on tokio's
+//! `stdin()`/`stdout()` (how it read its pipes before) and the demo server on the runtime
+//! `#[tokio::main]` builds (`demo_main`: several workers, served from `block_on`), each a
+//! child process, sequential and pipelined 64 in flight, in turns; each child's CPU is read
+//! from `/proc`. (`demo` runs on a runtime of one thread, as `switchboard demo-server` does.)
 //!
 //! `cargo bench --bench server -- http` (or `-- stdio`) runs one half;
 //! `SWITCHBOARD_BENCH_ROUNDS=1` makes it short (to run under a profiler).
@@ -153,6 +155,7 @@ fn stdio() {
             "demo_tokio_std",
             RawClient::spawn(support::demo_tokio_std_command()),
         ),
+        ("demo_main", RawClient::spawn(support::demo_main_command())),
     ];
     let n = servers.len();
     let mut profiles: Vec<Option<Profile>> = vec![None; 2 * n];
@@ -209,6 +212,16 @@ fn stdio() {
     measure::print_ratio(
         "64 in flight calls/s, demo_tokio_std / blocking (the demo server before it drove its pipes)",
         profiles[n + 2].calls_per_sec() / profiles[n + 1].calls_per_sec(),
+    );
+    measure::print_ratio(
+        "64 in flight calls/s, demo_main / blocking (the demo server on #[tokio::main]'s runtime)",
+        profiles[n + 3].calls_per_sec() / profiles[n + 1].calls_per_sec(),
+    );
+    measure::print_ratio(
+        "server CPU per call 64 in flight, demo_main / blocking",
+        server_cpu[n + 3].as_secs_f64()
+            / profiles[n + 3].calls as f64
+            / (server_cpu[n + 1].as_secs_f64() / profiles[n + 1].calls as f64),
     );
     measure::print_ratio(
         "sequential p50, demo / blocking",

@@ -67,6 +67,18 @@ pub(crate) fn demo_tokio_std_command() -> Command {
     command
 }
 
+/// Set (to anything), this bench binary is the demo server on the runtime `#[tokio::main]`
+/// builds (a worker per core), served from its `block_on` as such a `main` would: how an
+/// application that embeds `switchboard-server` serves stdio without tuning.
+pub(crate) const DEMO_MAIN_VAR: &str = "SWITCHBOARD_BENCH_DEMO_MAIN";
+
+/// The demo server on the `#[tokio::main]` runtime ([`DEMO_MAIN_VAR`]) as a command.
+pub(crate) fn demo_main_command() -> Command {
+    let mut command = Command::new(demo_exe());
+    command.env(DEMO_MAIN_VAR, "1");
+    command
+}
+
 /// Runs this bench binary as one of the child servers if its environment asks for one (the
 /// echo server first, then the fault benches' upstreams, then the demo server), and returns
 /// that server's exit code; `None` when the binary is to run the benches.
@@ -74,6 +86,7 @@ pub(crate) fn child_main_from_env() -> Option<ExitCode> {
     echo_server::main_from_env()
         .or_else(fault_upstreams::main_from_env)
         .or_else(demo_tokio_std_main_from_env)
+        .or_else(demo_main_from_env)
         .or_else(switchboard_demo::main_from_env)
 }
 
@@ -95,6 +108,20 @@ fn demo_tokio_std_main_from_env() -> Option<ExitCode> {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench demo server (tokio std): {e}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+fn demo_main_from_env() -> Option<ExitCode> {
+    std::env::var_os(DEMO_MAIN_VAR)?;
+    let runtime = main_runtime();
+    let server = switchboard_demo::server(switchboard_demo::Options::default());
+    let served = runtime.block_on(server.serve_stdio());
+    Some(match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench demo server (tokio main): {e}");
             ExitCode::FAILURE
         }
     })

@@ -56,8 +56,34 @@ const EOF_YIELDS: usize = 4;
 ///
 /// At EOF, requests that finish at once are still answered; then the session closes (which
 /// stops what still runs) and queued messages get [`Config::drain`] to be written. Returns
-/// an error if reading or writing fails.
+/// an error if reading or writing fails. Dropping the returned future stops serving.
+///
+/// The reading runs on a task of its own, so that on a runtime of several workers it runs
+/// on one of them even when this is awaited from `block_on` (as `#[tokio::main]`'s `main`
+/// does): a request task spawned from a worker waits in that worker's queue, while one
+/// spawned from outside the workers goes through the shared queue and wakes a worker each
+/// time.
 pub async fn serve<S, R, W>(service: Arc<S>, reader: R, writer: W, config: Config) -> io::Result<()>
+where
+    S: Service,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    struct AbortOnDrop(tokio::task::JoinHandle<io::Result<()>>);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut reading = AbortOnDrop(tokio::spawn(read(service, reader, writer, config)));
+    match (&mut reading.0).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(io::Error::other(e)),
+    }
+}
+
+async fn read<S, R, W>(service: Arc<S>, reader: R, writer: W, config: Config) -> io::Result<()>
 where
     S: Service,
     R: AsyncRead + Unpin + Send + 'static,
