@@ -33,8 +33,9 @@ folder...), in env values too. ``install_with`` lists further package specs
 installed beside the server (a pin of a dependency that a newer release
 broke). ``env`` lists variables needed only to start and list tools
 (dummy values); they are added to a small clean environment (PATH, HOME,
-LANG, TMPDIR), so stray variables of the caller do not change what a server
-lists.
+LANG, TMPDIR, and PYTHONHASHSEED=0 so that a Python server's set-ordered
+defaults come out the same each time), so stray variables of the caller do
+not change what a server lists.
 
 Exit status: 0 when every selected server was collected, 1 otherwise (the
 servers that failed are listed with the reason and the tail of their
@@ -124,6 +125,10 @@ def clean_env(server, exe):
         if k in os.environ:
             env[k] = os.environ[k]
     env.setdefault("LANG", "C.UTF-8")
+    # A Python server may build a default from a set (mcp-atlassian's
+    # default Jira fields): a fixed hash seed keeps its order, and so the
+    # file, the same from one collection to the next.
+    env["PYTHONHASHSEED"] = "0"
     # The executable's own folder first, so a venv's python is the one found.
     env["PATH"] = os.path.dirname(exe) + os.pathsep + env.get("PATH", "")
     env.update(server.get("env", {}))
