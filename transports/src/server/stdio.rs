@@ -54,8 +54,9 @@ const EOF_YIELDS: usize = 4;
 /// Serves `service` over newline-delimited JSON until `reader` reaches EOF or the output
 /// fails.
 ///
-/// At EOF, requests that finish at once are still answered; then the session closes (which
-/// stops what still runs) and queued messages get [`Config::drain`] to be written. Returns
+/// At EOF, requests that finish at once are still answered, and answers waiting for room
+/// in the queue get [`Config::drain`] to enter it; then the session closes (which stops
+/// what still runs) and queued messages get [`Config::drain`] to be written. Returns
 /// an error if reading or writing fails. Dropping the returned future stops serving.
 ///
 /// The reading runs on a task of its own, so that on a runtime of several workers it runs
@@ -132,6 +133,16 @@ where
     // answers: let the request tasks already spawned take a turn before the session closes.
     for _ in 0..EOF_YIELDS {
         take_turns().await;
+    }
+    // An answer that waits for room in the queue is an answer already, not work to stop:
+    // let the writer take every one (while the client reads, within the drain time) before
+    // the close stops what still waits.
+    let drained = std::time::Instant::now();
+    while tx.capacity() < tx.max_capacity()
+        && !writer_task.is_finished()
+        && drained.elapsed() < config.drain
+    {
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     service.close(&session);
     drop(session);

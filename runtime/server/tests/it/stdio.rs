@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use crate::support::{meta, server, LineClient};
 
@@ -292,6 +293,56 @@ async fn a_cancel_right_behind_its_request_stops_it_on_one_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_right_behind_its_request_stops_it_on_two_workers() {
     a_cancel_read_right_behind_its_request_stops_it().await;
+}
+
+/// A client that pipes its requests and closes its end at once gets every answer: those
+/// that wait for room in the output queue are answers already, not work to stop.
+async fn every_piped_request_is_answered_after_eof() {
+    const CALLS: usize = 3000;
+    let (server, _) = server();
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (their_reader, their_writer) = tokio::io::split(theirs);
+    let served = tokio::spawn(async move { server.serve(their_reader, their_writer).await });
+    let (reader, mut writer) = tokio::io::split(ours);
+    let reading = tokio::spawn(async move {
+        // A client that reads its answers only once it has written every request: the
+        // output queue fills, and answers wait for room.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut lines = tokio::io::BufReader::new(reader).lines();
+        let mut answered = 0;
+        while let Some(line) = lines.next_line().await.expect("the output reads") {
+            let answer: Value = serde_json::from_str(&line).expect("an answer is JSON");
+            assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+            answered += 1;
+        }
+        answered
+    });
+    let mut burst = String::new();
+    for id in 1..=CALLS {
+        burst.push_str(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}}})
+            .to_string(),
+        );
+        burst.push('\n');
+    }
+    writer.write_all(burst.as_bytes()).await.unwrap();
+    writer.shutdown().await.unwrap();
+    let served = tokio::time::timeout(crate::support::WAIT, served)
+        .await
+        .expect("serve returns after EOF");
+    assert!(served.unwrap().is_ok());
+    assert_eq!(reading.await.unwrap(), CALLS);
+}
+
+#[tokio::test]
+async fn every_piped_request_is_answered_after_eof_on_one_thread() {
+    every_piped_request_is_answered_after_eof().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_piped_request_is_answered_after_eof_on_two_workers() {
+    every_piped_request_is_answered_after_eof().await;
 }
 
 #[tokio::test]
