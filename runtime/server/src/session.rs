@@ -14,6 +14,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
@@ -74,9 +75,8 @@ struct InFlight {
 /// between the read and the first poll (see [`Session::cancel`]).
 const EARLY_CANCELS: usize = 32;
 
-/// A request's task: its first poll; then, if it waits, its registration (unless its session
-/// closed or a cancel came first) and the rest, until it ends or is stopped. However it ends
-/// (answered, panicked, stopped), its entry goes.
+/// Who a request's task is: its session and id, and its registration once it waits.
+/// However the task ends (answered, panicked, stopped), its entry goes.
 struct Running {
     session: Arc<Session>,
     id: Id,
@@ -84,31 +84,45 @@ struct Running {
     registered: Option<(u64, Arc<AtomicBool>)>,
 }
 
-impl Running {
-    async fn run<F: Future<Output = ()>>(mut self, task: F) {
-        let mut task = std::pin::pin!(task);
-        std::future::poll_fn(|cx| {
-            if let Some((_, stop)) = &self.registered {
-                if stop.load(Ordering::Acquire) {
-                    // Dropping the handler's future is its cancellation.
-                    return Poll::Ready(());
-                }
+pin_project_lite::pin_project! {
+    /// A request's task: its first poll; then, if it waits, its registration (unless its
+    /// session closed or a cancel came first) and the rest, until it ends or is stopped.
+    ///
+    /// A future of its own rather than an `async fn` that pins its argument: that would hold
+    /// the handler's future twice (the argument and the pinned local), and this is what every
+    /// request allocates.
+    struct Request<F> {
+        running: Running,
+        #[pin]
+        task: F,
+    }
+}
+
+impl<F: Future<Output = ()>> Future for Request<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        let running = this.running;
+        if let Some((_, stop)) = &running.registered {
+            if stop.load(Ordering::Acquire) {
+                // Dropping the handler's future is its cancellation.
+                return Poll::Ready(());
             }
-            let polled = task.as_mut().poll(cx);
-            // Registered at its first wait on its own task: the poll on the reader (see
-            // `Session::spawn`) has no waker to wake it by.
-            if polled.is_pending()
-                && self.registered.is_none()
-                && !cx.waker().will_wake(noop_waker())
-            {
-                match self.session.register(&self.id, cx.waker()) {
-                    Some(registration) => self.registered = Some(registration),
-                    None => return Poll::Ready(()),
-                }
+        }
+        let polled = this.task.poll(cx);
+        // Registered at its first wait on its own task: the poll on the reader (see
+        // `Session::spawn`) has no waker to wake it by.
+        if polled.is_pending()
+            && running.registered.is_none()
+            && !cx.waker().will_wake(noop_waker())
+        {
+            match running.session.register(&running.id, cx.waker()) {
+                Some(registration) => running.registered = Some(registration),
+                None => return Poll::Ready(()),
             }
-            polled
-        })
-        .await;
+        }
+        polled
     }
 }
 
@@ -250,16 +264,19 @@ impl Session {
         if self.is_closed() {
             return;
         }
-        let running = Running {
-            session: self.clone(),
-            id,
-            registered: None,
+        let request = Request {
+            running: Running {
+                session: self.clone(),
+                id,
+                registered: None,
+            },
+            task,
         };
         if !self.one_thread {
-            drop(tokio::spawn(running.run(task)));
+            drop(tokio::spawn(request));
             return;
         }
-        let mut task = Box::pin(running.run(task));
+        let mut task = Box::pin(request);
         let mut first = Context::from_waker(noop_waker());
         // A handler that panics loses its request (said by `Running`'s drop), as on a task
         // of its own, and not the reader's task.

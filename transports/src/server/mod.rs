@@ -172,7 +172,14 @@ impl Responder {
     /// Sends the answer; a client already gone is no error worth reporting.
     pub async fn answer(self, frame: Bytes, error: Option<i64>) {
         let frame = self.charge(frame);
-        let _ = self.tx.send(Outgoing::Answer { frame, error }).await;
+        // Most answers find room at once; the wait for room is boxed so that its state (a
+        // few hundred bytes) is not part of every request's future, which a server spawns
+        // as a task of its own.
+        if let Err(mpsc::error::TrySendError::Full(answer)) =
+            self.tx.try_send(Outgoing::Answer { frame, error })
+        {
+            let _ = Box::pin(self.tx.send(answer)).await;
+        }
     }
 
     /// Resolves once the client can no longer hear this request's answer (on HTTP, when it
