@@ -1,15 +1,16 @@
 //! How a runtime error reaches the front client: as the JSON-RPC error it would have got
 //! from the upstream itself, or one that names the upstream and the tool.
 //!
-//! An upstream's JSON-RPC error passes through with its code, message and data. A name
-//! nobody offers, or that several upstreams offer, and a request the runtime refused before
-//! sending it, are the client's mistake: -32602. A resource nobody lists is the spec's
-//! resource-not-found. Everything else (a timeout, an upstream that is down, restarting or
-//! crashed mid-call, an answer that is not valid JSON) is -32603 with the runtime's message,
-//! which names the server and the tool, and `data` saying which (`server`, `name`, `kind`).
-//! A tool of an upstream that is restarting is still in the catalogue, so its call is never
-//! -32602: it waits for the restart, and past its deadline is -32603 saying the server is
-//! restarting.
+//! An upstream's JSON-RPC error passes through with its code, message and data (a -32042,
+//! URL elicitations the user must complete first, too: only the front client can show
+//! them). A name nobody offers, or that several upstreams offer, and a request the runtime
+//! refused before sending it, are the client's mistake: -32602. A resource nobody lists is
+//! the spec's resource-not-found. Everything else (a timeout, an upstream that is down,
+//! restarting or crashed mid-call, an answer that is not valid JSON) is -32603 with the
+//! runtime's message, which names the server and the tool, and `data` saying which
+//! (`server`, `name`, `kind`). A tool of an upstream that is restarting is still in the
+//! catalogue, so its call is never -32602: it waits for the restart, and past its deadline
+//! is -32603 saying the server is restarting.
 
 use switchboard::{Error, JsonRpcMapping};
 use switchboard_server::{ErrorObject, HandlerError};

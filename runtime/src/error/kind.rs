@@ -343,7 +343,8 @@ pub enum ErrorCategory {
 #[non_exhaustive]
 pub enum JsonRpcMapping {
     /// The upstream's own JSON-RPC error, passed on as it said it: its code, message and
-    /// data (a missing client capability as -32021 with `data.requiredCapabilities`).
+    /// data (a missing client capability as -32021 with `data.requiredCapabilities`, URL
+    /// elicitations required as -32042 with `data.elicitations`).
     Relayed,
     /// The spec's resource-not-found (-32002) with the URI in `data`.
     ResourceNotFound,
@@ -416,9 +417,12 @@ impl ErrorKind {
     /// decides (a caller's mistake is invalid params, the rest an internal error).
     pub fn jsonrpc(&self) -> JsonRpcMapping {
         match self {
-            ErrorKind::Rpc { .. } | ErrorKind::MissingClientCapability { .. } => {
-                JsonRpcMapping::Relayed
-            }
+            // A -32042 is for the user at the far end: only the client can show the URLs.
+            // (A header mismatch or a version refused is between the relay and the
+            // upstream: the relay's own failure.)
+            ErrorKind::Rpc { .. }
+            | ErrorKind::MissingClientCapability { .. }
+            | ErrorKind::UrlElicitationRequired { .. } => JsonRpcMapping::Relayed,
             ErrorKind::ResourceNotFound { .. } => JsonRpcMapping::ResourceNotFound,
             _ => match self.category() {
                 ErrorCategory::NotFound | ErrorCategory::Ambiguous | ErrorCategory::Refused => {

@@ -319,6 +319,21 @@ impl Error {
                     Some(serde_json::json!({ "requiredCapabilities": required })),
                 )
             }
+            (
+                JsonRpcMapping::Relayed,
+                ErrorKind::UrlElicitationRequired {
+                    message,
+                    elicitations,
+                },
+            ) => {
+                let elicitations: Vec<&serde_json::Value> =
+                    elicitations.iter().map(|e| &e.raw).collect();
+                (
+                    switchboard_codecs::mcp::URL_ELICITATION_REQUIRED,
+                    message.clone(),
+                    Some(serde_json::json!({ "elicitations": elicitations })),
+                )
+            }
             (JsonRpcMapping::ResourceNotFound, ErrorKind::ResourceNotFound { uri, .. }) => (
                 RESOURCE_NOT_FOUND,
                 "Resource not found".to_owned(),
@@ -526,6 +541,24 @@ mod tests {
         assert_eq!(
             answer.data,
             Some(serde_json::json!({"server": "files", "kind": "Timeout"}))
+        );
+        // URL elicitations are the far user's to complete: relayed as they came.
+        let elicitation = serde_json::json!({"mode": "url", "message": "sign in",
+            "url": "https://auth.example/login", "elicitationId": "e1"});
+        let required = error(-32042, serde_json::json!({"elicitations": [elicitation]}));
+        assert!(matches!(
+            required.kind(),
+            ErrorKind::UrlElicitationRequired { .. }
+        ));
+        assert_eq!(required.kind().jsonrpc(), JsonRpcMapping::Relayed);
+        let answer = required.to_jsonrpc();
+        assert_eq!(
+            (answer.code, answer.message.as_str()),
+            (-32042, "needs more")
+        );
+        assert_eq!(
+            answer.data,
+            Some(serde_json::json!({"elicitations": [elicitation]}))
         );
         let mismatch = error(-32020, serde_json::json!(null));
         assert_eq!(mismatch.kind().jsonrpc(), JsonRpcMapping::InternalError);
