@@ -48,7 +48,8 @@ pub struct Session {
     closed: AtomicBool,
     /// Who its requests come from, with inbound authentication.
     principal: OnceLock<Arc<Principal>>,
-    /// Whether it runs on a runtime of one thread (see `spawn`).
+    /// Whether its requests run on one thread: a current-thread runtime, or a multi-thread
+    /// one with a single worker (see `spawn`).
     one_thread: bool,
 }
 
@@ -180,8 +181,10 @@ impl Session {
             next_client_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
             principal: OnceLock::new(),
-            one_thread: Handle::try_current()
-                .is_ok_and(|runtime| runtime.runtime_flavor() == RuntimeFlavor::CurrentThread),
+            one_thread: Handle::try_current().is_ok_and(|runtime| {
+                runtime.runtime_flavor() == RuntimeFlavor::CurrentThread
+                    || runtime.metrics().num_workers() == 1
+            }),
         }
     }
 
@@ -247,8 +250,8 @@ impl Session {
     /// other request of the connection. A spawn costs every request the same small, bounded
     /// price instead, and another worker goes on reading.
     ///
-    /// On a runtime of one thread there is no other worker: a handler that computes holds up
-    /// reading whichever task polls it. There the first poll happens here, and only a request
+    /// On a runtime of one thread, or of a single worker, there is no other worker: a
+    /// handler that computes holds up reading whichever task polls it. There the first poll happens here, and only a request
     /// that then waits gets a task; most answer at once (a list, a quick tool), and are
     /// spared the spawn, about a third of a stdio server's CPU per call (`BENCHMARKS.md`).
     ///
