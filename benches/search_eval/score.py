@@ -80,24 +80,29 @@ def load_corpus(tools_dir):
     return ids, tools, errors
 
 
-def load_queries(path):
-    """Returns ([query dict...], errors)."""
-    queries, errors = [], []
+def json_lines(path, errors):
+    """Yields (line number, value) for each non-empty line of `path`; a line that is not
+    JSON goes to `errors` instead."""
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
                 continue
             try:
-                q = json.loads(line)
+                yield n, json.loads(line)
             except ValueError as e:
                 errors.append("%s:%d: not JSON: %s" % (path, n, e))
-                continue
-            if not isinstance(q.get("id"), str) or not isinstance(q.get("query"), str) \
-                    or not isinstance(q.get("relevant"), list):
-                errors.append("%s:%d: needs string id, string query and a relevant list" % (path, n))
-                continue
-            queries.append(q)
+
+
+def load_queries(path):
+    """Returns ([query dict...], errors)."""
+    queries, errors = [], []
+    for n, q in json_lines(path, errors):
+        if not isinstance(q.get("id"), str) or not isinstance(q.get("query"), str) \
+                or not isinstance(q.get("relevant"), list):
+            errors.append("%s:%d: needs string id, string query and a relevant list" % (path, n))
+            continue
+        queries.append(q)
     return queries, errors
 
 
@@ -295,27 +300,18 @@ def main():
 
     ranked, rerrors = {}, []
     known = {q["id"] for q in queries}
-    with open(a.file, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                r = json.loads(line)
-            except ValueError as e:
-                rerrors.append("%s:%d: not JSON: %s" % (a.file, n, e))
-                continue
-            if not isinstance(r.get("id"), str) or not isinstance(r.get("ranked"), list):
-                rerrors.append("%s:%d: needs a string id and a ranked list" % (a.file, n))
-                continue
-            if r["id"] not in known:
-                rerrors.append("%s:%d: unknown query id %s" % (a.file, n, r["id"]))
-            if r["id"] in ranked:
-                rerrors.append("%s:%d: query %s ranked twice" % (a.file, n, r["id"]))
-            for t in r["ranked"]:
-                if t not in tools:
-                    rerrors.append("%s:%d: unknown tool %s" % (a.file, n, t))
-            ranked[r["id"]] = r["ranked"]
+    for n, r in json_lines(a.file, rerrors):
+        if not isinstance(r.get("id"), str) or not isinstance(r.get("ranked"), list):
+            rerrors.append("%s:%d: needs a string id and a ranked list" % (a.file, n))
+            continue
+        if r["id"] not in known:
+            rerrors.append("%s:%d: unknown query id %s" % (a.file, n, r["id"]))
+        if r["id"] in ranked:
+            rerrors.append("%s:%d: query %s ranked twice" % (a.file, n, r["id"]))
+        for t in r["ranked"]:
+            if t not in tools:
+                rerrors.append("%s:%d: unknown tool %s" % (a.file, n, t))
+        ranked[r["id"]] = r["ranked"]
     if rerrors:
         if a.json:
             print(json.dumps({"mode": "rankings", "ok": False, "errors": rerrors}, indent=2))
