@@ -144,9 +144,12 @@ pub trait ToolScorer: Send + Sync {
 pub struct ToolSearch<'a> {
     query: &'a str,
     limit: usize,
-    filter: Option<Box<dyn Fn(&CatalogueEntry) -> bool + 'a>>,
+    filter: Option<Filter<'a>>,
     scorer: Option<&'a dyn ToolScorer>,
 }
+
+/// Which tools a search considers.
+type Filter<'a> = Box<dyn Fn(&CatalogueEntry) -> bool + 'a>;
 
 impl fmt::Debug for ToolSearch<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -152,11 +152,11 @@ impl SegmentCache {
     /// The segment of `server`'s `tools`, taken from the list `source`: the cached one when
     /// it was built from the same list and the same of its tools, else a new one, cached
     /// in its place.
-    pub(crate) fn segment<'a>(
+    pub(crate) fn segment(
         &self,
         server: &Arc<str>,
         source: &Arc<[Tool]>,
-        tools: &[&'a Tool],
+        tools: &[&Tool],
     ) -> Arc<Segment> {
         let names = || tools.iter().map(|t| t.name.as_str());
         if let Some(found) = self.lock().get(server) {
