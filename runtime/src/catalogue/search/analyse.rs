@@ -18,7 +18,7 @@
 //! `directory`, `pr`/`pull request`), each added at [`SYNONYM_WEIGHT`] of a word the user
 //! wrote.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -240,6 +240,36 @@ pub(crate) fn terms_into(text: &str, out: &mut Vec<String>) {
     });
 }
 
+/// Analyses many texts, remembering each word's stem: the words of a server's tools repeat
+/// (their names, `issue`, `page`, `the` property names), and stemming is most of the cost
+/// of analysing them.
+#[derive(Debug, Default)]
+pub(crate) struct Analyser {
+    stems: HashMap<String, String>,
+}
+
+impl Analyser {
+    /// [`terms_into`], remembering stems.
+    pub(crate) fn terms_into(&mut self, text: &str, out: &mut Vec<String>) {
+        let stemmer = stemmer();
+        let stems = &mut self.stems;
+        for_each_word(text, |word| {
+            if is_stop_word(word) {
+                return;
+            }
+            let stem = match stems.get(word) {
+                Some(stem) => stem.clone(),
+                None => {
+                    let stem = stemmer.stem(word).into_owned();
+                    stems.insert(word.to_owned(), stem.clone());
+                    stem
+                }
+            };
+            out.push(stem);
+        });
+    }
+}
+
 /// The terms of `text`, in order: words split, lower-cased, stop words dropped, stemmed.
 pub(crate) fn analyse(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -275,7 +305,9 @@ pub(crate) fn query_terms(query: &str) -> Vec<(String, f32)> {
 }
 
 fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.contains(&word)
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+        .contains(word)
 }
 
 fn stemmer() -> &'static Stemmer {
@@ -413,6 +445,21 @@ mod tests {
         );
         assert_eq!(analyse("listRepositories"), ["list", "repositori"]);
         assert_eq!(analyse("please get me the issues"), ["issu"]);
+    }
+
+    #[test]
+    fn an_analyser_remembers_stems_and_agrees() {
+        let mut analyser = Analyser::default();
+        let text = "Lists the repositories of a user; lists users' repositories";
+        for _ in 0..2 {
+            let mut out = Vec::new();
+            analyser.terms_into(text, &mut out);
+            assert_eq!(out, analyse(text));
+        }
+        assert_eq!(
+            analyser.stems.get("repositories").map(String::as_str),
+            Some("repositori")
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use switchboard_codecs::mcp::Tool;
 
-use super::analyse;
+use super::analyse::Analyser;
 
 /// The fields of a tool document, in [`Field`] order.
 pub(crate) const FIELDS: usize = 6;
@@ -66,8 +66,9 @@ impl Segment {
         tools: impl IntoIterator<Item = &'a Tool>,
         source: Option<Arc<[Tool]>>,
     ) -> Segment {
+        let mut analyser = Analyser::default();
         let mut server_terms = Vec::new();
-        analyse::terms_into(server, &mut server_terms);
+        analyser.terms_into(server, &mut server_terms);
         let mut segment = Segment {
             source,
             names: Vec::new(),
@@ -80,17 +81,18 @@ impl Segment {
             for field in &mut fields {
                 field.clear();
             }
-            analyse::terms_into(&tool.name, &mut fields[Field::Name as usize]);
+            analyser.terms_into(&tool.name, &mut fields[Field::Name as usize]);
             if let Some(title) = &tool.title {
-                analyse::terms_into(title, &mut fields[Field::Title as usize]);
+                analyser.terms_into(title, &mut fields[Field::Title as usize]);
             }
             if let Some(description) = &tool.description {
-                analyse::terms_into(description, &mut fields[Field::Description as usize]);
+                analyser.terms_into(description, &mut fields[Field::Description as usize]);
             }
             let mut names = std::mem::take(&mut fields[Field::Parameters as usize]);
             let mut descriptions =
                 std::mem::take(&mut fields[Field::ParameterDescriptions as usize]);
             schema_terms(
+                &mut analyser,
                 &tool.input_schema,
                 SCHEMA_DEPTH,
                 &mut names,
@@ -189,6 +191,7 @@ impl SegmentCache {
 /// The names, allowed string values (`enum`) and descriptions of the properties of a JSON
 /// schema, nested ones too (down to `depth` levels, through `properties` and array `items`).
 fn schema_terms(
+    analyser: &mut Analyser,
     schema: &Value,
     depth: usize,
     names: &mut Vec<String>,
@@ -201,25 +204,25 @@ fn schema_terms(
         return;
     };
     for (name, property) in properties {
-        analyse::terms_into(name, names);
-        enum_terms(property, names);
+        analyser.terms_into(name, names);
+        enum_terms(analyser, property, names);
         if let Some(description) = property.get("description").and_then(Value::as_str) {
-            analyse::terms_into(description, descriptions);
+            analyser.terms_into(description, descriptions);
         }
-        schema_terms(property, depth - 1, names, descriptions);
+        schema_terms(analyser, property, depth - 1, names, descriptions);
         if let Some(items) = property.get("items") {
-            enum_terms(items, names);
-            schema_terms(items, depth - 1, names, descriptions);
+            enum_terms(analyser, items, names);
+            schema_terms(analyser, items, depth - 1, names, descriptions);
         }
     }
 }
 
 /// The string values a schema's `enum` allows (`"state": {"enum": ["open", "closed"]}`):
 /// they name what a tool can do as much as a property's name does.
-fn enum_terms(schema: &Value, out: &mut Vec<String>) {
+fn enum_terms(analyser: &mut Analyser, schema: &Value, out: &mut Vec<String>) {
     let values = schema.get("enum").and_then(Value::as_array);
     for value in values.into_iter().flatten().filter_map(Value::as_str) {
-        analyse::terms_into(value, out);
+        analyser.terms_into(value, out);
     }
 }
 
