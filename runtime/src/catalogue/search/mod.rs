@@ -55,9 +55,10 @@
 //!
 //! The index is some three hundred lines over in-memory postings. `tantivy` is a full
 //! on-disk search engine, far more than a catalogue of thousands of short documents needs,
-//! and the `bm25` crate scores one text field (no per-field weights or length
-//! normalisation), splits no `camelCase`, and keeps one corpus to upsert into rather than
-//! parts shared by immutable snapshots. Stemming is the one piece taken from a crate,
+//! and the `bm25` crate is plain BM25 over one text per document (no per-field weights or
+//! length normalisation, its tokenizer made for prose rather than `snake_case` and
+//! `camelCase` names) and keeps one corpus to upsert into rather than parts shared by
+//! immutable snapshots. Stemming is the one piece taken from a crate,
 //! `rust-stemmers` (the Snowball English stemmer, also tantivy's): a stemmer is easy to
 //! get subtly wrong by hand.
 
