@@ -12,5 +12,13 @@
 //! - `peers`: the official Rust SDK (`rmcp`).
 //! - `codec`: `LinesCodec` and `jsonrpc::Message`, bytes/s.
 //! - `faults`: 10,000 deadlines expiring together; a crash with 1,000 calls pending.
+//! - `search`: tool search over 5,000 tools (the evaluation set's corpus repeated under
+//!   other server names), and the index update when one server relists.
+//!
+//! [`search_eval`] reads the tool-search evaluation set (`search_eval/`) for the bench, the
+//! example `search_eval` (metrics, and rankings for `score.py`) and the test that holds the
+//! lexical ranking to its target.
 //!
 //! `BENCHMARKS.md` at the workspace root has the numbers and how to read them.
+
+pub mod search_eval;

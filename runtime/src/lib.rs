@@ -43,7 +43,10 @@ mod uri_template;
 
 pub use call::Call;
 pub use call_table::Progress;
-pub use catalogue::{Catalogue, CatalogueEntry, Collision, Naming, NamingMode, Unresolved};
+pub use catalogue::search;
+pub use catalogue::{
+    Catalogue, CatalogueBuilder, CatalogueEntry, Collision, Naming, NamingMode, Unresolved,
+};
 pub use config::ServerConfig;
 pub use config_file::{ConfigError, ConfigFile, FileDefaults};
 pub use deadline::ToolPolicy;

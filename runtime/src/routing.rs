@@ -25,6 +25,7 @@ use std::time::Instant;
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
+use crate::catalogue::search::SegmentCache;
 use crate::catalogue::{Catalogue, Naming, ServerTools, Unresolved};
 use crate::deadline::ToolPolicy;
 use crate::error::{Error, ErrorContext, ErrorKind, Result};
@@ -54,6 +55,8 @@ pub(crate) struct Registry {
     rebuilding: Mutex<u64>,
     /// Set once the runtime is shut down or dropped: nothing is routed any more.
     stopped: AtomicBool,
+    /// The tool search's per-server segments, shared by the tool catalogue's snapshots.
+    search_cache: Arc<SegmentCache>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -74,6 +77,7 @@ impl Registry {
             changes: watch::Sender::new(0),
             rebuilding: Mutex::new(0),
             stopped: AtomicBool::new(false),
+            search_cache: Arc::default(),
         }
     }
 
@@ -155,11 +159,13 @@ impl Registry {
                 allow: &handle.core.config.allow_tools,
                 deny: &handle.core.config.deny_tools,
                 tools: &status.tools,
+                source: Some(&status.tools),
                 available: status.offers_entries(),
             })
             .collect();
         let current = self.snapshot.load_full();
-        let tools = Catalogue::build(&inputs, &self.naming, *version + 1);
+        let tools = Catalogue::build(&inputs, &self.naming, *version + 1)
+            .with_search_cache(Arc::clone(&self.search_cache));
         self.metrics.catalogue_tools.set(tools.len() as f64);
         // Prompts take the tools' naming (prefixes, separator, length) as they are, with no
         // allow/deny lists (those name tools).
@@ -176,6 +182,7 @@ impl Registry {
                 allow: &[],
                 deny: &[],
                 tools,
+                source: None,
                 available: status.offers_entries(),
             })
             .collect();

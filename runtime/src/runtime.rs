@@ -20,6 +20,7 @@ use crate::actor::supervisor::{
     Supervisor,
 };
 use crate::call::{Call, Route};
+use crate::catalogue::search::{ToolMatch, ToolSearch};
 use crate::catalogue::{Catalogue, Naming};
 use crate::client::ClientHandlers;
 use crate::config::{Defaults, ServerConfig};
@@ -478,6 +479,21 @@ impl Runtime {
     pub fn catalogue(&self) -> Arc<Catalogue> {
         self.inner.registry.touch(|lists| &lists.tools);
         self.inner.registry.tools()
+    }
+
+    /// The tools of the [`catalogue`](Self::catalogue) that best match `query`, best first,
+    /// at most `limit`: see [`search`](crate::search) for the ranking. The index is built on
+    /// the first search after the catalogue changed, analysing again only the servers whose
+    /// tools changed; a search itself never waits on a server.
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<ToolMatch> {
+        self.catalogue().search(query, limit)
+    }
+
+    /// [`search_tools`](Self::search_tools) with a filter over the tools considered (applied
+    /// before the limit) and an embedder's [`ToolScorer`](crate::search::ToolScorer), as
+    /// `search` says.
+    pub fn search_tools_with(&self, search: &ToolSearch<'_>) -> Vec<ToolMatch> {
+        self.catalogue().search_with(search)
     }
 
     /// Starts a `tools/call` of a catalogue tool (by its catalogue name, or its prefixed

@@ -22,8 +22,12 @@
 //! listed). Names are at most 64 characters of `[A-Za-z0-9_-]`; a name that had to be
 //! shortened, or that sanitising made equal to another, ends in `_` and a stable 8-digit hash.
 
+mod builder;
 mod glob;
 mod names;
+pub mod search;
+
+pub use builder::CatalogueBuilder;
 
 pub(crate) use glob::tool_allowed;
 
@@ -31,6 +35,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use switchboard_codecs::mcp::Tool;
+
+use search::{SearchState, SegmentCache};
 
 /// How catalogue names are made from tool names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -95,6 +101,9 @@ pub(crate) struct ServerTools<'a> {
     pub(crate) deny: &'a [String],
     /// The tools as the server last listed them.
     pub(crate) tools: &'a [Tool],
+    /// The list `tools` is, when it is one shared list: the search index reuses what it
+    /// built for a server as long as its list is the same one.
+    pub(crate) source: Option<&'a Arc<[Tool]>>,
     /// Whether its tools are offered now (the server is ready, or restarting: see
     /// [`ServerStatus::offers_entries`](crate::ServerStatus::offers_entries)). The last known
     /// tools of a server that is not (it gave up) still take part in naming, so names do not
@@ -158,6 +167,8 @@ pub struct Catalogue {
     report_collisions: bool,
     /// Catalogue names and aliases.
     lookup: HashMap<String, Slot>,
+    /// The search index, built on the first search.
+    search: SearchState,
 }
 
 /// A tool on its way into the catalogue.
@@ -296,6 +307,11 @@ impl Catalogue {
                 .collect(),
         ];
         let lookup = index(&entries, &shared, aliases);
+        let sources: Vec<(Arc<str>, Arc<[Tool]>)> = servers
+            .iter()
+            .filter(|s| s.available)
+            .filter_map(|s| Some((Arc::from(s.server), Arc::clone(s.source?))))
+            .collect();
 
         Catalogue {
             version,
@@ -304,7 +320,25 @@ impl Catalogue {
             shared,
             report_collisions: naming.mode == NamingMode::Never,
             lookup,
+            search: SearchState::new(None, sources),
         }
+    }
+
+    /// The same catalogue, its search index reusing (and adding to) the segments of `cache`.
+    pub(crate) fn with_search_cache(mut self, cache: Arc<SegmentCache>) -> Catalogue {
+        let sources = std::mem::take(&mut self.search).into_sources();
+        self.search = SearchState::new(Some(cache), sources);
+        self
+    }
+
+    /// The listed entries.
+    pub(crate) fn listed_entries(&self) -> &[CatalogueEntry] {
+        &self.entries[..self.listed]
+    }
+
+    /// The search index and how to build it.
+    pub(crate) fn search_state(&self) -> &SearchState {
+        &self.search
     }
 
     /// The version this snapshot was built as; a later snapshot has a greater version.

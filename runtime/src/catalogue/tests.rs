@@ -38,6 +38,7 @@ fn build(servers: &[Server], naming: &Naming) -> Catalogue {
             allow: &s.allow,
             deny: &s.deny,
             tools: &s.tools,
+            source: None,
             available: s.available,
         })
         .collect();

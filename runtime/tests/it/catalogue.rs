@@ -239,3 +239,42 @@ async fn a_catalogue_call_not_sent_yet_keeps_no_dropped_runtime_alive() {
     assert!(matches!(call.await, Err(e) if matches!(e.kind(), ErrorKind::Shutdown)));
     assert!(matches!(unknown.await, Err(e) if matches!(e.kind(), ErrorKind::Shutdown)));
 }
+
+#[tokio::test]
+async fn search_finds_catalogue_tools_only_and_follows_servers_as_they_come_and_go() {
+    let rt = Runtime::builder()
+        .server(
+            "alpha",
+            demo_memory(&["--name", "alpha"]).deny_tools(["add"]),
+        )
+        .build()
+        .await
+        .unwrap();
+    // alpha denies `add`: nothing adds numbers.
+    let found = rt.search_tools("sum of two numbers", 5);
+    assert!(found.iter().all(|m| m.tool.name != "add"), "{found:?}");
+
+    rt.add_server("beta", demo_memory(&["--name", "beta"]))
+        .await
+        .unwrap();
+    let found = rt.search_tools("sum of two numbers", 5);
+    assert_eq!(found[0].name, "add", "{found:?}");
+    assert_eq!(&*found[0].server, "beta");
+    let greet = rt.search_tools("greet someone", 2);
+    let names: Vec<&str> = greet.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["alpha__greet", "beta__greet"]);
+    // A filter (a client's permissions) applies before the limit.
+    let only_beta = rt.search_tools_with(
+        &switchboard::search::ToolSearch::new("greet someone")
+            .limit(1)
+            .filter(|entry| &*entry.server == "beta"),
+    );
+    assert_eq!(only_beta.len(), 1);
+    assert_eq!(only_beta[0].name, "beta__greet");
+
+    rt.remove_server("beta").await.unwrap();
+    let found = rt.search_tools("sum of two numbers", 5);
+    assert!(found.iter().all(|m| &*m.server == "alpha"), "{found:?}");
+    assert_eq!(rt.search_tools("greet someone", 1)[0].name, "greet");
+    rt.shutdown().await;
+}

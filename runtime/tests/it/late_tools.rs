@@ -125,6 +125,7 @@ async fn a_tool_announced_once_ready_is_routed_to_by_the_next_call() {
     let within = Duration::from_secs(20);
     let late = tokio::time::timeout(within, rt.call_tool("late", json!({}))).await;
     assert_eq!(late.expect("in time").expect("routed").text(), "late");
+    assert!(rt.search_tools("later", 5).is_empty());
     let announced = rt
         .call_tool("announce", json!({}))
         .await
@@ -135,6 +136,10 @@ async fn a_tool_announced_once_ready_is_routed_to_by_the_next_call() {
     let later = tokio::time::timeout(within, rt.call_tool("later", json!({}))).await;
     assert_eq!(later.expect("in time").expect("routed").text(), "later");
     assert_eq!(lists(&state), 3);
+    // The search index follows the re-listing too.
+    let found = rt.search_tools("later", 5);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].name, "later");
     rt.shutdown().await;
 }
 

@@ -217,6 +217,13 @@ struct ToolsArgs {
     /// plus "catalogueName".
     #[arg(long)]
     json: bool,
+    /// Search the tools for QUERY (words as a user would write them) instead of listing them
+    /// all: the best matches first, each with its score.
+    #[arg(long, value_name = "QUERY")]
+    search: Option<String>,
+    /// With --search: how many matches at most.
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "search")]
+    limit: usize,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]

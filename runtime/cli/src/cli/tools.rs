@@ -19,6 +19,15 @@
 //! config says (a `-- CMD` server never does), but the listing shows them as they are once
 //! each has started or failed. `--json` is one document, the same whichever way the servers
 //! were given: see [`AFTER_HELP`].
+//!
+//! `--search QUERY` prints the catalogue's best matches for a request instead, best first
+//! with their scores ([`switchboard::search`]'s ranking):
+//!
+//! ```text
+//! $ switchboard tools --search "sum of two numbers" --limit 2 -- switchboard demo-server
+//!    3.214  add — Adds two numbers and returns the sum, also as structured content.
+//!    ...
+//! ```
 
 use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
@@ -49,9 +58,15 @@ one entry per enabled server in file order (state \"ready\", \"restarting\", \"f
 says why it is not ready), each tool as its server listed it plus \"catalogueName\", the name
 `switchboard call` takes.
 
+--search QUERY prints the best matches for QUERY instead (at most --limit N, default 10),
+best first: `SCORE  [SERVER]  NAME — DESCRIPTION` (the server when there are several), or
+with --json {\"query\": \"...\", \"matches\": [{...tool, \"catalogueName\", \"server\", \"score\"}]}.
+Scores compare matches of one search only.
+
 Examples:
   switchboard tools -c .mcp.json --json
   switchboard tools -- npx -y @modelcontextprotocol/server-everything
+  switchboard tools -c .mcp.json --search \"who changed this file lately\" --limit 5
   switchboard tools -H 'Authorization: Bearer TOKEN' -- https://mcp.example.com/mcp";
 
 /// `switchboard tools`.
@@ -59,7 +74,12 @@ pub(crate) async fn run(args: ToolsArgs, interrupt: &mut Interrupt) -> Result<Ex
     let file = config::servers(&args.config, &args.server)?;
     let runtime = config::start_all(&file, interrupt).await?;
     let reports = config::reports(&runtime, &file, false);
-    let (listing, outcome) = match list(&reports, &runtime.catalogue(), args.json) {
+    let catalogue = runtime.catalogue();
+    let printed = match &args.search {
+        Some(query) => search(&reports, &catalogue, query, args.limit, args.json),
+        None => list(&reports, &catalogue, args.json),
+    };
+    let (listing, outcome) = match printed {
         Ok(listing) => match config::not_ready(&reports) {
             Some(failure) => (listing, Err(failure)),
             None => (listing, Ok(ExitCode::SUCCESS)),
@@ -120,6 +140,57 @@ fn list(reports: &[Report], catalogue: &Catalogue, json: bool) -> Result<String,
     Ok(out)
 }
 
+/// The tools of `reports`' servers that best match `query`, best first, at most `limit`: one
+/// JSON document, or a line each (`score  name — description`, the server after the score
+/// when there are several); a config of one server that is not ready is a failure instead.
+fn search(
+    reports: &[Report],
+    catalogue: &Catalogue,
+    query: &str,
+    limit: usize,
+    json: bool,
+) -> Result<String, Failure> {
+    if let [only] = reports {
+        if let Some(failure) = only.unready() {
+            return Err(failure);
+        }
+        if let Some(status) = &only.status {
+            if !json {
+                eprintln!("{}", describe(&only.name, status));
+            }
+        }
+    }
+    let matches = catalogue.search(query, limit);
+    if json {
+        let document = SearchListing {
+            query,
+            matches: matches
+                .iter()
+                .map(|found| MatchListing {
+                    tool: &found.tool,
+                    catalogue_name: &found.name,
+                    server: &found.server,
+                    score: found.score,
+                })
+                .collect(),
+        };
+        let document = serde_json::to_string_pretty(&document)
+            .map_err(|e| Failure::Run(format!("cannot write the matches as JSON: {e}")))?;
+        return Ok(document + "\n");
+    }
+    let mut out = String::new();
+    for found in &matches {
+        out.push_str(&format!("{:>8.3}  ", found.score));
+        if reports.len() > 1 {
+            out.push_str(&print::escape_line(&found.server));
+            out.push_str("  ");
+        }
+        out.push_str(&print::tool_as(&found.name, &found.tool));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// The server's tools in the catalogue, in the order the server listed them.
 fn listed<'a>(report: &'a Report, catalogue: &'a Catalogue) -> Vec<ToolListing<'a>> {
     let Some(status) = report.status.as_ref().filter(|s| s.is_ready()) else {
@@ -165,4 +236,22 @@ struct ToolListing<'a> {
     tool: &'a Tool,
     #[serde(rename = "catalogueName")]
     catalogue_name: &'a str,
+}
+
+/// The `tools --search --json` document.
+#[derive(Serialize)]
+struct SearchListing<'a> {
+    query: &'a str,
+    matches: Vec<MatchListing<'a>>,
+}
+
+/// A match: the tool as its server listed it, plus its catalogue name, server and score.
+#[derive(Serialize)]
+struct MatchListing<'a> {
+    #[serde(flatten)]
+    tool: &'a Tool,
+    #[serde(rename = "catalogueName")]
+    catalogue_name: &'a str,
+    server: &'a str,
+    score: f64,
 }

@@ -1037,3 +1037,77 @@ fn the_cli_serves_a_config_files_metrics_until_interrupted() {
     assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn tools_search_prints_the_best_matches_with_scores() {
+    let output = against_demo(&["tools", "--search", "sum of two numbers", "--limit", "2"]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let out = stdout(&output);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(!lines.is_empty() && lines.len() <= 2, "{out}");
+    let (score, rest) = lines[0]
+        .trim_start()
+        .split_once("  ")
+        .expect("score, then the tool");
+    assert!(score.parse::<f64>().is_ok_and(|s| s > 0.0), "{out}");
+    assert!(
+        rest.starts_with("add — Adds two numbers and returns the sum"),
+        "{out}"
+    );
+    // Nothing matches: nothing printed, still a success.
+    let output = against_demo(&["tools", "--search", "zebra giraffe"]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+}
+
+#[test]
+fn config_tools_search_json_ranks_across_servers() {
+    let config = demo_config_file();
+    let output = switchboard(&[
+        "tools",
+        "-c",
+        config.str(),
+        "--search",
+        "greet someone",
+        "--json",
+        "--limit",
+        "3",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    assert_eq!(doc["query"], "greet someone");
+    let matches = doc["matches"].as_array().expect("matches");
+    assert!(matches.len() >= 2 && matches.len() <= 3, "{doc}");
+    // Both servers' greet first (equal scores: catalogue order), each as its server listed
+    // it plus its catalogue name, server and score.
+    assert_eq!(
+        names(&doc["matches"], "catalogueName")[..2],
+        ["one__greet", "two__greet"]
+    );
+    assert_eq!(names(&doc["matches"], "server")[..2], ["one", "two"]);
+    assert_eq!(matches[0]["name"], "greet");
+    assert!(matches[0]["inputSchema"].is_object());
+    let scores: Vec<f64> = matches.iter().filter_map(|m| m["score"].as_f64()).collect();
+    assert_eq!(scores.len(), matches.len());
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+
+    // The text form names the server after the score.
+    let output = switchboard(&["tools", "-c", config.str(), "--search", "greet someone"]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let out = stdout(&output);
+    let first = out.lines().next().expect("a match");
+    assert!(
+        first
+            .trim_start()
+            .split("  ")
+            .skip(1)
+            .eq(["one", "one__greet — Greets someone by name."]),
+        "{out}"
+    );
+}
+
+#[test]
+fn tools_limit_needs_search() {
+    let output = switchboard(&["tools", "--limit", "3", "--", "srv"]);
+    assert_eq!(output.status.code(), Some(2), "stderr: {}", stderr(&output));
+}

@@ -1,0 +1,183 @@
+//! Tool search over 5,000 tools: the evaluation set's corpus (333 tools of 20 real servers,
+//! `search_eval/`) repeated 16 times under other server names (`github`, `github-1`, ...,
+//! 5,328 tools of 320 servers), every tool name prefixed since every name is on 16
+//! servers.
+//!
+//! - `search/lexical/query`: `Catalogue::search(query, 10)`, cycling through the set's 270
+//!   queries; then a custom loop times every query one by one for p50/p99/max (target:
+//!   p99 ≤ 1 ms).
+//! - `search/index/one_server_relists`: the index update after one server (`atlassian-7`,
+//!   98 tools, the largest) relists: `Catalogue::prepare_search` on the catalogue built
+//!   after the relist, every other server's part reused (target: ≤ 10 ms).
+//! - `search/index/from_scratch`: the same index with nothing to reuse, for comparison.
+//! - `search/catalogue/build`: building the catalogue snapshot itself (naming 5,328 tools,
+//!   cloning them), which a relist costs before any search: informative.
+
+mod support;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion};
+use support::measure::{print_target, usage, Profile};
+use switchboard::model::Tool;
+use switchboard::{Catalogue, CatalogueBuilder, Naming};
+use switchboard_benches::search_eval::{default_dir, EvalSet};
+
+/// Copies of the corpus: 16 × 333 = 5,328 tools.
+const COPIES: usize = 16;
+/// The server that relists in the update bench.
+const RELISTING: &str = "atlassian-7";
+
+/// The builder of the big catalogue, and the relisting server's tools.
+fn big(set: &EvalSet) -> (CatalogueBuilder, Arc<[Tool]>) {
+    let mut builder = CatalogueBuilder::new(Naming::default());
+    let mut relisting = None;
+    for copy in 0..COPIES {
+        for (server, tools) in &set.servers {
+            let name = if copy == 0 {
+                server.clone()
+            } else {
+                format!("{server}-{copy}")
+            };
+            let tools: Arc<[Tool]> = Arc::from(tools.clone());
+            if name == RELISTING {
+                relisting = Some(Arc::clone(&tools));
+            }
+            builder.set_server(name, tools);
+        }
+    }
+    (
+        builder,
+        relisting.expect("the relisting server is in the corpus"),
+    )
+}
+
+/// A fresh list with the same tools: what a relist hands the runtime.
+fn relist(builder: &mut CatalogueBuilder, tools: &Arc<[Tool]>) -> Catalogue {
+    builder.set_server(RELISTING, tools.to_vec());
+    builder.build()
+}
+
+fn search(c: &mut Criterion, set: &EvalSet) {
+    let (mut builder, relisting) = big(set);
+    let catalogue = builder.build();
+    assert_eq!(catalogue.len(), COPIES * set.tools());
+    catalogue.prepare_search();
+    let queries: Vec<&str> = set.queries.iter().map(|q| q.text.as_str()).collect();
+
+    let mut group = c.benchmark_group("search");
+    group.bench_function("lexical/query", |b| {
+        let mut next = 0;
+        b.iter(|| {
+            next = (next + 1) % queries.len();
+            black_box(catalogue.search(queries[next], 10))
+        })
+    });
+    group.bench_function("index/one_server_relists", |b| {
+        b.iter_batched(
+            || relist(&mut builder, &relisting),
+            |catalogue| {
+                catalogue.prepare_search();
+                catalogue
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("index/from_scratch", |b| {
+        b.iter_batched(
+            || big(set).0.build(),
+            |catalogue| {
+                catalogue.prepare_search();
+                catalogue
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("catalogue/build", |b| {
+        b.iter(|| black_box(relist(&mut builder, &relisting)))
+    });
+    group.finish();
+
+    if !support::custom_loop() {
+        return;
+    }
+    // Every query timed alone, over several rounds.
+    let rounds = support::measure::rounds(20);
+    let mut latencies = Vec::new();
+    let started = Instant::now();
+    let used = usage();
+    for _ in 0..rounds {
+        for query in &queries {
+            let t = Instant::now();
+            black_box(catalogue.search(query, 10));
+            latencies.push(t.elapsed());
+        }
+    }
+    let lexical = Profile::new(
+        "search/lexical",
+        latencies,
+        started.elapsed(),
+        usage() - used,
+    );
+    // Index updates timed alone.
+    let mut updates = Vec::new();
+    let started = Instant::now();
+    let used = usage();
+    for _ in 0..rounds * 5 {
+        let next = relist(&mut builder, &relisting);
+        let t = Instant::now();
+        next.prepare_search();
+        updates.push(t.elapsed());
+    }
+    let update = Profile::new("search/update", updates, started.elapsed(), usage() - used);
+
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "\n== search over {} tools of {} servers: custom loop ==",
+        catalogue.len(),
+        COPIES * set.servers.len()
+    );
+    for p in [&lexical, &update] {
+        println!(
+            "summary {:<16} n {:>6}  p50 {:>9.1}us  p99 {:>9.1}us  max {:>9.1}us",
+            p.name,
+            p.calls,
+            us(p.quantile(0.5)),
+            us(p.quantile(0.99)),
+            us(p.quantile(1.0)),
+        );
+    }
+    print_target(
+        "lexical search p99 per query",
+        us(lexical.quantile(0.99)),
+        "us",
+        true,
+        1000.0,
+    );
+    print_target(
+        "index update when one server relists, p99",
+        us(update.quantile(0.99)) / 1000.0,
+        "ms",
+        true,
+        10.0,
+    );
+}
+
+fn main() -> std::process::ExitCode {
+    if let Some(code) = switchboard_demo::main_from_env() {
+        return code;
+    }
+    let set = match EvalSet::load(&default_dir()) {
+        Ok(set) => set,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let mut c = support::criterion(Duration::from_millis(500), Duration::from_secs(3), 30);
+    search(&mut c, &set);
+    c.final_summary();
+    std::process::ExitCode::SUCCESS
+}
