@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
-use support::measure::{print_target, usage, Profile};
+use support::measure::{print_summary, print_target, usage, Profile};
 use switchboard::model::Tool;
 use switchboard::{Catalogue, CatalogueBuilder, Naming};
 use switchboard_benches::search_eval::{default_dir, EvalSet};
@@ -134,21 +134,12 @@ fn search(c: &mut Criterion, set: &EvalSet) {
     let update = Profile::new("search/update", updates, started.elapsed(), usage() - used);
 
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    println!(
-        "\n== search over {} tools of {} servers: custom loop ==",
+    let title = format!(
+        "search over {} tools of {} servers (a query; the index update when one server relists)",
         catalogue.len(),
         COPIES * set.servers.len()
     );
-    for p in [&lexical, &update] {
-        println!(
-            "summary {:<16} n {:>6}  p50 {:>9.1}us  p99 {:>9.1}us  max {:>9.1}us",
-            p.name,
-            p.calls,
-            us(p.quantile(0.5)),
-            us(p.quantile(0.99)),
-            us(p.quantile(1.0)),
-        );
-    }
+    print_summary(&title, &[lexical.clone(), update.clone()]);
     print_target(
         "lexical search p99 per query",
         us(lexical.quantile(0.99)),
