@@ -4,6 +4,7 @@
 mod cli;
 mod cli_auth;
 mod cli_features;
+mod cli_skills;
 mod cli_interop;
 mod cli_tasks;
 mod cli_user;
