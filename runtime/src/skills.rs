@@ -121,7 +121,9 @@ impl ServerHandle {
     pub async fn list_skills(&self) -> Result<Vec<Skill>> {
         self.require_skills(skills::LIST, false).await?;
         collect_pages(self.name(), skills::LIST, |cursor| async move {
-            let page: ListSkillsResult = self.typed(skills::LIST, page_params(cursor.as_deref())).await?;
+            let page: ListSkillsResult = self
+                .typed(skills::LIST, page_params(cursor.as_deref()))
+                .await?;
             Ok((page.skills, page.next_cursor))
         })
         .await
@@ -141,12 +143,12 @@ impl ServerHandle {
             .typed(skills::GET, json!({ "uri": uri }))
             .await
             .map_err(|error| match error.kind() {
-                ErrorKind::Rpc { code, message, .. } if *code == INVALID_PARAMS => self
-                    .context(skills::GET)
-                    .error(ErrorKind::UnknownSkill {
+                ErrorKind::Rpc { code, message, .. } if *code == INVALID_PARAMS => {
+                    self.context(skills::GET).error(ErrorKind::UnknownSkill {
                         uri: uri.into(),
                         message: message.clone(),
-                    }),
+                    })
+                }
                 _ => error,
             })?;
         Ok(got.skill)

@@ -23,7 +23,10 @@ fn folder() -> PathBuf {
     root().join("runtime/demo/skills")
 }
 
-async fn ready(name: &str, config: ServerConfig<switchboard::transport::Stdio>) -> (Runtime, ServerHandle) {
+async fn ready(
+    name: &str,
+    config: ServerConfig<switchboard::transport::Stdio>,
+) -> (Runtime, ServerHandle) {
     let rt = Runtime::builder()
         .server(name, config.liveness(Liveness::off()))
         .build()
@@ -119,7 +122,10 @@ async fn demo_entries() -> Vec<Skill> {
 async fn skills_served_by_rmcp_3_are_read_and_checked_in_both_eras() {
     let folder = folder();
     let ours = demo_entries().await;
-    for (protocol, era) in [(Protocol::Legacy, Era::Legacy), (Protocol::Modern, Era::Modern)] {
+    for (protocol, era) in [
+        (Protocol::Legacy, Era::Legacy),
+        (Protocol::Modern, Era::Modern),
+    ] {
         let config = ServerConfig::stdio(rmcp_server("rmcp3-server"))
             .args(["--skills", folder.to_str().expect("a UTF-8 path")])
             .protocol(protocol);

@@ -395,13 +395,21 @@ mod tests {
         assert_eq!(serde_json::to_value(&skill).unwrap(), wire);
         assert_eq!(skill.name(), "git-workflow");
         assert_eq!(skill.description(), "Branches");
-        assert_eq!(skill.file("skill://git-workflow/SKILL.md").unwrap().size, 12);
+        assert_eq!(
+            skill.file("skill://git-workflow/SKILL.md").unwrap().size,
+            12
+        );
         assert!(skill.file("skill://git-workflow/other.md").is_none());
     }
 
     #[test]
     fn resources_that_are_neither_files_nor_dynamic_are_invalid_not_an_error() {
-        for bad in [json!(null), json!("static"), json!({"a": 1}), json!([{"uri": 1}])] {
+        for bad in [
+            json!(null),
+            json!("static"),
+            json!({"a": 1}),
+            json!([{"uri": 1}]),
+        ] {
             let skill: Skill = serde_json::from_value(json!({
                 "uri": "skill://a/SKILL.md",
                 "frontmatter": {"name": "a", "description": "d"},
@@ -412,7 +420,11 @@ mod tests {
         }
         let missing: Skill = serde_json::from_value(json!({"uri": "skill://a/SKILL.md"})).unwrap();
         assert_eq!(missing.resources, SkillResources::Invalid(Value::Null));
-        assert_eq!(missing.name(), "a", "the name comes from the URI without front matter");
+        assert_eq!(
+            missing.name(),
+            "a",
+            "the name comes from the URI without front matter"
+        );
     }
 
     #[test]
@@ -500,8 +512,14 @@ mod tests {
             ("---\nname: [a\n---\n", "not valid YAML"),
             ("---\ndescription: b\n---\n", "`name` is missing"),
             ("---\nname: a\n---\n", "`description` is missing"),
-            ("---\nname: 3\ndescription: b\n---\n", "`name` is not a string"),
-            ("---\nname: a\ndescription: ''\n---\n", "`description` is empty"),
+            (
+                "---\nname: 3\ndescription: b\n---\n",
+                "`name` is not a string",
+            ),
+            (
+                "---\nname: a\ndescription: ''\n---\n",
+                "`description` is empty",
+            ),
         ] {
             let error = front_matter(text).unwrap_err();
             assert!(error.0.contains(why), "{text:?}: {error}");
@@ -513,7 +531,17 @@ mod tests {
         for good in ["a", "pdf-processing", "v2", "données", &"a".repeat(64)] {
             assert_eq!(name_problem(good), None, "{good}");
         }
-        for bad in ["", "PDF", "a_b", "a b", "-a", "a-", "a--b", "a/b", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "PDF",
+            "a_b",
+            "a b",
+            "-a",
+            "a-",
+            "a--b",
+            "a/b",
+            &"a".repeat(65),
+        ] {
             assert!(name_problem(bad).is_some(), "{bad}");
         }
     }

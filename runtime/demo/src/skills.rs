@@ -30,7 +30,8 @@ pub(super) fn catalogue() -> &'static Skills {
 }
 
 fn build(skills: &mut Skills) -> Result<(), switchboard_server::Error> {
-    let greet = Skill::from_skill_md(GREET_PEOPLE)?.with_file("references/STYLES.md", GREETING_STYLES);
+    let greet =
+        Skill::from_skill_md(GREET_PEOPLE)?.with_file("references/STYLES.md", GREETING_STYLES);
     skills.add(greet)?;
     skills.add(Skill::from_skill_md(ARITHMETIC)?.under("demo"))
 }

@@ -92,8 +92,8 @@ impl Skill {
             name: name.to_owned(),
             reason,
         };
-        let (front_matter, _) =
-            front_matter(&skill_md).map_err(|e| refused(SKILL_MD, format!("its {SKILL_MD}: {e}")))?;
+        let (front_matter, _) = front_matter(&skill_md)
+            .map_err(|e| refused(SKILL_MD, format!("its {SKILL_MD}: {e}")))?;
         let name = front_matter
             .get("name")
             .and_then(Value::as_str)
@@ -144,9 +144,9 @@ impl Skill {
     pub fn under(mut self, prefix: impl Into<String>) -> Self {
         let prefix = prefix.into();
         let prefix = prefix.trim_matches('/');
-        let bad = prefix.split('/').find(|segment| {
-            matches!(*segment, "" | "." | "..") || !segment.chars().all(uri_char)
-        });
+        let bad = prefix
+            .split('/')
+            .find(|segment| matches!(*segment, "" | "." | "..") || !segment.chars().all(uri_char));
         match bad {
             Some(_) if !prefix.is_empty() => self.note(format!(
                 "the prefix `{prefix}` is not `/`-separated URI path segments"
@@ -482,7 +482,9 @@ impl Skills {
                 .map(|(child, directory)| {
                     let name = child.rsplit('/').next().unwrap_or(child);
                     match directory {
-                        true => json!({"uri": child, "name": name, "mimeType": DIRECTORY_MIME_TYPE}),
+                        true => {
+                            json!({"uri": child, "name": name, "mimeType": DIRECTORY_MIME_TYPE})
+                        }
                         false => {
                             let file = &self.files[child];
                             json!({"uri": child, "name": name, "mimeType": file.mime_type,
@@ -528,7 +530,10 @@ fn walk(dir: &Path, relative: &str, files: &mut Vec<(String, Vec<u8>)>) -> Resul
         .map_err(|e| unreadable(dir, e))?
         .map(|entry| {
             let entry = entry.map_err(|e| unreadable(dir, e))?;
-            Ok((entry.file_name().to_string_lossy().into_owned(), entry.path()))
+            Ok((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            ))
         })
         .collect::<Result<_, Error>>()?;
     entries.sort();
@@ -607,11 +612,13 @@ mod tests {
     use super::*;
 
     fn refunds() -> Skill {
-        Skill::from_skill_md("---\nname: refunds\ndescription: Process refunds\nlicense: MIT\n---\nBody\n")
-            .unwrap()
-            .under("acme/billing")
-            .with_file("references/POLICY.md", "30 days\n")
-            .with_file("logo.bin", vec![0xff, 0x00])
+        Skill::from_skill_md(
+            "---\nname: refunds\ndescription: Process refunds\nlicense: MIT\n---\nBody\n",
+        )
+        .unwrap()
+        .under("acme/billing")
+        .with_file("references/POLICY.md", "30 days\n")
+        .with_file("logo.bin", vec![0xff, 0x00])
     }
 
     #[test]
@@ -645,15 +652,20 @@ mod tests {
             "sha256:afc85fe257903b22a88c10cd9cf2eb0ef8b671b6da96f3410eb7c7f4a271e167"
         );
         assert_eq!(
-            skills.read("skill://acme/billing/refunds/logo.bin").unwrap()["contents"][0]["blob"],
+            skills
+                .read("skill://acme/billing/refunds/logo.bin")
+                .unwrap()["contents"][0]["blob"],
             "/wA="
         );
         assert_eq!(
-            skills.read("skill://acme/billing/refunds/references/POLICY.md").unwrap()["contents"]
-                [0]["text"],
+            skills
+                .read("skill://acme/billing/refunds/references/POLICY.md")
+                .unwrap()["contents"][0]["text"],
             "30 days\n"
         );
-        assert!(skills.read("skill://acme/billing/refunds/nope.md").is_none());
+        assert!(skills
+            .read("skill://acme/billing/refunds/nope.md")
+            .is_none());
     }
 
     #[test]
@@ -661,7 +673,11 @@ mod tests {
         let mut skills = Skills::new();
         skills.add(refunds()).unwrap();
         skills
-            .add(Skill::new("chargebacks", "Disputes", "Body").unwrap().under("acme/billing"))
+            .add(
+                Skill::new("chargebacks", "Disputes", "Body")
+                    .unwrap()
+                    .under("acme/billing"),
+            )
             .unwrap();
         let names = |uri: &str| -> Vec<(String, String)> {
             skills
@@ -677,7 +693,10 @@ mod tests {
                 .collect()
         };
         let dir = |n: &str| (n.to_owned(), DIRECTORY_MIME_TYPE.to_owned());
-        assert_eq!(names("skill://acme/billing"), [dir("chargebacks"), dir("refunds")]);
+        assert_eq!(
+            names("skill://acme/billing"),
+            [dir("chargebacks"), dir("refunds")]
+        );
         assert_eq!(names("skill://acme"), [dir("billing")]);
         assert_eq!(
             names("skill://acme/billing/refunds"),
@@ -687,7 +706,9 @@ mod tests {
                 dir("references"),
             ]
         );
-        assert!(skills.read_directory("skill://acme/billing/refunds/SKILL.md").is_none());
+        assert!(skills
+            .read_directory("skill://acme/billing/refunds/SKILL.md")
+            .is_none());
         assert!(skills.read_directory("skill://nowhere").is_none());
     }
 
@@ -696,19 +717,33 @@ mod tests {
         let mut skills = Skills::new();
         skills.add(refunds()).unwrap();
         let again = skills.add(refunds()).unwrap_err().to_string();
-        assert!(again.contains("skill://acme/billing/refunds/SKILL.md") && again.contains("another skill"), "{again}");
+        assert!(
+            again.contains("skill://acme/billing/refunds/SKILL.md")
+                && again.contains("another skill"),
+            "{again}"
+        );
         for bad in ["../x", "/x", "a//b", "a/./b", "a b"] {
             let error = skills
                 .add(Skill::new("x", "d", "").unwrap().with_file(bad, "x"))
                 .unwrap_err()
                 .to_string();
-            assert!(error.contains("not a file path inside the skill"), "{bad}: {error}");
+            assert!(
+                error.contains("not a file path inside the skill"),
+                "{bad}: {error}"
+            );
         }
         let error = Skill::new("Bad_Name", "d", "").unwrap_err().to_string();
         assert!(error.contains("not in a skill name"), "{error}");
-        let error = Skill::from_skill_md("no front matter").unwrap_err().to_string();
-        assert!(error.contains("SKILL.md") && error.contains("`---`"), "{error}");
-        let big = Skill::new("big", "d", "").unwrap().with_file("a.bin", vec![0; MAX_BYTES as usize]);
+        let error = Skill::from_skill_md("no front matter")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("SKILL.md") && error.contains("`---`"),
+            "{error}"
+        );
+        let big = Skill::new("big", "d", "")
+            .unwrap()
+            .with_file("a.bin", vec![0; MAX_BYTES as usize]);
         let error = skills.add(big).unwrap_err().to_string();
         assert!(error.contains("16777216"), "{error}");
     }
@@ -728,12 +763,14 @@ mod tests {
         let text = read["contents"][0]["text"].as_str().unwrap();
         assert!(text.ends_with("---\n# Parts\n"), "{text}");
         assert!(Skill::new("parts", " ", "").is_err(), "a blank description");
-        assert!(Skill::new("parts", "x".repeat(1025), "").is_err(), "a long description");
-        let error = Skill::from_skill_md(
-            "---\nname: m\ndescription: d\nmetadata:\n  tools: [a, b]\n---\n",
-        )
-        .unwrap_err()
-        .to_string();
+        assert!(
+            Skill::new("parts", "x".repeat(1025), "").is_err(),
+            "a long description"
+        );
+        let error =
+            Skill::from_skill_md("---\nname: m\ndescription: d\nmetadata:\n  tools: [a, b]\n---\n")
+                .unwrap_err()
+                .to_string();
         assert!(error.contains("`tools` is not one"), "{error}");
     }
 }

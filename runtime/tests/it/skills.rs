@@ -28,7 +28,11 @@ async fn skills_are_listed_got_and_read_in_both_eras() {
         );
         let skills = server.list_skills().await.unwrap();
         let uris: Vec<&str> = skills.iter().map(|s| s.uri.as_str()).collect();
-        assert_eq!(uris, ["skill://demo/arithmetic/SKILL.md", GREET_PEOPLE], "{era:?}");
+        assert_eq!(
+            uris,
+            ["skill://demo/arithmetic/SKILL.md", GREET_PEOPLE],
+            "{era:?}"
+        );
         assert_eq!(skills[0].name(), "arithmetic");
         assert_eq!(skills[0].path(), Some("demo/arithmetic"));
         let first = server.list_skills_page(None).await.unwrap();
@@ -51,7 +55,9 @@ async fn skills_are_listed_got_and_read_in_both_eras() {
         );
         assert_eq!(skill_md.mime_type.as_deref(), Some("text/markdown"));
         let styles = server.read_skill_file(&greet, STYLES).await.unwrap();
-        assert!(styles.text().is_some_and(|t| t.starts_with("# Greeting styles")));
+        assert!(styles
+            .text()
+            .is_some_and(|t| t.starts_with("# Greeting styles")));
         assert_eq!(
             greet.resolve("references/STYLES.md").as_deref(),
             Some(STYLES)
@@ -70,12 +76,18 @@ async fn skills_are_listed_got_and_read_in_both_eras() {
             ]
         );
 
-        let unknown = server.get_skill("skill://nosuch/SKILL.md").await.unwrap_err();
+        let unknown = server
+            .get_skill("skill://nosuch/SKILL.md")
+            .await
+            .unwrap_err();
         assert!(
             matches!(unknown.kind(), ErrorKind::UnknownSkill { uri, .. } if &**uri == "skill://nosuch/SKILL.md"),
             "{era:?}: {unknown:?}"
         );
-        assert!(unknown.to_string().contains("No skill is served at"), "{unknown}");
+        assert!(
+            unknown.to_string().contains("No skill is served at"),
+            "{unknown}"
+        );
 
         let every = rt.skills().await;
         assert_eq!(every.len(), 1);
@@ -112,7 +124,10 @@ async fn a_file_that_is_not_what_the_entry_says_is_refused() {
         panic!("a manifest")
     };
     files[0].size += 1;
-    mismatch(server.load_skill(&tampered).await, "bytes, the manifest says");
+    mismatch(
+        server.load_skill(&tampered).await,
+        "bytes, the manifest says",
+    );
 
     // A file the manifest does not list, and a resource outside a dynamic skill.
     mismatch(
@@ -148,7 +163,10 @@ async fn a_server_without_the_extension_is_not_asked() {
     for error in [
         server.list_skills().await.unwrap_err(),
         server.get_skill(GREET_PEOPLE).await.unwrap_err(),
-        server.read_directory("skill://greet-people").await.unwrap_err(),
+        server
+            .read_directory("skill://greet-people")
+            .await
+            .unwrap_err(),
     ] {
         assert!(
             matches!(error.kind(), ErrorKind::NotSupported { capability } if capability.contains("io.modelcontextprotocol/skills")),

@@ -246,9 +246,7 @@ async fn get(
                     skill.uri
                 ))
             })?;
-            interrupt
-                .guard(server.read_skill_file(&skill, &uri))
-                .await
+            interrupt.guard(server.read_skill_file(&skill, &uri)).await
         }
     };
     let contents = read.map_err(interrupted)??;
@@ -269,7 +267,8 @@ async fn get(
         "text": contents.text(),
     });
     if contents.text().is_none() {
-        document["base64"] = switchboard_codecs::mcp::modern::headers::base64(&contents.bytes).into();
+        document["base64"] =
+            switchboard_codecs::mcp::modern::headers::base64(&contents.bytes).into();
     }
     let document = serde_json::to_string_pretty(&document)
         .map_err(|e| Failure::Run(format!("cannot write the skill as JSON: {e}")))?;
@@ -278,7 +277,11 @@ async fn get(
 
 /// The skill `name` of `server`: the one its listing has by that name or URI, or, for a URI
 /// it does not list, the entry `skills/get` returns.
-async fn of(server: &ServerHandle, name: &str, interrupt: &mut Interrupt) -> Result<Skill, Failure> {
+async fn of(
+    server: &ServerHandle,
+    name: &str,
+    interrupt: &mut Interrupt,
+) -> Result<Skill, Failure> {
     let interrupted = |Interrupted(signal)| {
         Failure::Interrupted(format!(
             "interrupted by {signal} while looking for skill `{name}` on server `{}`",

@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
-use crate::cli::{against_demo, assert_failed, json_document, stderr, stdout, switchboard, Temp, BIN};
+use crate::cli::{
+    against_demo, assert_failed, json_document, stderr, stdout, switchboard, Temp, BIN,
+};
 
 /// Exit 0 and stdout.
 fn succeeded(output: &std::process::Output) -> String {
@@ -112,7 +114,10 @@ fn skill_file_prints_a_supporting_file_of_the_manifest() {
         err.contains("skill://greet-people/references/NOPE.md") && err.contains("does not list it"),
         "{err}"
     );
-    let err = assert_failed(&against_demo(&["skill", "greet-people", "--file", "../x.md"]), 2);
+    let err = assert_failed(
+        &against_demo(&["skill", "greet-people", "--file", "../x.md"]),
+        2,
+    );
     assert!(err.contains("not a file inside skill"), "{err}");
 }
 
@@ -133,7 +138,10 @@ fn skill_json_has_the_entry_and_the_text() {
 #[test]
 fn which_server_a_skill_goes_to() {
     let config = three_servers();
-    let err = assert_failed(&switchboard(&["skill", "arithmetic", "-c", config.str()]), 2);
+    let err = assert_failed(
+        &switchboard(&["skill", "arithmetic", "-c", config.str()]),
+        2,
+    );
     assert!(
         err.contains("skill `arithmetic` is offered by several servers (`one`, `two`)"),
         "{err}"
@@ -150,7 +158,14 @@ fn which_server_a_skill_goes_to() {
     );
     // A server without the extension is not asked.
     let err = assert_failed(
-        &switchboard(&["skill", "arithmetic", "--server", "plain", "-c", config.str()]),
+        &switchboard(&[
+            "skill",
+            "arithmetic",
+            "--server",
+            "plain",
+            "-c",
+            config.str(),
+        ]),
         3,
     );
     assert!(err.contains("io.modelcontextprotocol/skills"), "{err}");

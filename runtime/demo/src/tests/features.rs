@@ -589,7 +589,10 @@ async fn skills_are_listed_got_and_read_in_both_eras() {
             .collect();
         assert_eq!(
             uris,
-            ["skill://demo/arithmetic/SKILL.md", "skill://greet-people/SKILL.md"]
+            [
+                "skill://demo/arithmetic/SKILL.md",
+                "skill://greet-people/SKILL.md"
+            ]
         );
         let got = client
             .ok("skills/get", param("uri", "skill://greet-people/SKILL.md"))
@@ -599,7 +602,10 @@ async fn skills_are_listed_got_and_read_in_both_eras() {
         assert_eq!(files.len(), 2);
         for file in files {
             let read = client
-                .ok("resources/read", param("uri", file["uri"].as_str().unwrap()))
+                .ok(
+                    "resources/read",
+                    param("uri", file["uri"].as_str().unwrap()),
+                )
                 .await;
             let text = read["contents"][0]["text"].as_str().unwrap();
             assert_eq!(file["size"], text.len(), "{file}");

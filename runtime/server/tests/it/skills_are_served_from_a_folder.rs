@@ -182,7 +182,10 @@ async fn a_folder_of_skills_is_served_in_both_eras() {
         if stateless {
             let result = &got["result"];
             assert_eq!(result["resultType"], "complete");
-            assert!(result["ttlMs"].is_u64() && result["cacheScope"].is_string(), "{result}");
+            assert!(
+                result["ttlMs"].is_u64() && result["cacheScope"].is_string(),
+                "{result}"
+            );
         }
 
         let mut dir_params = params.clone();
@@ -207,8 +210,16 @@ async fn a_folder_of_skills_is_served_in_both_eras() {
 
         // The errors the extension names: -32602 for an unknown skill and a non-directory.
         for (id, method, uri) in [
-            (22, "skills/get", "skill://acme/billing/chargebacks/SKILL.md"),
-            (23, "resources/directory/read", "skill://acme/billing/refunds/SKILL.md"),
+            (
+                22,
+                "skills/get",
+                "skill://acme/billing/chargebacks/SKILL.md",
+            ),
+            (
+                23,
+                "resources/directory/read",
+                "skill://acme/billing/refunds/SKILL.md",
+            ),
             (24, "resources/read", "skill://acme/billing/refunds/.secret"),
         ] {
             let mut bad = params.clone();
@@ -246,11 +257,27 @@ async fn skill_files_are_listed_as_resources() {
 fn a_malformed_skill_md_fails_the_build_naming_its_file() {
     for (name, skill_md, why) in [
         ("nofm", "# No front matter\n", "must open with a `---` line"),
-        ("unclosed", "---\nname: unclosed\ndescription: d\n", "no closing `---`"),
+        (
+            "unclosed",
+            "---\nname: unclosed\ndescription: d\n",
+            "no closing `---`",
+        ),
         ("noname", "---\ndescription: d\n---\n", "`name` is missing"),
-        ("badyaml", "---\nname: [x\ndescription: d\n---\n", "not valid YAML"),
-        ("other", "---\nname: something-else\ndescription: d\n---\n", "not its folder's name"),
-        ("Upper", "---\nname: Upper\ndescription: d\n---\n", "not in a skill name"),
+        (
+            "badyaml",
+            "---\nname: [x\ndescription: d\n---\n",
+            "not valid YAML",
+        ),
+        (
+            "other",
+            "---\nname: something-else\ndescription: d\n---\n",
+            "not its folder's name",
+        ),
+        (
+            "Upper",
+            "---\nname: Upper\ndescription: d\n---\n",
+            "not in a skill name",
+        ),
     ] {
         let folder = Folder::new(&format!("bad-{}", name.to_lowercase()));
         let relative = format!("{name}/SKILL.md");
