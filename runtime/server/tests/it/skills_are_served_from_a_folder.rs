@@ -43,7 +43,7 @@ impl Drop for Folder {
 }
 
 const REFUNDS: &str = "---\nname: refunds\ndescription: Process refund requests per policy\n\
-license: Apache-2.0\nmetadata:\n  version: \"2.1\"\n  owners: [billing, support]\n---\n\
+license: Apache-2.0\nmetadata:\n  version: \"2.1\"\n  owners: billing and support\n---\n\
 # Refunds\n\nRead `references/POLICY.md` and pick a template from `templates/`.\n";
 
 /// `acme/billing/refunds` (three files and a hidden one), `git-workflow` (one file) and a
@@ -144,7 +144,7 @@ async fn a_folder_of_skills_is_served_in_both_eras() {
             refunds["frontmatter"],
             json!({"name": "refunds", "description": "Process refund requests per policy",
                    "license": "Apache-2.0",
-                   "metadata": {"version": "2.1", "owners": ["billing", "support"]}})
+                   "metadata": {"version": "2.1", "owners": "billing and support"}})
         );
         let files = refunds["resources"].as_array().unwrap();
         let file_uris: Vec<&str> = files.iter().filter_map(|f| f["uri"].as_str()).collect();
