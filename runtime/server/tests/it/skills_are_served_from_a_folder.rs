@@ -188,14 +188,31 @@ async fn a_folder_of_skills_is_served_in_both_eras() {
             );
         }
 
-        let mut dir_params = params.clone();
-        dir_params["uri"] = json!("skill://acme/billing/refunds");
-        let dir = client
-            .request(21, "resources/directory/read", dir_params)
-            .await;
-        let children: Vec<(&str, &str)> = dir["result"]["resources"]
-            .as_array()
-            .unwrap()
+        // Paged as the lists are (two a page here).
+        let mut entries = Vec::new();
+        let mut cursor = Value::Null;
+        for id in 30.. {
+            let mut dir_params = params.clone();
+            dir_params["uri"] = json!("skill://acme/billing/refunds");
+            if !cursor.is_null() {
+                dir_params["cursor"] = cursor.clone();
+            }
+            let dir = client
+                .request(id, "resources/directory/read", dir_params)
+                .await;
+            entries.extend(
+                dir["result"]["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .cloned(),
+            );
+            cursor = dir["result"]["nextCursor"].clone();
+            if cursor.is_null() {
+                break;
+            }
+        }
+        let children: Vec<(&str, &str)> = entries
             .iter()
             .map(|c| (c["name"].as_str().unwrap(), c["mimeType"].as_str().unwrap()))
             .collect();
