@@ -1,5 +1,5 @@
 //! The demo server's skills (the Skills extension): `skill://greet-people/SKILL.md`, with a
-//! supporting file, and `skill://demo/arithmetic/SKILL.md`, under a prefix. Their files are
+//! supporting file, and `skill://demo/arithmetic/SKILL.md`, under a prefix, with an example file. Their files are
 //! `runtime/demo/skills/`, built into the binary.
 //!
 //! They are served by `skills/list`, `skills/get`, `resources/directory/read` and
@@ -14,6 +14,7 @@ use switchboard_server::skills::{Skill, Skills};
 const GREET_PEOPLE: &str = include_str!("../skills/greet-people/SKILL.md");
 const GREETING_STYLES: &str = include_str!("../skills/greet-people/references/STYLES.md");
 const ARITHMETIC: &str = include_str!("../skills/demo/arithmetic/SKILL.md");
+const SUMS: &str = include_str!("../skills/demo/arithmetic/examples/SUMS.md");
 
 /// The skills, built once.
 pub(super) fn catalogue() -> &'static Skills {
@@ -33,5 +34,6 @@ fn build(skills: &mut Skills) -> Result<(), switchboard_server::Error> {
     let greet =
         Skill::from_skill_md(GREET_PEOPLE)?.with_file("references/STYLES.md", GREETING_STYLES);
     skills.add(greet)?;
-    skills.add(Skill::from_skill_md(ARITHMETIC)?.under("demo"))
+    let arithmetic = Skill::from_skill_md(ARITHMETIC)?.with_file("examples/SUMS.md", SUMS);
+    skills.add(arithmetic.under("demo"))
 }

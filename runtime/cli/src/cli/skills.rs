@@ -5,7 +5,7 @@
 //! ```text
 //! $ switchboard skills -- switchboard demo-server
 //! arithmetic — Add whole numbers with the demo server's add tool, and check the sum.
-//!   skill://demo/arithmetic/SKILL.md (1 file)
+//!   skill://demo/arithmetic/SKILL.md (2 files)
 //! greet-people — Greet someone by name with the demo server's greet tool, in the style …
 //!   skill://greet-people/SKILL.md (2 files)
 //! $ switchboard skill greet-people -- switchboard demo-server

@@ -31,7 +31,7 @@ fn three_servers() -> Temp {
 
 const DEMO_SKILLS: &str = "\
 arithmetic — Add whole numbers with the demo server's add tool, and check the sum.
-  skill://demo/arithmetic/SKILL.md (1 file)
+  skill://demo/arithmetic/SKILL.md (2 files)
 greet-people — Greet someone by name with the demo server's greet tool, in the style they asked for.
   skill://greet-people/SKILL.md (2 files)
 ";
