@@ -31,6 +31,7 @@ mod call;
 mod content;
 mod features;
 pub mod modern;
+pub mod skills;
 pub mod tasks;
 
 pub use call::ToolCall;

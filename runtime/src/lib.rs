@@ -31,6 +31,7 @@ mod primitives;
 mod restart;
 mod routing;
 mod runtime;
+mod skills;
 mod status;
 mod subscriptions;
 pub mod task;
@@ -59,6 +60,7 @@ pub use handle::ServerHandle;
 pub use logging::ServerLog;
 pub use restart::{Liveness, RestartPolicy};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeWatch};
+pub use skills::{ServerSkills, SkillFile};
 pub use status::{ServerState, ServerStatus};
 pub use subscriptions::ResourceUpdate;
 pub use switchboard_transports::{CloseCause, CloseReason};
@@ -68,10 +70,13 @@ pub use switchboard_transports::{CloseCause, CloseReason};
 pub use switchboard_oauth as oauth;
 
 /// The MCP shapes the runtime's answers come in, and what callers pass it: tools and their
-/// results, content blocks, resources, prompts, completion, log levels, and what a server
-/// says of itself. The wire's own shapes (requests, notifications, the handshake) stay in
+/// results, content blocks, resources, prompts, completion, log levels, skills, and what a
+/// server says of itself. The wire's own shapes (requests, notifications, the handshake) stay in
 /// `switchboard-codecs`.
 pub mod model {
+    pub use switchboard_codecs::mcp::skills::{
+        ListSkillsResult, Skill, SkillResource, SkillResources, SkillsCapability,
+    };
     pub use switchboard_codecs::mcp::{
         Annotations, AudioContent, BlobResourceContents, CallToolResult, CompleteResult,
         Completion, CompletionReference, Content, EmbeddedResource, GetPromptResult, ImageContent,

@@ -26,6 +26,7 @@ mod interop_python;
 mod interop_python_tasks;
 mod interop_rmcp;
 mod interop_server;
+mod interop_skills;
 mod interop_tasks;
 mod oauth;
 mod oauth_fixture;

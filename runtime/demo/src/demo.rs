@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::{json, Value};
 use switchboard_server::{Arguments, BoxFuture, Context, Handler, HandlerError, Info, Reply, Seen};
 
-use super::{completion, conformance, prompts, resources, tools, Options};
+use super::{completion, conformance, prompts, resources, skills, tools, Options};
 
 /// How many of the latest `tools/call` requests the `calls` fault tool remembers.
 const MAX_RECORDED_CALLS: usize = 1000;
@@ -129,7 +129,11 @@ impl Handler for Demo {
         let mut info = Info::new(self.options.name.clone(), env!("CARGO_PKG_VERSION"))
             .with_instructions(self.options.instructions.clone());
         if self.options.server_features {
-            info = info.with_resources().with_prompts().with_completions();
+            info = info
+                .with_resources()
+                .with_prompts()
+                .with_completions()
+                .with_skills(true);
             info.resources_list_changed = true;
             info.prompts_list_changed = true;
         }
@@ -165,6 +169,16 @@ impl Handler for Demo {
         _: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
         Box::pin(async move { resources::read(&self, &uri) })
+    }
+
+    fn skills(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(skills::catalogue().entries())
+    }
+
+    fn read_directory(&self, uri: &str) -> Result<Vec<Value>, HandlerError> {
+        skills::catalogue().read_directory(uri).ok_or_else(|| {
+            HandlerError::invalid_params(format!("{uri} is not a directory resource"))
+        })
     }
 
     fn check_subscription(&self, uri: &str) -> Result<(), HandlerError> {

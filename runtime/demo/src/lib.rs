@@ -27,14 +27,18 @@
 //! - **Prompts**: `simple`, `greeting` (`name` required, `style` optional) and
 //!   `with_resource` (embeds `demo://text/hello`); `prompts_changed` sends
 //!   `notifications/prompts/list_changed`.
+//! - **Skills** (the extension `io.modelcontextprotocol/skills`): `greet-people` (with
+//!   `references/STYLES.md`) and `demo/arithmetic`, listed by `skills/list`, got by
+//!   `skills/get`, their folders read by `resources/directory/read` and their files by
+//!   `resources/read` (`skill://greet-people/SKILL.md`, …), though not in `resources/list`.
 //! - **Completion** of `greeting`'s arguments and of the template's `id`.
 //! - **Logging**: `logging/setLevel` (default `info`) filters what the `log` tool sends as
 //!   `notifications/message`.
 //!
 //! Every list (`tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`) is
 //! paged with `--page-size`. With `--no-server-features` the server declares only `tools` and
-//! `logging`, and answers the resource, prompt and completion methods with -32601, as a server
-//! without them would. Its `instructions` are one sentence, or `--instructions TEXT`.
+//! `logging`, and answers the resource, prompt, skill and completion methods with -32601, as a
+//! server without them would. Its `instructions` are one sentence, or `--instructions TEXT`.
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
@@ -65,6 +69,7 @@ mod demo;
 mod feature_tools;
 mod prompts;
 mod resources;
+mod skills;
 #[cfg(test)]
 mod tests;
 mod tools;

@@ -1,4 +1,5 @@
-//! The demo server's resources: three static ones, one template, and subscriptions.
+//! The demo server's resources: three static ones, one template, the files of its skills
+//! (read, not listed: see `skills`), and subscriptions.
 //!
 //! [`definitions`] and [`templates`] are what `resources/list` and `resources/templates/list`
 //! page through; [`read`] resolves a URI against both (and, with `--conformance`, the
@@ -131,6 +132,11 @@ fn not_found(demo: &Demo, uri: &str) -> HandlerError {
 
 /// Answers `resources/read` (and checks a URI one subscribes to).
 pub(super) fn read(demo: &Demo, uri: &str) -> Result<Value, HandlerError> {
+    if demo.options.server_features {
+        if let Some(read) = super::skills::catalogue().read(uri) {
+            return Ok(read);
+        }
+    }
     let found = contents(uri).or_else(|| {
         demo.options
             .conformance

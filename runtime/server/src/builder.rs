@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::handler::Info;
 use crate::router::{Router, Tool};
+use crate::skills::{Skill, Skills};
 use crate::typed::{sealed, PromptFn, ResourceFn, ToolFn};
 use crate::{Error, Options, Server};
 
@@ -52,6 +53,7 @@ impl Server {
                 tools: HashMap::new(),
                 resources: HashMap::new(),
                 prompts: HashMap::new(),
+                skills: Skills::new(),
             },
             error: None,
         }
@@ -183,14 +185,44 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds a skill (the extension `io.modelcontextprotocol/skills`): the server then
+    /// declares the extension, lists and gets its entry, and serves its files as
+    /// resources, in both eras.
+    ///
+    /// ```
+    /// use switchboard_server::{skills::Skill, Server};
+    ///
+    /// # fn main() -> Result<(), switchboard_server::Error> {
+    /// let server = Server::builder("docs", "1.0.0")
+    ///     .skill(Skill::new("release-notes", "Write release notes", "# Release notes\n…")?)
+    ///     .build()?;
+    /// # let _ = server; Ok(()) }
+    /// ```
+    pub fn skill(mut self, skill: Skill) -> Self {
+        if let Err(error) = self.router.skills.add(skill) {
+            self.error.get_or_insert(error);
+        }
+        self
+    }
+
+    /// Adds the skills of every folder below `folder` that holds a `SKILL.md` (see
+    /// [`Skills::from_dir`]): read now, once; a malformed one fails
+    /// [`build`](Self::build), naming its file.
+    pub fn skills_dir(mut self, folder: impl AsRef<std::path::Path>) -> Self {
+        if let Err(error) = self.router.skills.add_dir(folder) {
+            self.error.get_or_insert(error);
+        }
+        self
+    }
+
     fn refuse(mut self, kind: &'static str, name: String, reason: String) -> Self {
         self.error
             .get_or_insert(Error::Definition { kind, name, reason });
         self
     }
 
-    /// The handler of what was added, with the server's [`Info`] (resources and prompts
-    /// declared if there are any).
+    /// The handler of what was added, with the server's [`Info`] (resources, prompts and
+    /// skills declared if there are any).
     ///
     /// # Errors
     /// [`Error::Definition`] for the first tool, resource or prompt that cannot be served.
@@ -205,6 +237,12 @@ impl ServerBuilder {
         }
         if !router.prompt_list.is_empty() {
             info = info.with_prompts();
+        }
+        if !router.skills.is_empty() {
+            // The catalogue answers directory reads of every folder of its skills.
+            info = info.with_skills(true);
+            let files = router.skills.resources().to_vec();
+            router.resource_list.extend(files);
         }
         router.info = info;
         Ok(router)

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{Notification, Request, Response};
+use switchboard_codecs::mcp::skills;
 
 use crate::arguments::Arguments;
 use crate::context::Context;
@@ -51,6 +52,12 @@ pub struct Info {
     pub resources_list_changed: bool,
     /// Whether `listChanged` is declared for prompts.
     pub prompts_list_changed: bool,
+    /// Skills (the extension `io.modelcontextprotocol/skills`: `skills/list`, `skills/get`);
+    /// they ride on resources, which are declared with them.
+    pub skills: bool,
+    /// Whether `resources/directory/read` is served (the skills extension's
+    /// `directoryRead`).
+    pub skills_directory_read: bool,
 }
 
 impl Info {
@@ -67,6 +74,8 @@ impl Info {
             tools_list_changed: false,
             resources_list_changed: false,
             prompts_list_changed: false,
+            skills: false,
+            skills_directory_read: false,
         }
     }
 
@@ -79,6 +88,15 @@ impl Info {
     /// Serves prompts too.
     pub fn with_prompts(mut self) -> Self {
         self.prompts = true;
+        self
+    }
+
+    /// Serves skills too, and the resources their files are ([`Handler::skills`]);
+    /// `directory_read`: `resources/directory/read` as well ([`Handler::read_directory`]).
+    pub fn with_skills(mut self, directory_read: bool) -> Self {
+        self.skills = true;
+        self.skills_directory_read = directory_read;
+        self.resources = true;
         self
     }
 
@@ -108,7 +126,16 @@ impl Info {
             "tools": {"listChanged": self.tools_list_changed},
             "logging": {},
         });
-        if self.resources {
+        if self.skills {
+            let settings = match self.skills_directory_read {
+                true => json!({"directoryRead": true}),
+                false => json!({}),
+            };
+            // Declared in both eras, as the SDKs do: the handshake era's capabilities are
+            // open to fields a version does not name.
+            capabilities["extensions"] = json!({ skills::EXTENSION: settings });
+        }
+        if self.resources || self.skills {
             capabilities["resources"] =
                 json!({"subscribe": true, "listChanged": self.resources_list_changed});
         }
@@ -275,6 +302,16 @@ impl From<&str> for Reply {
     }
 }
 
+/// -32602 for a `skills/get` of a skill the server does not serve.
+pub(crate) fn unknown_skill(uri: &str) -> HandlerError {
+    HandlerError::invalid_params(format!("No skill is served at {uri}"))
+}
+
+/// -32602 for a `resources/directory/read` of what is no directory.
+pub(crate) fn not_a_directory(uri: &str) -> HandlerError {
+    HandlerError::invalid_params(format!("{uri} is not a directory resource"))
+}
+
 /// A message the server received, shown to [`Handler::observe`] before it is served.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -432,6 +469,32 @@ pub trait Handler: Send + Sync + 'static {
         Box::pin(
             async move { Ok(json!({"completion": {"values": [], "total": 0, "hasMore": false}})) },
         )
+    }
+
+    /// The skills, as `skills/list` entries in a stable order (see
+    /// [`skills::Skills::entries`](crate::skills::Skills::entries)); served when
+    /// [`Info::skills`] is set. Their files are resources: [`read_resource`](Self::read_resource)
+    /// reads them.
+    fn skills(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(&[])
+    }
+
+    /// The entry of the skill whose `SKILL.md` is at `uri` (`skills/get`), whether
+    /// [`skills`](Self::skills) lists it or not; by default the listed one. A skill not
+    /// served is -32602, as the extension says.
+    fn get_skill(&self, uri: &str) -> Result<Value, HandlerError> {
+        self.skills()
+            .iter()
+            .find(|skill| skill["uri"] == uri)
+            .cloned()
+            .ok_or_else(|| unknown_skill(uri))
+    }
+
+    /// The direct children of the directory resource at `uri` (`resources/directory/read`,
+    /// when [`Info::skills_directory_read`] is set), as resource metadata; subdirectories
+    /// have MIME type `inode/directory`. Not a directory: -32602.
+    fn read_directory(&self, uri: &str) -> Result<Vec<Value>, HandlerError> {
+        Err(not_a_directory(uri))
     }
 
     /// Sees every message before it is served; `false` drops it unserved (a fixture that

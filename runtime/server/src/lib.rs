@@ -18,7 +18,9 @@
 //!
 //! Most servers are assembled from async functions by [`Server::builder`]: a tool is a
 //! function of a type that derives `Deserialize` and [`schemars::JsonSchema`], whose schema
-//! is its `inputSchema` (see [`typed`] for every shape a function can take).
+//! is its `inputSchema` (see [`typed`] for every shape a function can take). Skills (the
+//! extension `io.modelcontextprotocol/skills`) are added from code or from a folder of
+//! `SKILL.md` files (see [`skills`]).
 //!
 //! ```no_run
 //! use switchboard_server::{Server, ToolError};
@@ -101,6 +103,7 @@ mod schema;
 mod seal;
 mod session;
 mod shared;
+pub mod skills;
 pub mod typed;
 
 pub use arguments::Arguments;
@@ -224,13 +227,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// A tool, resource or prompt given to [`Server::builder`] cannot be served as it is
-    /// (two of one name, arguments whose schema is not an object, …).
+    /// A tool, resource, prompt or skill given to [`Server::builder`] cannot be served as it
+    /// is (two of one name, arguments whose schema is not an object, a `SKILL.md` whose
+    /// front matter is malformed, …).
     #[error("{kind} {name:?} cannot be served: {reason}")]
     Definition {
-        /// `tool`, `resource` or `prompt`.
+        /// `tool`, `resource`, `prompt` or `skill`.
         kind: &'static str,
-        /// Its name (a resource's URI).
+        /// Its name (a resource's URI; a skill's URI, or the file or folder it was read
+        /// from).
         name: String,
         /// Why.
         reason: String,

@@ -12,7 +12,8 @@ use serde_json::Value;
 use crate::arguments::Arguments;
 use crate::context::Context;
 use crate::error::HandlerError;
-use crate::handler::{BoxFuture, Handler, Info, Reply};
+use crate::handler::{not_a_directory, unknown_skill, BoxFuture, Handler, Info, Reply};
+use crate::skills::Skills;
 
 /// A tool's call from its arguments: the handler's future, or why the arguments do not
 /// deserialize into the type the tool takes.
@@ -49,6 +50,8 @@ pub struct Router {
     pub(crate) tools: HashMap<String, Tool>,
     pub(crate) resources: HashMap<String, ReadFn>,
     pub(crate) prompts: HashMap<String, GetFn>,
+    /// The skills, whose files are also in `resource_list`.
+    pub(crate) skills: Skills,
 }
 
 pub(crate) struct Tool {
@@ -68,6 +71,7 @@ impl fmt::Debug for Router {
             .field("tools", &names(&self.tool_list, "name"))
             .field("resources", &names(&self.resource_list, "uri"))
             .field("prompts", &names(&self.prompt_list, "name"))
+            .field("skills", &names(self.skills.entries(), "uri"))
             .finish()
     }
 }
@@ -132,12 +136,33 @@ impl Handler for Router {
     ) -> BoxFuture<Result<Value, HandlerError>> {
         match self.resources.get(&uri) {
             Some(read) => read(uri, ctx),
-            None => ready(Err(HandlerError::resource_not_found(&uri))),
+            None => ready(
+                self.skills
+                    .read(&uri)
+                    .ok_or_else(|| HandlerError::resource_not_found(&uri)),
+            ),
         }
     }
 
     fn prompts(&self) -> Cow<'_, [Value]> {
         Cow::Borrowed(&self.prompt_list)
+    }
+
+    fn skills(&self) -> Cow<'_, [Value]> {
+        Cow::Borrowed(self.skills.entries())
+    }
+
+    fn get_skill(&self, uri: &str) -> Result<Value, HandlerError> {
+        self.skills
+            .get(uri)
+            .cloned()
+            .ok_or_else(|| unknown_skill(uri))
+    }
+
+    fn read_directory(&self, uri: &str) -> Result<Vec<Value>, HandlerError> {
+        self.skills
+            .read_directory(uri)
+            .ok_or_else(|| not_a_directory(uri))
     }
 
     /// Gets the prompt with its arguments read into the type it takes; arguments that are

@@ -18,8 +18,11 @@ pub(crate) struct Core {
 
 impl Core {
     pub(crate) fn new(handler: Arc<dyn Handler>, options: Options) -> Self {
+        let mut info = handler.info();
+        // Skill files are resources: the extension is never served without them.
+        info.resources |= info.skills;
         Core {
-            info: handler.info(),
+            info,
             sealer: Sealer::new(options.request_state_key.as_deref()),
             handler,
             options,

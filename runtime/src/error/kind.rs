@@ -171,6 +171,23 @@ pub enum ErrorKind {
         /// What the server said.
         message: String,
     },
+    /// The server serves no skill at that URI (`skills/get` answered -32602).
+    UnknownSkill {
+        /// The `SKILL.md` URI asked for.
+        uri: Arc<str>,
+        /// What the server said.
+        message: String,
+    },
+    /// A skill file is not what the skill's entry describes: its size or SHA-256 digest
+    /// differs, it is not in the entry's manifest, or the entry has no valid manifest. The
+    /// content must not be used; the skill may have changed since its entry was fetched
+    /// (get it again with [`ServerHandle::get_skill`](crate::ServerHandle::get_skill)).
+    SkillMismatch {
+        /// The file's URI.
+        uri: Arc<str>,
+        /// What differs.
+        detail: String,
+    },
     /// The tool can only be run as a task (`execution.taskSupport: "required"`), but the
     /// server does not declare task-augmented `tools/call` (`tasks.requests.tools.call`);
     /// nothing was sent.
@@ -385,7 +402,8 @@ impl ErrorKind {
             | ErrorKind::VersionRejected { .. } => C::Rpc,
             ErrorKind::Protocol { .. }
             | ErrorKind::InputLoop { .. }
-            | ErrorKind::InputUnsupported { .. } => C::Protocol,
+            | ErrorKind::InputUnsupported { .. }
+            | ErrorKind::SkillMismatch { .. } => C::Protocol,
             ErrorKind::Transport { .. } => C::Transport,
             ErrorKind::Unauthorized { .. } => C::Unauthorized,
             ErrorKind::Spawn { .. }
@@ -395,6 +413,7 @@ impl ErrorKind {
             ErrorKind::UnknownTool
             | ErrorKind::UnknownServer
             | ErrorKind::UnknownPrompt { .. }
+            | ErrorKind::UnknownSkill { .. }
             | ErrorKind::ResourceNotFound { .. } => C::NotFound,
             ErrorKind::AmbiguousTool { .. }
             | ErrorKind::AmbiguousPrompt { .. }
@@ -549,6 +568,13 @@ impl ErrorKind {
                 Some(s) => write!(f, "server `{s}` has no resource `{uri}`: {message}"),
                 None => write!(f, "no server has no resource `{uri}`: {message}"),
             },
+            ErrorKind::UnknownSkill { uri, message } => {
+                write!(f, "server `{server}` serves no skill `{uri}`: {message}")
+            }
+            ErrorKind::SkillMismatch { uri, detail } => write!(
+                f,
+                "skill file `{uri}` of server `{server}` is not what its skill entry describes: {detail}"
+            ),
             ErrorKind::TaskRequired => write!(
                 f,
                 "tool `{}` of server `{server}` can only be run as a task, but the server declares no tasks.requests.tools.call capability",

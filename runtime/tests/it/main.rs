@@ -22,6 +22,7 @@ mod metrics;
 mod processes;
 mod restarting_server_keeps_its_entries;
 mod server_features;
+mod skills;
 mod skipped_frames;
 mod supervision;
 mod tasks;

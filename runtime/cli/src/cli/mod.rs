@@ -1,11 +1,12 @@
 //! The command line: arguments, logging, signals and exit codes around the subcommands.
 //!
-//! `tools`, `call`, `resources`, `read`, `prompts`, `prompt` and `check` run the servers of a
-//! config file, or one server given on the command line (a command or a URL after `--`),
-//! which [`config`] turns into a config of that one server: from there on each goes through
-//! the same code ([`tools`], [`call`], [`resources`], [`prompts`], [`check`]), with the same
-//! messages, exit codes and JSON. A command about one server (`read --server X`, `call
-//! X__tool`, `prompt --server X`) starts that server alone. `complete`, `ping`, `logs` and
+//! `tools`, `call`, `resources`, `read`, `prompts`, `prompt`, `skills`, `skill` and `check`
+//! run the servers of a config file, or one server given on the command line (a command or
+//! a URL after `--`), which [`config`] turns into a config of that one server: from there on
+//! each goes through the same code ([`tools`], [`call`], [`resources`], [`prompts`],
+//! [`skills`], [`check`]), with the same messages, exit codes and JSON. A command about one
+//! server (`read --server X`, `call X__tool`, `prompt --server X`, `skill --server X`) starts
+//! that server alone. `complete`, `ping`, `logs` and
 //! `subscribe` are the rest of the protocol ([`protocol`]). Every runtime they start answers
 //! a server's form elicitation on the terminal, from `--answer`, or declines it
 //! ([`elicit`]).
@@ -55,6 +56,7 @@ mod roots;
 mod serve;
 mod serve_metrics;
 mod serve_status;
+mod skills;
 mod startup;
 mod tasks;
 mod tools;
@@ -116,6 +118,13 @@ enum Command {
     /// and print its messages.
     #[command(after_help = prompts::AFTER_HELP_GET)]
     Prompt(prompts::GetArgs),
+    /// List the skills (the Skills extension) of a config file's servers, or of one server
+    /// after `--`.
+    #[command(after_help = skills::AFTER_HELP_LIST)]
+    Skills(skills::ListArgs),
+    /// Print one skill's SKILL.md (or another of its files), checked against its entry.
+    #[command(after_help = skills::AFTER_HELP_GET)]
+    Skill(skills::GetArgs),
     /// Start every server of a config file (or one after `--`) and report on each.
     #[command(after_help = AFTER_HELP_CHECK)]
     Check(CheckArgs),
@@ -418,6 +427,8 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Read(args) => resources::run_read(args, &mut interrupt).await,
         Command::Prompts(args) => prompts::run_list(args, &mut interrupt).await,
         Command::Prompt(args) => prompts::run_get(args, &mut interrupt).await,
+        Command::Skills(args) => skills::run_list(args, &mut interrupt).await,
+        Command::Skill(args) => skills::run_get(args, &mut interrupt).await,
         Command::Check(args) => check::run(args, &mut interrupt).await,
         Command::Complete(args) => protocol::run_complete(args, &mut interrupt).await,
         Command::Logs(args) => protocol::run_logs(args, &mut interrupt).await,

@@ -7,7 +7,7 @@ use super::super::{resources, Options};
 use super::{text, Client};
 
 /// Every request here in one place, so that the gating test covers them all.
-const FEATURE_METHODS: [&str; 8] = [
+const FEATURE_METHODS: [&str; 11] = [
     "resources/list",
     "resources/templates/list",
     "resources/read",
@@ -16,6 +16,9 @@ const FEATURE_METHODS: [&str; 8] = [
     "prompts/list",
     "prompts/get",
     "completion/complete",
+    "skills/list",
+    "skills/get",
+    "resources/directory/read",
 ];
 
 const BYTES_BASE64: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0BBQkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWltcXV5fYGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn+AgYKDhIWGh4iJiouMjY6PkJGSk5SVlpeYmZqbnJ2en6ChoqOkpaanqKmqq6ytrq+wsbKztLW2t7i5uru8vb6/wMHCw8TFxsfIycrLzM3Oz9DR0tPU1dbX2Nna29zd3t/g4eLj5OXm5+jp6uvs7e7v8PHy8/T19vf4+fr7/P3+/w==";
@@ -103,6 +106,7 @@ async fn capabilities_declare_the_server_features() {
             "prompts": {"listChanged": true},
             "completions": {},
             "logging": {},
+            "extensions": {"io.modelcontextprotocol/skills": {"directoryRead": true}},
         })
     );
 }
@@ -558,4 +562,65 @@ fn base64_matches_rfc_4648() {
     ] {
         assert_eq!(resources::base64(input.as_bytes()), encoded);
     }
+}
+
+#[tokio::test]
+async fn skills_are_listed_got_and_read_in_both_eras() {
+    let mut client = with("");
+    client
+        .ok("initialize", json!({"protocolVersion": "2025-11-25"}))
+        .await;
+    let stateless = json!({"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }});
+    for base in [json!({}), stateless] {
+        let param = |key: &str, value: &str| {
+            let mut params = base.clone();
+            params[key] = json!(value);
+            params
+        };
+        let listed = client.ok("skills/list", base.clone()).await;
+        let uris: Vec<&str> = listed["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["uri"].as_str())
+            .collect();
+        assert_eq!(
+            uris,
+            [
+                "skill://demo/arithmetic/SKILL.md",
+                "skill://greet-people/SKILL.md"
+            ]
+        );
+        let got = client
+            .ok("skills/get", param("uri", "skill://greet-people/SKILL.md"))
+            .await;
+        assert_eq!(got["skill"], listed["skills"][1]);
+        let files = got["skill"]["resources"].as_array().unwrap();
+        assert_eq!(files.len(), 2);
+        for file in files {
+            let read = client
+                .ok(
+                    "resources/read",
+                    param("uri", file["uri"].as_str().unwrap()),
+                )
+                .await;
+            let text = read["contents"][0]["text"].as_str().unwrap();
+            assert_eq!(file["size"], text.len(), "{file}");
+        }
+        let dir = client
+            .ok("resources/directory/read", param("uri", "skill://demo"))
+            .await;
+        assert_eq!(dir["resources"][0]["uri"], "skill://demo/arithmetic");
+        assert_eq!(dir["resources"][0]["mimeType"], "inode/directory");
+        let unknown = client
+            .err("skills/get", param("uri", "skill://nosuch/SKILL.md"))
+            .await;
+        assert_eq!(unknown["code"], -32602);
+    }
+    // Skill files are read by URI, not listed: the resource list stays the three documents.
+    let listed = client.ok("resources/list", json!({})).await;
+    assert_eq!(listed["resources"].as_array().map(Vec::len), Some(3));
 }

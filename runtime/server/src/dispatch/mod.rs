@@ -20,6 +20,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Notification, Request};
 use switchboard_codecs::mcp::modern::{self, meta};
+use switchboard_codecs::mcp::skills;
 use switchboard_codecs::mcp::ToolCall;
 use switchboard_transports::server::{Inbound, Responder};
 
@@ -300,6 +301,15 @@ pub(super) async fn feature(
             let name = str_param(&params, "name")?.to_owned();
             let args = arguments(&params)?;
             handler.get_prompt(name, args, ctx).await.map(Reply::Result)
+        }
+        skills::LIST if info.skills => list(&handler.skills(), "skills"),
+        skills::GET if info.skills => {
+            let skill = handler.get_skill(str_param(&params, "uri")?)?;
+            Ok(Reply::Result(json!({ "skill": skill })))
+        }
+        skills::DIRECTORY_READ if info.skills && info.skills_directory_read => {
+            let children = handler.read_directory(str_param(&params, "uri")?)?;
+            page(&children, "resources", &params, page_size).map(Reply::Result)
         }
         "completion/complete" if info.completions => {
             handler.complete(params, ctx).await.map(Reply::Result)

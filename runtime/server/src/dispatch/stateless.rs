@@ -51,6 +51,9 @@ const CACHEABLE: &[&str] = &[
     "resources/list",
     "resources/templates/list",
     "resources/read",
+    // The skills extension's results are cacheable as the lists and reads are.
+    "skills/list",
+    "skills/get",
 ];
 
 /// Adds what a 2026-07-28 result carries: `resultType`, caching hints, `serverInfo`.

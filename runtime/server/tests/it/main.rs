@@ -9,6 +9,7 @@ mod http_support;
 mod instructions_follow_the_handler;
 mod oversized_initialize_is_refused;
 mod readme;
+mod skills_are_served_from_a_folder;
 mod stdio;
 mod support;
 mod typed_call_reads_its_arguments;
