@@ -15,6 +15,7 @@ use std::future::Future;
 use std::process::ExitCode;
 
 use futures_util::future::join_all;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use switchboard::{ConfigFile, Runtime, ServerHandle};
 
@@ -271,6 +272,51 @@ where
         Err(failure) => (String::new(), Err(failure)),
     };
     super::finish(&runtime, &output, outcome, interrupt).await
+}
+
+/// The `--json` document of a listing of `key` (`"prompts"`, `"skills"`):
+/// `{"servers": [{"name", "state", "error", key}]}`, one entry per server in file order, whose
+/// `key` is what it listed, `null` when it does not offer the feature, and empty (with
+/// `error` saying why) when it is not ready or its listing failed.
+pub(crate) fn listing_document<T: Serialize>(
+    listings: &[Listing<Vec<T>>],
+    key: &'static str,
+) -> Result<String, Failure> {
+    let servers: Vec<ServerDocument<'_, T>> = listings
+        .iter()
+        .map(|listing| ServerDocument { listing, key })
+        .collect();
+    let document = serde_json::to_string_pretty(&Document { servers })
+        .map_err(|e| Failure::Run(format!("cannot write the {key} as JSON: {e}")))?;
+    Ok(document + "\n")
+}
+
+#[derive(serde::Serialize)]
+struct Document<'a, T> {
+    servers: Vec<ServerDocument<'a, T>>,
+}
+
+/// One server's entry in [`listing_document`], its fields in that order.
+struct ServerDocument<'a, T> {
+    listing: &'a Listing<Vec<T>>,
+    key: &'static str,
+}
+
+impl<T: Serialize> Serialize for ServerDocument<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let listing = self.listing;
+        let listed: Option<&[T]> = match &listing.offer {
+            Offer::Listed(items) => Some(items),
+            Offer::NotOffered => None,
+            Offer::NotReady | Offer::Failed(_) => Some(&[]),
+        };
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("name", &listing.report.name)?;
+        map.serialize_entry("state", listing.report.state)?;
+        map.serialize_entry("error", &listing.error())?;
+        map.serialize_entry(self.key, &listed)?;
+        map.end()
+    }
 }
 
 /// The human listing of `what`: `lines` for one server, else each server's line (name, state,

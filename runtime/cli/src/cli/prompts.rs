@@ -20,7 +20,6 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use clap::Args;
-use serde::Serialize;
 use serde_json::{json, Value};
 
 use switchboard::model::{Content, GetPromptResult, Prompt, Role};
@@ -118,36 +117,8 @@ pub(crate) async fn run_list(
 }
 
 /// The `prompts --json` document.
-#[derive(Serialize)]
-struct Document<'a> {
-    servers: Vec<ServerDocument<'a>>,
-}
-
-#[derive(Serialize)]
-struct ServerDocument<'a> {
-    name: &'a str,
-    state: &'static str,
-    error: Option<&'a str>,
-    prompts: Option<&'a [Prompt]>,
-}
-
 fn document(listings: &[Listing<Vec<Prompt>>]) -> Result<String, Failure> {
-    let servers = listings
-        .iter()
-        .map(|listing| ServerDocument {
-            name: &listing.report.name,
-            state: listing.report.state,
-            error: listing.error(),
-            prompts: match &listing.offer {
-                Offer::Listed(prompts) => Some(&prompts[..]),
-                Offer::NotOffered => None,
-                Offer::NotReady | Offer::Failed(_) => Some(&[][..]),
-            },
-        })
-        .collect();
-    let document = serde_json::to_string_pretty(&Document { servers })
-        .map_err(|e| Failure::Run(format!("cannot write the prompts as JSON: {e}")))?;
-    Ok(document + "\n")
+    offered::listing_document(listings, "prompts")
 }
 
 /// A line per prompt and one per argument under it; grouped under a line per server when

@@ -24,7 +24,6 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use serde::Serialize;
 
 use switchboard::model::{Skill, SkillResources};
 use switchboard::{ConfigFile, Runtime, ServerHandle};
@@ -126,36 +125,8 @@ pub(crate) async fn run_list(
 }
 
 /// The `skills --json` document.
-#[derive(Serialize)]
-struct Document<'a> {
-    servers: Vec<ServerDocument<'a>>,
-}
-
-#[derive(Serialize)]
-struct ServerDocument<'a> {
-    name: &'a str,
-    state: &'static str,
-    error: Option<&'a str>,
-    skills: Option<&'a [Skill]>,
-}
-
 fn document(listings: &[Listing<Vec<Skill>>]) -> Result<String, Failure> {
-    let servers = listings
-        .iter()
-        .map(|listing| ServerDocument {
-            name: &listing.report.name,
-            state: listing.report.state,
-            error: listing.error(),
-            skills: match &listing.offer {
-                Offer::Listed(skills) => Some(&skills[..]),
-                Offer::NotOffered => None,
-                Offer::NotReady | Offer::Failed(_) => Some(&[][..]),
-            },
-        })
-        .collect();
-    let document = serde_json::to_string_pretty(&Document { servers })
-        .map_err(|e| Failure::Run(format!("cannot write the skills as JSON: {e}")))?;
-    Ok(document + "\n")
+    offered::listing_document(listings, "skills")
 }
 
 /// Two lines per skill: name and description, then its URI and files; grouped under a line
