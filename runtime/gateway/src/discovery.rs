@@ -18,6 +18,10 @@
 //!   not match the schema get what a tool's invalid arguments get
 //!   ([`Context::invalid_arguments`]: an `isError` result from 2025-11-25 on, -32602 before).
 //!
+//! A search is answered by the gateway itself, from the runtime's index, as the lists are:
+//! it is not a forwarded request, so it is in none of the front's request series (nor is the
+//! client's query logged).
+//!
 //! A client limited to some tools (`--auth` tool lists) finds only those, and calling
 //! another through `call_tool` is refused as its direct call is (-32602, unknown tool); the
 //! two meta-tools themselves are every client's. Direct calls by catalogue name keep
@@ -274,7 +278,8 @@ fn search(gateway: &Gateway, arguments: &Map<String, Value>, ctx: &Context) -> R
         search = search.filter(move |entry| principal.may_use_tool(&entry.name));
     }
     let matches = gateway.runtime.search_tools_with(&search);
-    tracing::debug!(query, found = matches.len(), "searched the catalogue");
+    // The query is the client's text: not logged.
+    tracing::debug!(found = matches.len(), "searched the catalogue");
     Reply::structured(json!({ "tools": matches.iter().map(found).collect::<Vec<_>>() }))
 }
 
