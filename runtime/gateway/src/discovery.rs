@@ -6,7 +6,7 @@
 //!
 //! - [`SEARCH_TOOL`] (`search_tools`) takes `query` (what the model wants done, in its own
 //!   words) and an optional `limit` (1 to [`MAX_LIMIT`], default [`DEFAULT_LIMIT`]), and
-//!   answers the best matches of the catalogue ([`Runtime::search_tools_with`]), best first,
+//!   answers the best matches of the catalogue ([`Runtime::search_tools_with`](switchboard::Runtime::search_tools_with)), best first,
 //!   each with its catalogue name, server, score and full definition, as `structuredContent`
 //!   (its `outputSchema` says the shape) and as the same JSON in a text block for clients
 //!   that read only text.

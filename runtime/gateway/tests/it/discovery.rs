@@ -80,7 +80,7 @@ async fn search(gateway: &ServerHandle, query: &str) -> Vec<Value> {
     .expect("in time")
     .expect("a search");
     assert!(!result.is_error(), "{}", result.text());
-    let structured = Value::from(result.structured_content.clone().expect("structured"));
+    let structured = result.structured_content.clone().expect("structured");
     // The text block says the same, for clients that read only text.
     let text: Value = serde_json::from_str(&result.text()).expect("JSON text");
     assert_eq!(text, structured);
@@ -206,7 +206,7 @@ async fn arguments_that_do_not_match_the_schema_are_refused_as_a_direct_call_is(
             .await
             .unwrap();
         assert_eq!(
-            Value::from(sum.structured_content.clone().expect("structured")),
+            sum.structured_content.clone().expect("structured"),
             json!({"sum": 3}),
             "{era:?}"
         );
