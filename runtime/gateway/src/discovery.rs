@@ -53,6 +53,7 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Map, Value};
+use switchboard::schema_mismatch;
 use switchboard::search::{ToolMatch, ToolSearch};
 use switchboard_server::{Arguments, BoxFuture, Context, HandlerError, Reply};
 
@@ -255,7 +256,7 @@ pub(crate) fn serve(
 /// The meta-tool's arguments as an object, once they match its schema.
 fn read(schema: &Value, arguments: Arguments) -> Result<Map<String, Value>, String> {
     let value = arguments.into_value().map_err(|e| e.to_string())?;
-    if let Some(why) = mismatch(schema, &value) {
+    if let Some(why) = schema_mismatch(schema, &value) {
         return Err(why);
     }
     match value {
@@ -318,31 +319,11 @@ fn call(
     // A tool not listed yet (a re-list pending) is not checked here: its server checks, and
     // the runtime waits for the list inside the call's deadline, as for a direct call.
     let schema = gateway.lists().schemas.get(&name).cloned();
-    if let Some(why) = schema.and_then(|schema| mismatch(&schema, &arguments)) {
+    if let Some(why) = schema.and_then(|schema| schema_mismatch(&schema, &arguments)) {
         let refused = ctx.invalid_arguments(&name, &why);
         return Box::pin(async move { refused });
     }
     gateway.forward_tool(name, Arguments::from(arguments), ctx)
-}
-
-/// Why `value` does not match `schema`, in the validator's words (at most three), or `None`
-/// when it does. A schema that cannot be compiled here (it needs a remote `$ref`, or is not
-/// a schema) checks nothing: the tool's server checks its own arguments.
-pub(crate) fn mismatch(schema: &Value, value: &Value) -> Option<String> {
-    let validator = jsonschema::validator_for(schema).ok()?;
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .take(3)
-        .map(|e| {
-            let at = e.instance_path.to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{e} at `{at}`")
-            }
-        })
-        .collect();
-    (!errors.is_empty()).then(|| errors.join("; "))
 }
 
 #[cfg(test)]
@@ -366,22 +347,28 @@ mod tests {
         let [search, call] = definitions();
         let search = &search["inputSchema"];
         let call = &call["inputSchema"];
-        assert_eq!(mismatch(search, &json!({"query": "read a file"})), None);
-        assert_eq!(mismatch(search, &json!({"query": "x", "limit": 5})), None);
-        assert!(mismatch(search, &json!({})).is_some());
-        assert!(mismatch(search, &json!({"query": "x", "limit": 0})).is_some());
-        assert!(mismatch(search, &json!({"query": "x", "limit": MAX_LIMIT + 1})).is_some());
         assert_eq!(
-            mismatch(call, &json!({"name": "add", "arguments": {"a": 1}})),
+            schema_mismatch(search, &json!({"query": "read a file"})),
             None
         );
-        assert!(mismatch(call, &json!({"name": "add", "arguments": [1]})).is_some());
-        let why = mismatch(call, &json!({"arguments": {}})).expect("name is required");
+        assert_eq!(
+            schema_mismatch(search, &json!({"query": "x", "limit": 5})),
+            None
+        );
+        assert!(schema_mismatch(search, &json!({})).is_some());
+        assert!(schema_mismatch(search, &json!({"query": "x", "limit": 0})).is_some());
+        assert!(schema_mismatch(search, &json!({"query": "x", "limit": MAX_LIMIT + 1})).is_some());
+        assert_eq!(
+            schema_mismatch(call, &json!({"name": "add", "arguments": {"a": 1}})),
+            None
+        );
+        assert!(schema_mismatch(call, &json!({"name": "add", "arguments": [1]})).is_some());
+        let why = schema_mismatch(call, &json!({"arguments": {}})).expect("name is required");
         assert!(why.contains("name"), "{why}");
     }
 
     #[test]
     fn a_schema_that_does_not_compile_checks_nothing() {
-        assert_eq!(mismatch(&json!({"type": 5}), &json!({})), None);
+        assert_eq!(schema_mismatch(&json!({"type": 5}), &json!({})), None);
     }
 }
