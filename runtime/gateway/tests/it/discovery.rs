@@ -1,8 +1,8 @@
 //! Discovery mode seen from front clients: the two meta-tools listed instead of the
-//! catalogue, a search that finds, a call through `call_tool` that carries progress and an
-//! elicitation to the front client in both eras, arguments checked against the target's
-//! schema, the threshold crossed both ways with `list_changed`, and an upstream tool that
-//! has a meta-tool's name. Per-client tool lists need the HTTP front's auth: they are the
+//! catalogue, a search that finds, a call through `call_tool` that carries progress, an
+//! elicitation and sampling to the front client in both eras and is cancelled as a direct
+//! call is, arguments checked against the target's schema, the threshold crossed both ways
+//! with `list_changed`, and an upstream tool that has a meta-tool's name. Per-client tool lists need the HTTP front's auth: they are the
 //! CLI's tests (`gateway_discovery.rs`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +11,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use switchboard::client::{
     BoxFuture, ClientHandlers, ElicitationHandler, ElicitationRequest, ElicitationResponse,
+    SamplingHandler, SamplingRequest, SamplingResponse,
 };
+use switchboard::model::Content;
 use switchboard::{Protocol, Runtime, ServerConfig, ServerHandle};
 use switchboard_gateway::discovery::{CALL_TOOL, SEARCH_TOOL};
 use switchboard_gateway::{upstream_handlers, Discovery, Front, Gateway};
@@ -326,6 +328,83 @@ async fn an_upstream_tool_with_a_meta_tools_name_is_reached_through_call_tool() 
     assert_eq!(listed(&gateway), ["search_tools"]);
     let direct = gateway.call_tool("search_tools", json!({})).await.unwrap();
     assert_eq!(direct.text(), "the upstream's own search_tools");
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
+
+/// Answers every sampling request with one text.
+#[derive(Debug)]
+struct Model;
+
+impl SamplingHandler for Model {
+    fn create_message(
+        &self,
+        _server: &str,
+        _request: SamplingRequest,
+    ) -> BoxFuture<Result<SamplingResponse, String>> {
+        Box::pin(async {
+            Ok(SamplingResponse::new(
+                "front-model",
+                [Content::text("sampled by the front")],
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_call_through_call_tool_is_sampled_and_cancelled_as_a_direct_call_is() {
+    let upstream = upstream(vec![
+        ("fixture", demo(&["--conformance"])),
+        ("faults", demo(&["--faults"])),
+    ])
+    .await;
+    let served = Gateway::with_discovery(upstream.clone(), Discovery::Search)
+        .serve(switchboard_server::Options::default());
+    for era in ERAS {
+        let (front, gateway) = client(&served, era, ClientHandlers::new().sampling(Model)).await;
+        let sampled = tokio::time::timeout(
+            WAIT,
+            gateway.call_tool(
+                CALL_TOOL,
+                json!({"name": "fixture__test_sampling", "arguments": {"prompt": "q"}}),
+            ),
+        )
+        .await
+        .expect("in time")
+        .unwrap_or_else(|e| panic!("{era:?}: {e}"));
+        assert_eq!(
+            sampled.text(),
+            "LLM response: sampled by the front",
+            "{era:?}"
+        );
+        front.shutdown().await;
+    }
+
+    // The front cancels (its timeout): the gateway drops the upstream call, which tells the
+    // upstream.
+    let (front, gateway) = client(&served, Protocol::Legacy, ClientHandlers::new()).await;
+    let hung = gateway
+        .call_tool(CALL_TOOL, json!({"name": "faults__hang"}))
+        .timeout(std::time::Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert!(hung.is_timeout(), "{hung}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let seen = upstream
+            .call_tool("faults__cancellations", json!({}))
+            .await
+            .unwrap();
+        let cancelled = seen.structured_content.unwrap_or_default()["cancelled"].clone();
+        if cancelled.as_array().is_some_and(|c| !c.is_empty()) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the upstream heard no cancel"
+        );
+        tokio::task::yield_now().await;
+    }
     front.shutdown().await;
     upstream.shutdown().await;
 }
