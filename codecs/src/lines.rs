@@ -23,7 +23,6 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use std::collections::VecDeque;
 use std::io;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -47,8 +46,8 @@ const EXCERPT_CHARS: usize = 80;
 #[derive(Debug)]
 pub struct LinesCodec {
     framer: LineFramer,
-    /// Frames already decoded but not yet returned: the rest of a batch.
-    pending: VecDeque<Frame>,
+    /// The rest of a batch.
+    rest: Frames,
 }
 
 impl Default for LinesCodec {
@@ -72,7 +71,7 @@ impl LinesCodec {
     pub fn with_max_length(max: usize) -> Self {
         LinesCodec {
             framer: LineFramer::with_max_length(max),
-            pending: VecDeque::new(),
+            rest: Frames::default(),
         }
     }
 
@@ -120,36 +119,37 @@ impl LineFramer {
     }
 }
 
-/// Reads one line (without its `\n`) into the frames it holds: none for a blank line, one
-/// for a message or a line that is not one, one per element of a batch.
+/// The frames one line (without its `\n`) holds: none for a blank line, one for a message or
+/// a line that is not one, one per element of a batch.
 ///
 /// A batch's valid elements are yielded even when others are not; each invalid element is
 /// reported as its own [`SkipKind::NotJsonRpc`] (with its id when readable), and an empty
-/// array as one [`SkipKind::BadBatch`].
-pub fn read_line(line: &[u8], frames: &mut impl Extend<Frame>) {
+/// array as one [`SkipKind::BadBatch`]. A batch's elements are read one by one, as they are
+/// taken.
+#[inline]
+pub fn read_line(line: &[u8]) -> Frames {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(|&b| is_json_whitespace(b)) {
-        return;
+        return Frames::default();
     }
     let text = match std::str::from_utf8(line) {
         Ok(text) => text,
         Err(e) => {
             let skipped = Skipped::new(SkipKind::NotUtf8, line, e.to_string(), None);
-            frames.extend([Frame::Skipped(skipped)]);
-            return;
+            return Frames::one(Frame::Skipped(skipped));
         }
     };
     if text
         .trim_start_matches(|c: char| c.is_ascii() && is_json_whitespace(c as u8))
         .starts_with('[')
     {
-        read_batch(text, frames);
+        read_batch(text)
     } else {
-        frames.extend([parse_message(text)]);
+        Frames::one(parse_message(text))
     }
 }
 
-fn read_batch(text: &str, frames: &mut impl Extend<Frame>) {
+fn read_batch(text: &str) -> Frames {
     let elements = match serde_json::from_str::<Vec<Box<RawValue>>>(text) {
         Ok(elements) => elements,
         Err(e) => {
@@ -161,8 +161,7 @@ fn read_batch(text: &str, frames: &mut impl Extend<Frame>) {
                 SkipKind::NotJson
             };
             let skipped = Skipped::new(kind, text.as_bytes(), e.to_string(), None);
-            frames.extend([Frame::Skipped(skipped)]);
-            return;
+            return Frames::one(Frame::Skipped(skipped));
         }
     };
     if elements.is_empty() {
@@ -172,10 +171,41 @@ fn read_batch(text: &str, frames: &mut impl Extend<Frame>) {
             "empty batch".into(),
             None,
         );
-        frames.extend([Frame::Skipped(skipped)]);
-        return;
+        return Frames::one(Frame::Skipped(skipped));
     }
-    frames.extend(elements.iter().map(|raw| parse_message(raw.get())));
+    Frames {
+        one: None,
+        batch: elements.into_iter(),
+    }
+}
+
+/// The frames of one line, in order ([`read_line`]).
+#[derive(Debug, Default)]
+pub struct Frames {
+    one: Option<Frame>,
+    /// A batch's elements not yet read.
+    batch: std::vec::IntoIter<Box<RawValue>>,
+}
+
+impl Frames {
+    fn one(frame: Frame) -> Frames {
+        Frames {
+            one: Some(frame),
+            batch: Vec::new().into_iter(),
+        }
+    }
+}
+
+impl Iterator for Frames {
+    type Item = Frame;
+
+    #[inline]
+    fn next(&mut self) -> Option<Frame> {
+        match self.one.take() {
+            Some(frame) => Some(frame),
+            None => self.batch.next().map(|raw| parse_message(raw.get())),
+        }
+    }
 }
 
 /// JSON's four whitespace bytes; other ASCII whitespace (form feed) is not JSON.
@@ -370,6 +400,7 @@ impl Decoder for LineFramer {
     type Item = RawLine;
     type Error = io::Error;
 
+    #[inline]
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<RawLine>, io::Error> {
         loop {
             if self.discarding {
@@ -466,17 +497,25 @@ impl Decoder for LinesCodec {
 
 impl LinesCodec {
     fn next(&mut self, buf: &mut BytesMut, eof: bool) -> Result<Option<Frame>, io::Error> {
+        if let Some(frame) = self.rest.next() {
+            return Ok(Some(frame));
+        }
         loop {
-            if let Some(frame) = self.pending.pop_front() {
-                return Ok(Some(frame));
-            }
             let line = if eof {
                 self.framer.decode_eof(buf)?
             } else {
                 self.framer.decode(buf)?
             };
             match line {
-                Some(RawLine::Line(line)) => read_line(&line, &mut self.pending),
+                Some(RawLine::Line(line)) => {
+                    let mut frames = read_line(&line);
+                    if let Some(frame) = frames.next() {
+                        if !frames.batch.as_slice().is_empty() {
+                            self.rest = frames;
+                        }
+                        return Ok(Some(frame));
+                    }
+                }
                 Some(RawLine::TooLong(skipped)) => return Ok(Some(Frame::Skipped(skipped))),
                 None => return Ok(None),
             }

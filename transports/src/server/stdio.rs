@@ -97,14 +97,12 @@ where
     let mut lines = FramedRead::new(reader, LineFramer::with_max_length(config.max_line));
     // Every request's answer goes to the one output queue.
     let responder = Responder::from_sender(tx.clone());
-    let mut frames = Vec::new();
     let read_result = loop {
         tokio::select! {
             line = lines.next() => match line {
                 Some(Ok(RawLine::Line(line))) => {
                     if !service.receive_line(&session, &line, &responder) {
-                        read_line(&line, &mut frames);
-                        for frame in frames.drain(..) {
+                        for frame in read_line(&line) {
                             let inbound = match frame {
                                 Frame::Message(Message::Request(request)) => Inbound::Request {
                                     request,
