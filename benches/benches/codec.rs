@@ -10,18 +10,15 @@
 //! - `result`: an answer's raw result to a typed [`CallToolResult`], as `.await` on a call
 //!   does (one text block of the size, as in the answers above).
 //!
-//! A note on a fast path removed (2026-12-04, issue 36). A server used to read a
-//! handshake-era `tools/call` line in one pass (`ServerLinesCodec` and `ToolCall::parse`)
-//! rather than as an envelope (`decode` above) and then its params by type
-//! (`ToolCall::from_request`). Measured in turns in one run (15 rounds of 20,000 small `echo`
-//! lines each way, medians, other builds sharing the two cores), the one pass took
-//! 0.79–0.87× the time of the plain reading: 379–590 ns against 477–679 ns a line, about
-//! 0.1 µs a call. End to end (`--bench server -- stdio`, four pairs of builds in turns, the
-//! same-run ratios against the blocking echo server): 64-in-flight calls/s 0.40–0.61× with
-//! it against 0.39–0.68× without, server CPU per call 3.12–3.91× against 2.86–3.77× —
-//! within noise (the demo's own CPU per call, 1.87–2.08 µs against 2.08–2.16 µs, shows the
-//! 0.1 µs). It put MCP into the lines codec, the transports and the server's public API for
-//! that, so the plain reading is what serves calls now.
+//! A note on a fast path (issue 36). A server reads a handshake-era `tools/call` line in one
+//! pass (`runtime/server/src/tool_call.rs`, offered each stdio line through
+//! `Service::receive_line`) rather than as an envelope (`decode` above) and then its params
+//! by type. It was taken out of the codecs and the transports on 2026-12-04 (then 0.79–0.87×
+//! the time of the plain reading per line, with other builds sharing the cores) and came
+//! back in the server crate alone on 2026-12-05: 9.63 k instructions per `echo` against
+//! 11.82 k for the plain reading (callgrind, the demo server), the demo's CPU per call at 64
+//! in flight 1.31–1.48 µs against 1.56–1.74 µs in turns (`benches/HISTORY.md`, "the
+//! one-pass reading back").
 
 mod support;
 

@@ -18,15 +18,13 @@
 //! `cargo bench --bench server -- http` (or `-- stdio`) runs one half;
 //! `SWITCHBOARD_BENCH_ROUNDS=1` makes it short (to run under a profiler).
 //!
-//! A note on a fast path removed (2026-12-04, issue 36). A request used to get its first poll
-//! on the connection's reader and a task only if it then waited, which spared a quick one
-//! its spawn but let a handler that computes before its first `.await` hold up reading every
-//! other request of the connection. Every request now runs on a task of its own. What that
-//! costs, `-- stdio`, four pairs of builds in turns (`ec2011b`, then this change with the
-//! plain call reading of `codec`'s note), other builds sharing the two cores: the demo's
-//! server CPU per call at 64 in flight 1.16–1.56 µs against 2.05–2.33 µs (÷ the blocking echo
-//! server's in the same run: 1.44–2.28 against 2.73–3.22), 64-in-flight calls/s ÷ the
-//! blocking server's 0.43–0.80× against 0.42–0.54×; sequential p50 did not move.
+//! A note on the fast paths (issue 36). On a runtime of one thread, or of one worker, a
+//! request's first poll is on the connection's reader and only a request that then waits
+//! gets a task; with several workers every request runs on a task of its own, so that a
+//! handler that computes before its first `.await` holds up only itself (`demo_main`
+//! measures that set-up). A handshake-era `tools/call` line is read in one pass by the
+//! server (`runtime/server/src/tool_call.rs`). Each against the plain version, in turns:
+//! `BENCHMARKS.md` (issue 36's section) and `benches/HISTORY.md`.
 
 mod support;
 

@@ -171,7 +171,8 @@ impl<'de> Deserialize<'de> for ErrorObject {
 /// Reads `T` from a JSON object only. serde's derived impls also read a struct from an array
 /// of its fields in order, so `["2.0",7,"tools/call",{}]` would pass for a request; no peer
 /// means that, and JSON-RPC says objects.
-pub(crate) struct ObjectOnly<T>(pub(crate) T);
+#[derive(Debug)]
+pub struct ObjectOnly<T>(pub T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -5,7 +5,9 @@
 //! lines. A line that is not a message does not end the stream: it comes out as
 //! [`Frame::Skipped`], so that the transport can log it, count it and, when its id is
 //! readable, fail the request it answers. Lines longer than the limit are dropped without
-//! being buffered, so a peer cannot make the decoder hold more than about the limit.
+//! being buffered, so a peer cannot make the decoder hold more than about the limit. The
+//! codec is two parts a reader may also use apart: [`LineFramer`] cuts the lines, and
+//! [`read_line`] reads one.
 //!
 //! ```
 //! use bytes::BytesMut;
@@ -21,7 +23,6 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use std::collections::VecDeque;
 use std::io;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -40,17 +41,13 @@ const EXCERPT_CHARS: usize = 80;
 /// already serialized JSON ([`Bytes`]).
 ///
 /// A line is the bytes before a `\n`, a trailing `\r` included in its length and then
-/// stripped. Lines holding only whitespace are ignored.
+/// stripped. Lines holding only whitespace are ignored. It is a [`LineFramer`] whose lines
+/// are read by [`read_line`].
 #[derive(Debug)]
 pub struct LinesCodec {
-    max_length: usize,
-    /// Where to resume the search for `\n` in the buffer, so that a line arriving in many
-    /// small chunks is scanned once rather than once per chunk.
-    next_index: usize,
-    /// Set after an oversized line was reported, until its `\n` is seen.
-    discarding: bool,
-    /// Frames already decoded but not yet returned: the rest of a batch.
-    pending: VecDeque<Frame>,
+    framer: LineFramer,
+    /// The rest of a batch.
+    rest: Frames,
 }
 
 impl Default for LinesCodec {
@@ -73,72 +70,140 @@ impl LinesCodec {
     /// can make it use. `usize::MAX` removes the bound: do not use it on untrusted input.
     pub fn with_max_length(max: usize) -> Self {
         LinesCodec {
-            max_length: max,
-            next_index: 0,
-            discarding: false,
-            pending: VecDeque::new(),
+            framer: LineFramer::with_max_length(max),
+            rest: Frames::default(),
         }
     }
 
     /// The longest line accepted, in bytes.
     pub fn max_length(&self) -> usize {
-        self.max_length
+        self.framer.max_length
     }
+}
 
-    /// Interprets one line (without its `\n`) and queues what it yields.
-    fn push_line(&mut self, line: &[u8]) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(|&b| is_json_whitespace(b)) {
-            return;
-        }
-        let text = match std::str::from_utf8(line) {
-            Ok(text) => text,
-            Err(e) => {
-                let skipped = Skipped::new(SkipKind::NotUtf8, line, e.to_string(), None);
-                self.pending.push_back(Frame::Skipped(skipped));
-                return;
-            }
-        };
-        if text
-            .trim_start_matches(|c: char| c.is_ascii() && is_json_whitespace(c as u8))
-            .starts_with('[')
-        {
-            self.push_batch(text);
-        } else {
-            self.pending.push_back(parse_message(text));
+/// Frames lines without reading them: each line's bytes, for a reader that reads some lines
+/// its own way before [`read_line`] reads the rest (a server's one-pass reading of the
+/// requests it serves most).
+///
+/// A line longer than the limit is reported once, as [`RawLine::TooLong`], as soon as the
+/// buffer holds more than the limit without a `\n`; its remaining bytes are then dropped as
+/// they arrive, up to and including the `\n`. Content never makes decoding fail: `Err` is
+/// reserved for I/O errors of the underlying reader.
+#[derive(Debug)]
+pub struct LineFramer {
+    max_length: usize,
+    /// Where to resume the search for `\n` in the buffer, so that a line arriving in many
+    /// small chunks is scanned once rather than once per chunk.
+    next_index: usize,
+    /// Set after an oversized line was reported, until its `\n` is seen.
+    discarding: bool,
+}
+
+/// What a [`LineFramer`] yields.
+#[derive(Debug)]
+pub enum RawLine {
+    /// A line's bytes, without its `\n` (a `\r` before it kept; blank lines too).
+    Line(BytesMut),
+    /// A line longer than the limit.
+    TooLong(Skipped),
+}
+
+impl LineFramer {
+    /// A framer whose longest line is `max` bytes (see [`LinesCodec::with_max_length`]).
+    pub fn with_max_length(max: usize) -> Self {
+        LineFramer {
+            max_length: max,
+            next_index: 0,
+            discarding: false,
         }
     }
+}
 
-    /// Queues each element of a batch: valid messages in order, and one
-    /// [`SkipKind::NotJsonRpc`] per element that is not a message.
-    fn push_batch(&mut self, text: &str) {
-        let elements = match serde_json::from_str::<Vec<Box<RawValue>>>(text) {
-            Ok(elements) => elements,
-            Err(e) => {
-                // Syntax errors mean the line is not JSON at all; anything else is JSON that
-                // is not an array of values.
-                let kind = if e.is_data() {
-                    SkipKind::BadBatch
-                } else {
-                    SkipKind::NotJson
-                };
-                let skipped = Skipped::new(kind, text.as_bytes(), e.to_string(), None);
-                self.pending.push_back(Frame::Skipped(skipped));
-                return;
-            }
-        };
-        if elements.is_empty() {
-            let skipped = Skipped::new(
-                SkipKind::BadBatch,
-                text.as_bytes(),
-                "empty batch".into(),
-                None,
-            );
-            self.pending.push_back(Frame::Skipped(skipped));
-            return;
+/// The frames one line (without its `\n`) holds: none for a blank line, one for a message or
+/// a line that is not one, one per element of a batch.
+///
+/// A batch's valid elements are yielded even when others are not; each invalid element is
+/// reported as its own [`SkipKind::NotJsonRpc`] (with its id when readable), and an empty
+/// array as one [`SkipKind::BadBatch`]. A batch's elements are read one by one, as they are
+/// taken.
+#[inline]
+pub fn read_line(line: &[u8]) -> Frames {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(|&b| is_json_whitespace(b)) {
+        return Frames::default();
+    }
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(e) => {
+            let skipped = Skipped::new(SkipKind::NotUtf8, line, e.to_string(), None);
+            return Frames::one(Frame::Skipped(skipped));
         }
-        for raw in elements {
-            self.pending.push_back(parse_message(raw.get()));
+    };
+    if text
+        .trim_start_matches(|c: char| c.is_ascii() && is_json_whitespace(c as u8))
+        .starts_with('[')
+    {
+        read_batch(text)
+    } else {
+        Frames::one(parse_message(text))
+    }
+}
+
+fn read_batch(text: &str) -> Frames {
+    let elements = match serde_json::from_str::<Vec<Box<RawValue>>>(text) {
+        Ok(elements) => elements,
+        Err(e) => {
+            // Syntax errors mean the line is not JSON at all; anything else is JSON that
+            // is not an array of values.
+            let kind = if e.is_data() {
+                SkipKind::BadBatch
+            } else {
+                SkipKind::NotJson
+            };
+            let skipped = Skipped::new(kind, text.as_bytes(), e.to_string(), None);
+            return Frames::one(Frame::Skipped(skipped));
+        }
+    };
+    if elements.is_empty() {
+        let skipped = Skipped::new(
+            SkipKind::BadBatch,
+            text.as_bytes(),
+            "empty batch".into(),
+            None,
+        );
+        return Frames::one(Frame::Skipped(skipped));
+    }
+    Frames {
+        one: None,
+        batch: elements.into_iter(),
+    }
+}
+
+/// The frames of one line, in order ([`read_line`]).
+#[derive(Debug, Default)]
+pub struct Frames {
+    one: Option<Frame>,
+    /// A batch's elements not yet read.
+    batch: std::vec::IntoIter<Box<RawValue>>,
+}
+
+impl Frames {
+    fn one(frame: Frame) -> Frames {
+        Frames {
+            one: Some(frame),
+            batch: Vec::new().into_iter(),
+        }
+    }
+}
+
+impl Iterator for Frames {
+    type Item = Frame;
+
+    #[inline]
+    fn next(&mut self) -> Option<Frame> {
+        match self.one.take() {
+            Some(frame) => Some(frame),
+            None => self.batch.next().map(|raw| parse_message(raw.get())),
         }
     }
 }
@@ -331,27 +396,13 @@ impl SkipKind {
     }
 }
 
-/// Decodes lines into frames.
-///
-/// A batch line yields its elements one per call, in order. Valid elements are yielded even
-/// when others are not; each invalid element is reported as its own [`SkipKind::NotJsonRpc`]
-/// (with its id when readable), and an empty array as one [`SkipKind::BadBatch`].
-///
-/// A line longer than [`LinesCodec::max_length`] is reported once, as soon as the buffer
-/// holds more than the limit without a `\n`; its remaining bytes are then dropped as they
-/// arrive, up to and including the `\n`.
-///
-/// Content never makes decoding fail: `Err` is reserved for I/O errors of the underlying
-/// reader, so a misbehaving peer cannot end the stream by writing garbage.
-impl Decoder for LinesCodec {
-    type Item = Frame;
+impl Decoder for LineFramer {
+    type Item = RawLine;
     type Error = io::Error;
 
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, io::Error> {
+    #[inline]
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<RawLine>, io::Error> {
         loop {
-            if let Some(frame) = self.pending.pop_front() {
-                return Ok(Some(frame));
-            }
             if self.discarding {
                 match find_newline(buf) {
                     Some(i) => {
@@ -371,9 +422,9 @@ impl Decoder for LinesCodec {
             if let Some(offset) = find_newline(&buf[self.next_index..read_to]) {
                 let end = self.next_index + offset;
                 self.next_index = 0;
-                let line = buf.split_to(end + 1);
-                self.push_line(&line[..end]);
-                continue;
+                let mut line = buf.split_to(end + 1);
+                line.truncate(end);
+                return Ok(Some(RawLine::Line(line)));
             }
             if buf.len() <= self.max_length {
                 self.next_index = read_to;
@@ -402,7 +453,7 @@ impl Decoder for LinesCodec {
                     seen
                 }
             };
-            return Ok(Some(Frame::Skipped(Skipped {
+            return Ok(Some(RawLine::TooLong(Skipped {
                 kind: SkipKind::TooLong,
                 len,
                 excerpt: skipped_excerpt,
@@ -412,21 +463,63 @@ impl Decoder for LinesCodec {
         }
     }
 
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, io::Error> {
-        if let Some(frame) = self.decode(buf)? {
-            return Ok(Some(frame));
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<RawLine>, io::Error> {
+        if let Some(line) = self.decode(buf)? {
+            return Ok(Some(line));
         }
         // What is left is a final line without `\n` (or the tail of a discarded one).
         self.next_index = 0;
-        if std::mem::take(&mut self.discarding) {
+        if std::mem::take(&mut self.discarding) || buf.is_empty() {
             buf.clear();
             return Ok(None);
         }
-        if !buf.is_empty() {
-            let line = buf.split();
-            self.push_line(&line);
+        Ok(Some(RawLine::Line(buf.split())))
+    }
+}
+
+/// Decodes lines into frames, as [`LineFramer`] frames them and [`read_line`] reads them: a
+/// batch line yields its elements one per call, in order.
+///
+/// Content never makes decoding fail: `Err` is reserved for I/O errors of the underlying
+/// reader, so a misbehaving peer cannot end the stream by writing garbage.
+impl Decoder for LinesCodec {
+    type Item = Frame;
+    type Error = io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, io::Error> {
+        self.next(buf, false)
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, io::Error> {
+        self.next(buf, true)
+    }
+}
+
+impl LinesCodec {
+    fn next(&mut self, buf: &mut BytesMut, eof: bool) -> Result<Option<Frame>, io::Error> {
+        if let Some(frame) = self.rest.next() {
+            return Ok(Some(frame));
         }
-        Ok(self.pending.pop_front())
+        loop {
+            let line = if eof {
+                self.framer.decode_eof(buf)?
+            } else {
+                self.framer.decode(buf)?
+            };
+            match line {
+                Some(RawLine::Line(line)) => {
+                    let mut frames = read_line(&line);
+                    if let Some(frame) = frames.next() {
+                        if !frames.batch.as_slice().is_empty() {
+                            self.rest = frames;
+                        }
+                        return Ok(Some(frame));
+                    }
+                }
+                Some(RawLine::TooLong(skipped)) => return Ok(Some(Frame::Skipped(skipped))),
+                None => return Ok(None),
+            }
+        }
     }
 }
 

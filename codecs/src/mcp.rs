@@ -27,14 +27,12 @@ use serde_json::{Map, Value};
 
 use crate::jsonrpc::Id;
 
-mod call;
 mod content;
 mod features;
 pub mod modern;
 pub mod skills;
 pub mod tasks;
 
-pub use call::ToolCall;
 pub use content::{
     Annotations, AudioContent, BlobResourceContents, Content, EmbeddedResource, ImageContent,
     ResourceContents, ResourceLink, TextContent, TextResourceContents, ToolResultContent,

@@ -237,6 +237,16 @@ impl Handler for Demo {
                     );
                 }
             }
+            Seen::Call { id, name, .. } => {
+                self.count("tools/call");
+                if self.options.faults {
+                    push_bounded(
+                        &self.calls,
+                        json!({"id": id, "name": name}),
+                        MAX_RECORDED_CALLS,
+                    );
+                }
+            }
             Seen::Notification(notification) => {
                 self.count(&notification.method);
                 if notification.method == "notifications/cancelled" {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use switchboard_codecs::jsonrpc::{Notification, Request, Response};
+use switchboard_codecs::jsonrpc::{Id, Notification, Request, Response};
 use switchboard_codecs::mcp::skills;
 
 use crate::arguments::Arguments;
@@ -322,6 +322,19 @@ pub enum Seen<'a> {
     Notification(&'a Notification),
     /// A response to a request the server sent.
     Response(&'a Response),
+    /// A handshake-era `tools/call` read from its stdio line in one pass, shown by what was
+    /// read of it. Not a [`Request`]: building one only to show it would cost the call
+    /// what the one-pass reading saves (about 1.2 k instructions of a small `echo`'s 10 k,
+    /// `BENCHMARKS.md`). Other calls, on HTTP or not read that way, come as
+    /// [`Seen::Request`].
+    Call {
+        /// The request's id.
+        id: &'a Id,
+        /// The tool.
+        name: &'a str,
+        /// Its arguments as the request wrote them; `None` when absent or `null`.
+        arguments: Option<&'a RawValue>,
+    },
 }
 
 /// An application's side of an MCP server.

@@ -85,7 +85,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_transports::server::{self as transport, Inbound, Notifier, Service};
+use switchboard_transports::server::{self as transport, Inbound, Notifier, Responder, Service};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 mod arguments;
@@ -104,6 +104,7 @@ mod seal;
 mod session;
 mod shared;
 pub mod skills;
+mod tool_call;
 pub mod typed;
 
 pub use arguments::Arguments;
@@ -373,6 +374,10 @@ impl Service for Server {
 
     fn receive(&self, session: &Arc<Session>, inbound: Inbound) {
         dispatch::receive(&self.core, session, inbound);
+    }
+
+    fn receive_line(&self, session: &Arc<Session>, line: &[u8], responder: &Responder) -> bool {
+        dispatch::receive_line(&self.core, session, line, responder)
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<serde_json::Value> {

@@ -284,6 +284,24 @@ pub trait Service: Send + Sync + 'static {
     /// One message of the session. It must not wait: work is spawned.
     fn receive(&self, session: &Arc<Self::Session>, inbound: Inbound);
 
+    /// One line of a stdio session, before the transport reads it as JSON-RPC: a service
+    /// that reads the messages it serves most in one pass of its own (a server its
+    /// `tools/call`) serves such a line here, answering through `responder` (a clone), and
+    /// returns `true`. `false`, the default, leaves the line to the transport's reading,
+    /// which hands what it holds to [`receive`](Self::receive). Like `receive`, it must not
+    /// wait.
+    ///
+    /// `line` is as it came, without its `\n`: possibly blank, not JSON, or a batch.
+    fn receive_line(
+        &self,
+        session: &Arc<Self::Session>,
+        line: &[u8],
+        responder: &Responder,
+    ) -> bool {
+        let _ = (session, line, responder);
+        false
+    }
+
     /// The input schema of the tool `name`, for the `Mcp-Param-*` header checks of a
     /// 2026-07-28 `tools/call` on HTTP; `None` (the default) checks none.
     fn tool_input_schema(&self, name: &str) -> Option<serde_json::Value> {

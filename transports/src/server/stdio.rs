@@ -2,8 +2,9 @@
 //! that a client started as its child, or any in-process stream (tests use
 //! [`tokio::io::duplex`]).
 //!
-//! The reader (the caller of [`serve`]) frames lines with the codecs' [`LinesCodec`] and
-//! hands each message to the [`Service`]; a line that is no message is answered with a
+//! The reader (the caller of [`serve`]) frames lines with the codecs' [`LineFramer`], offers
+//! each to the [`Service`]'s own reading ([`Service::receive_line`]), and reads the others
+//! with [`read_line`], handing each message to the service; a line that is no message is answered with a
 //! JSON-RPC error (-32700 or -32600, with its id when it was readable) and the stream goes
 //! on. One writer task owns the output and takes whole messages from one bounded queue, so
 //! lines from concurrent handlers never interleave and a client that stops reading stops
@@ -16,7 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Message};
-use switchboard_codecs::lines::{Frame, LinesCodec, SkipKind, Skipped};
+use switchboard_codecs::lines::{read_line, Frame, LineFramer, RawLine, SkipKind, Skipped};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
@@ -93,32 +94,41 @@ where
     let (tx, queue) = mpsc::channel(config.queue.max(1));
     let mut writer_task = tokio::spawn(write_lines(writer, queue));
     let session = service.open(Notifier::new(tx.clone()), false);
-    let mut frames = FramedRead::new(reader, LinesCodec::with_max_length(config.max_line));
+    let mut lines = FramedRead::new(reader, LineFramer::with_max_length(config.max_line));
+    // Every request's answer goes to the one output queue.
+    let responder = Responder::from_sender(tx.clone());
     let read_result = loop {
         tokio::select! {
-            frame = frames.next() => match frame {
-                Some(Ok(frame)) => {
-                    let inbound = match frame {
-                        Frame::Message(Message::Request(request)) => {
-                            let responder = Responder::from_sender(tx.clone());
-                            Inbound::Request { request, responder }
+            line = lines.next() => match line {
+                Some(Ok(RawLine::Line(line))) => {
+                    if !service.receive_line(&session, &line, &responder) {
+                        for frame in read_line(&line) {
+                            let inbound = match frame {
+                                Frame::Message(Message::Request(request)) => Inbound::Request {
+                                    request,
+                                    responder: responder.clone(),
+                                },
+                                Frame::Message(Message::Notification(n)) => {
+                                    Inbound::Notification(n)
+                                }
+                                Frame::Message(Message::Response(r)) => Inbound::Response(r),
+                                Frame::Skipped(skipped) => {
+                                    refuse(&tx, &skipped).await;
+                                    continue;
+                                }
+                            };
+                            service.receive(&session, inbound);
                         }
-                        Frame::Message(Message::Notification(n)) => Inbound::Notification(n),
-                        Frame::Message(Message::Response(r)) => Inbound::Response(r),
-                        Frame::Skipped(skipped) => {
-                            refuse(&tx, &skipped).await;
-                            continue;
-                        }
-                    };
-                    service.receive(&session, inbound);
+                    }
                     // Before reading on, let the writer send what was answered: a reader
                     // that read on while its client kept writing would hold every answer
                     // back until the client, its window full, stopped, and the two would
                     // take turns idling in lock-step batches.
-                    if !frames.read_buffer().contains(&b'\n') {
+                    if !lines.read_buffer().contains(&b'\n') {
                         take_turns().await;
                     }
                 }
+                Some(Ok(RawLine::TooLong(skipped))) => refuse(&tx, &skipped).await,
                 Some(Err(e)) => break Err(e),
                 None => break Ok(()),
             },
@@ -148,7 +158,7 @@ where
     drop(session);
     // The writer ends once every sender is gone: ours here, the stopped handlers' as they
     // drop.
-    drop(tx);
+    drop((tx, responder));
     match tokio::time::timeout(config.drain, &mut writer_task).await {
         Ok(written) => read_result.and(flatten(written)),
         Err(_) => {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Request};
 use switchboard_codecs::mcp::modern;
-use switchboard_codecs::mcp::ToolCall;
 use switchboard_transports::server::Responder;
 
 use super::stateless::{decorate, discover};
@@ -22,6 +21,7 @@ use crate::handler::Reply;
 use crate::logging;
 use crate::session::Session;
 use crate::shared::Core;
+use crate::tool_call::ToolCall;
 use crate::HANDSHAKE_VERSIONS;
 
 /// Refuses `initialize` params over the server's limit, measured as the text they came
@@ -39,13 +39,14 @@ pub(super) fn initialize_within_limit(core: &Core, request: &Request) -> Result<
 
 /// A handshake-era `tools/call`: the tool's answer.
 pub(super) async fn answer_call(
-    core: &Arc<Core>,
-    session: &Arc<Session>,
+    core: Arc<Core>,
+    session: Arc<Session>,
     call: ToolCall,
     responder: Responder,
 ) -> Result<Reply, ErrorObject> {
-    let (name, arguments, ctx) = handshake_call(core, session, call, responder);
-    call_tool(core, name, arguments, ctx)
+    let (name, arguments, ctx) = handshake_call(&core, &session, call, responder);
+    drop(session);
+    call_tool(&core, name, arguments, ctx)
         .await
         .map_err(|error| into_error(error, false))
 }

@@ -15,13 +15,13 @@ mod frames;
 mod handshake;
 mod stateless;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use switchboard_codecs::jsonrpc::{ErrorObject, Id, Notification, Request};
 use switchboard_codecs::mcp::modern::{self, meta};
 use switchboard_codecs::mcp::skills;
-use switchboard_codecs::mcp::ToolCall;
 use switchboard_transports::server::{Inbound, Responder};
 
 use crate::arguments::Arguments;
@@ -30,6 +30,7 @@ use crate::error::{HandlerError, RESOURCE_NOT_FOUND};
 use crate::handler::{Reply, Seen};
 use crate::session::Session;
 use crate::shared::Core;
+use crate::tool_call::ToolCall;
 
 use frames::{error_frame, json_result_frame, result_frame, text_result_frame};
 use handshake::{answer_call, handshake_answer, initialize_within_limit};
@@ -59,8 +60,8 @@ pub(crate) fn receive(core: &Arc<Core>, session: &Arc<Session>, inbound: Inbound
                 return;
             }
             let id = request.id.clone();
-            let task = serve(core.clone(), session.clone(), request, responder);
-            session.spawn(id, task);
+            let answering = answer(core.clone(), session.clone(), request, responder.clone());
+            session.spawn(id.clone(), serve(id, answering, responder));
         }
         Inbound::Notification(notification)
             if core.handler.observe(Seen::Notification(&notification)) =>
@@ -82,6 +83,34 @@ pub(crate) fn receive(core: &Arc<Core>, session: &Arc<Session>, inbound: Inbound
         // A kind of message this server does not know yet: nothing to answer.
         _ => {}
     }
+}
+
+/// Serves one stdio line itself when it is a handshake-era `tools/call`, read in one pass
+/// ([`ToolCall::read_line`]); `false` leaves it to the transport's general reading.
+pub(crate) fn receive_line(
+    core: &Arc<Core>,
+    session: &Arc<Session>,
+    line: &[u8],
+    responder: &Responder,
+) -> bool {
+    if session.stateless {
+        return false;
+    }
+    let Some(call) = ToolCall::read_line(line) else {
+        return false;
+    };
+    let seen = Seen::Call {
+        id: &call.id,
+        name: &call.name,
+        arguments: call.arguments.as_deref(),
+    };
+    if !core.handler.observe(seen) {
+        return true;
+    }
+    let id = call.id.clone();
+    let answering = answer_call(core.clone(), session.clone(), call, responder.clone());
+    session.spawn(id.clone(), serve(id, answering, responder.clone()));
+    true
 }
 
 fn on_notification(session: &Session, notification: &Notification) {
@@ -107,15 +136,16 @@ fn on_notification(session: &Session, notification: &Notification) {
 
 /// Serves one request on its task: the answer, unless the client goes away first (then
 /// the handler is dropped, which is its cancellation).
-async fn serve(core: Arc<Core>, session: Arc<Session>, request: Request, responder: Responder) {
-    let watch = responder.clone();
-    let id = request.id.clone();
+async fn serve<A>(id: Id, answering: A, responder: Responder)
+where
+    A: Future<Output = Result<Reply, ErrorObject>>,
+{
     let answered = tokio::select! {
         // The answer first: most are ready at the first poll, and then the watch on the
         // client is never registered (and unregistered) at all.
         biased;
-        answered = answer(&core, &session, request, responder.clone()) => answered,
-        _ = watch.closed() => return,
+        answered = answering => answered,
+        _ = responder.closed() => return,
     };
     reply(&id, answered, responder).await;
 }
@@ -146,8 +176,8 @@ pub(super) fn params_of(request: &Request) -> Result<Value, ErrorObject> {
 }
 
 async fn answer(
-    core: &Arc<Core>,
-    session: &Arc<Session>,
+    core: Arc<Core>,
+    session: Arc<Session>,
     request: Request,
     responder: Responder,
 ) -> Result<Reply, ErrorObject> {
@@ -156,6 +186,7 @@ async fn answer(
             return answer_call(core, session, call, responder).await;
         }
     }
+    let (core, session) = (&core, &session);
     if request.method == "initialize" {
         initialize_within_limit(core, &request)?;
     }

@@ -40,6 +40,9 @@ impl Handler for TestHandler {
             Seen::Request(request) if request.method == "tools/call" => {
                 self.probe.calls.fetch_add(1, Ordering::SeqCst);
             }
+            Seen::Call { .. } => {
+                self.probe.calls.fetch_add(1, Ordering::SeqCst);
+            }
             _ => {}
         }
         true
