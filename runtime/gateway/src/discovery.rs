@@ -36,7 +36,9 @@
 //! **Threshold.** [`Discovery::Above`]`(n)` lists the meta-tools only while the catalogue has
 //! more than `n` tools. Whether it does is read from the lists snapshot each request reads,
 //! so it changes exactly when the listing does, and the clients hear
-//! `notifications/tools/list_changed` as for any change of the catalogue.
+//! `notifications/tools/list_changed` as for any change of the catalogue. A client that
+//! calls a meta-tool after the catalogue fell back to the threshold gets what a call of any
+//! tool no longer listed gets (the name is the catalogue's again).
 //!
 //! ```no_run
 //! # async fn run(runtime: switchboard::Runtime) -> Result<(), switchboard_server::Error> {
