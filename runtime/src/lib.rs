@@ -64,6 +64,7 @@ pub use skills::{ServerSkills, SkillFile};
 pub use status::{ServerState, ServerStatus};
 pub use subscriptions::ResourceUpdate;
 pub use switchboard_transports::{CloseCause, CloseReason};
+pub use tool_rules::schema_mismatch;
 
 /// OAuth 2.1 for remote servers: the [`switchboard-oauth`](switchboard_oauth) crate.
 #[cfg(feature = "oauth")]

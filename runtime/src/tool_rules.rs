@@ -97,14 +97,42 @@ impl ToolRules {
 
     /// Why `structured` does not match the tool's output schema, if it does not.
     pub(crate) fn output_mismatch(&self, tool: &str, structured: &Value) -> Option<String> {
-        let validator = self.outputs.get(tool)?;
-        let errors: Vec<String> = validator
-            .iter_errors(structured)
-            .take(3)
-            .map(|e| format!("{} at `{}`", e, e.instance_path))
-            .collect();
-        (!errors.is_empty()).then(|| errors.join("; "))
+        mismatch_of(self.outputs.get(tool)?, structured)
     }
+}
+
+/// Why `value` does not match the JSON Schema `schema` (a tool's `inputSchema`, say), in the
+/// validator's words (at most three, each with where in `value` unless at its root), or
+/// `None` when it matches. A schema that cannot be compiled here (one that needs a remote
+/// `$ref`, which is never fetched, or that is no schema) checks nothing: `None`.
+///
+/// ```
+/// use serde_json::json;
+///
+/// let schema = json!({"type": "object", "properties": {"a": {"type": "number"}}});
+/// assert_eq!(switchboard::schema_mismatch(&schema, &json!({"a": 1})), None);
+/// let why = switchboard::schema_mismatch(&schema, &json!({"a": "one"})).unwrap();
+/// assert!(why.ends_with("at `/a`"), "{why}");
+/// ```
+pub fn schema_mismatch(schema: &Value, value: &Value) -> Option<String> {
+    mismatch_of(&jsonschema::validator_for(schema).ok()?, value)
+}
+
+/// What [`schema_mismatch`] says, with the validator compiled.
+fn mismatch_of(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .take(3)
+        .map(|e| {
+            let at = e.instance_path.to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e} at `{at}`")
+            }
+        })
+        .collect();
+    (!errors.is_empty()).then(|| errors.join("; "))
 }
 
 #[cfg(test)]

@@ -98,6 +98,46 @@ fn the_python_sdk_client_is_served_through_the_gateway_over_stdio_in_both_eras()
 
 #[test]
 #[ignore = "needs the Python SDK in .ci/venv (SWITCHBOARD_PYTHON)"]
+fn the_python_sdk_client_finds_and_calls_through_the_gateways_meta_tools() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/python_discovery_client.py");
+    let mut gateway = stdio_gateway("python-discovery");
+    gateway.extend(["--discovery".to_owned(), "search".to_owned()]);
+    for mode in ["legacy", "2026-07-28"] {
+        let mut command = Command::new(python());
+        command.arg(&script).arg(mode).args(&gateway);
+        let seen = run_client(
+            command,
+            &format!("the Python SDK client ({mode}) through serve --discovery"),
+        );
+        assert_eq!(
+            seen["tools"],
+            serde_json::json!(["search_tools", "call_tool"]),
+            "{mode}: {seen}"
+        );
+        assert_eq!(seen["search_output_schema"], true, "{mode}: {seen}");
+        assert_eq!(
+            seen["found"]["report progress notifications"][0], "test_tool_with_progress",
+            "{mode}: {seen}"
+        );
+        assert!(
+            seen["found"]["elicitation user input request"]
+                .as_array()
+                .is_some_and(|found| found.iter().any(|n| n == "test_elicitation")),
+            "{mode}: {seen}"
+        );
+        assert_eq!(seen["progress"], 3, "{mode}: {seen}");
+        assert_eq!(seen["progress_error"], false, "{mode}: {seen}");
+        assert!(
+            seen["elicitation"]
+                .as_str()
+                .is_some_and(|t| t.contains("answered by python")),
+            "{mode}: {seen}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the Python SDK in .ci/venv (SWITCHBOARD_PYTHON)"]
 fn the_python_sdk_client_is_served_through_the_gateway_over_http_in_both_eras() {
     for upstream_modern in [false, true] {
         let (_gateway, url) =

@@ -33,6 +33,10 @@
 //! upstream its own, with several a section per upstream under its name, rebuilt with the
 //! lists. [`Gateway::is_ready_for`] says whether the upstreams a deployment needs are ready
 //! ([`Readiness`]), for `/readyz`.
+//!
+//! In discovery mode ([`Gateway::with_discovery`], `serve --discovery`), `tools/list` offers
+//! two meta-tools instead of the catalogue, `search_tools` and `call_tool`, always or while
+//! the catalogue is larger than a threshold: see [`discovery`].
 #![warn(
     missing_docs,
     missing_debug_implementations,
@@ -54,6 +58,7 @@ use tokio::task::JoinHandle;
 
 mod asks;
 pub mod auth;
+pub mod discovery;
 mod error;
 mod forward;
 mod lists;
@@ -64,6 +69,7 @@ mod subscriptions;
 use metrics::Method;
 
 pub use asks::upstream_handlers;
+pub use discovery::Discovery;
 pub use readiness::Readiness;
 
 use lists::Lists;
@@ -76,6 +82,8 @@ pub struct Gateway {
     /// Taken by [`serve`](Gateway::serve), which runs it.
     upstream: Mutex<Option<subscriptions::Upstream>>,
     metrics: metrics::FrontMetrics,
+    /// Whether, and when, `tools/list` offers the meta-tools instead of the catalogue.
+    discovery: Option<Discovery>,
 }
 
 impl fmt::Debug for Gateway {
@@ -90,6 +98,16 @@ impl fmt::Debug for Gateway {
 impl Gateway {
     /// A gateway over `runtime`, listing its catalogue as it is now.
     pub fn new(runtime: Runtime) -> Arc<Gateway> {
+        Gateway::build(runtime, None)
+    }
+
+    /// A gateway over `runtime` in discovery mode: `tools/list` offers the meta-tools
+    /// instead of the catalogue, as `discovery` says (see [`discovery`]).
+    pub fn with_discovery(runtime: Runtime, discovery: Discovery) -> Arc<Gateway> {
+        Gateway::build(runtime, Some(discovery))
+    }
+
+    fn build(runtime: Runtime, discovery: Option<Discovery>) -> Arc<Gateway> {
         let lists = Lists::build(&runtime);
         let (subscriptions, upstream) = subscriptions::channel();
         Arc::new(Gateway {
@@ -98,6 +116,7 @@ impl Gateway {
             lists: ArcSwap::from_pointee(lists),
             subscriptions,
             upstream: Mutex::new(Some(upstream)),
+            discovery,
         })
     }
 
@@ -163,6 +182,41 @@ impl Gateway {
                 gateway.metrics.rejected(rejection);
             }
         }
+    }
+
+    /// Forwards a call of catalogue tool `name`: a direct call, or one through `call_tool`.
+    fn forward_tool(
+        self: Arc<Self>,
+        name: String,
+        arguments: Arguments,
+        ctx: Context,
+    ) -> BoxFuture<Result<Reply, HandlerError>> {
+        // Passed on as the front client wrote them, once read strictly: what goes upstream
+        // is valid JSON, and a string that is not (a lone surrogate escape) is the front
+        // client's error.
+        let arguments = match arguments.into_json().and_then(forward::valid) {
+            Ok(arguments) => arguments,
+            Err(e) => {
+                let error = HandlerError::invalid_params(format!("invalid arguments: {e}"));
+                return Box::pin(async move { Err(error) });
+            }
+        };
+        // The call's span names the front's trace, so that the gateway's own events join it.
+        let span = tracing::debug_span!(
+            "forward",
+            tool = %name,
+            trace_id = ctx.traceparent().and_then(|t| t.get(3..35)).unwrap_or(""),
+        );
+        Box::pin(tracing::Instrument::instrument(
+            async move {
+                let forwarded = forward::call_tool(&self.runtime, &name, arguments, &ctx);
+                self.metrics
+                    .measure(Method::CallTool, forwarded, |f| f.is_error)
+                    .await
+                    .map(|f| f.reply)
+            },
+            span,
+        ))
     }
 
     /// The lists now: no lock, since every list request and every HTTP `tools/call` reads them.
@@ -253,11 +307,22 @@ impl Handler for Gateway {
 
     // The lists are snapshots in an `Arc`, rebuilt on change; a list request copies one.
     fn tools(&self) -> Cow<'_, [Value]> {
+        if discovery::listing(self) {
+            return Cow::Borrowed(discovery::definitions());
+        }
         Cow::Owned(self.lists().tools.clone())
     }
 
     fn tool_input_schema(&self, name: &str) -> Option<Value> {
-        self.lists().schemas.get(name).cloned()
+        match discovery::Meta::of(self, name) {
+            Some(meta) => Some(meta.input_schema()),
+            None => self.lists().schemas.get(name).cloned(),
+        }
+    }
+
+    // The meta-tools search and call only what the principal may use.
+    fn tool_for_all(&self, name: &str) -> bool {
+        discovery::Meta::of(self, name).is_some()
     }
 
     fn call_tool(
@@ -266,32 +331,10 @@ impl Handler for Gateway {
         arguments: Arguments,
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
-        // Passed on as the front client wrote them, once read strictly: what goes upstream
-        // is valid JSON, and a string that is not (a lone surrogate escape) is the front
-        // client's error.
-        let arguments = match arguments.into_json().and_then(forward::valid) {
-            Ok(arguments) => arguments,
-            Err(e) => {
-                let error = HandlerError::invalid_params(format!("invalid arguments: {e}"));
-                return Box::pin(async move { Err(error) });
-            }
-        };
-        // The call's span names the front's trace, so that the gateway's own events join it.
-        let span = tracing::debug_span!(
-            "forward",
-            tool = %name,
-            trace_id = ctx.traceparent().and_then(|t| t.get(3..35)).unwrap_or(""),
-        );
-        Box::pin(tracing::Instrument::instrument(
-            async move {
-                let forwarded = forward::call_tool(&self.runtime, &name, arguments, &ctx);
-                self.metrics
-                    .measure(Method::CallTool, forwarded, |f| f.is_error)
-                    .await
-                    .map(|f| f.reply)
-            },
-            span,
-        ))
+        match discovery::Meta::of(&self, &name) {
+            Some(meta) => discovery::serve(self, meta, arguments, ctx),
+            None => self.forward_tool(name, arguments, ctx),
+        }
     }
 
     fn resources(&self) -> Cow<'_, [Value]> {

@@ -23,6 +23,12 @@ use crate::client::{ClientInfo, Negotiated};
 use crate::error::HandlerError;
 use crate::logging;
 use crate::session::Session;
+use crate::Reply;
+
+/// The first protocol version in which a tool's arguments that do not validate are an
+/// `isError` result (for the model to correct) rather than -32602: 2025-11-25, and every
+/// version after it.
+const INPUT_ERRORS_AS_RESULTS: &str = "2025-11-25";
 
 /// The protocol era a request came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +138,18 @@ impl Context {
     /// The era the request came in.
     pub fn era(&self) -> Era {
         self.inner.era
+    }
+
+    /// What a call of tool `tool` answers when its arguments do not validate (`why`): -32602
+    /// before 2025-11-25, and from it on (the stateless era too) a result with
+    /// `isError: true` for the model to correct, as each version's specification says.
+    pub fn invalid_arguments(&self, tool: &str, why: &str) -> Result<Reply, HandlerError> {
+        let message = format!("invalid arguments for tool {tool}: {why}");
+        if self.protocol_version() >= INPUT_ERRORS_AS_RESULTS {
+            Ok(Reply::tool_error(message))
+        } else {
+            Err(HandlerError::invalid_params(message))
+        }
     }
 
     /// The request's protocol version (the negotiated one in the handshake era).

@@ -37,6 +37,12 @@ impl HandlerError {
         HandlerError::Rpc(ErrorObject::new(ErrorObject::INVALID_PARAMS, message))
     }
 
+    /// -32602 for a tool the server does not have, or that the request's principal may not
+    /// use (its existence is not that client's to learn).
+    pub fn unknown_tool(name: &str) -> Self {
+        HandlerError::invalid_params(format!("unknown tool: {name}"))
+    }
+
     /// A resource that does not exist ([`RESOURCE_NOT_FOUND`], with the URI in `data`).
     pub fn resource_not_found(uri: &str) -> Self {
         let mut error = ErrorObject::new(RESOURCE_NOT_FOUND, "Resource not found");

@@ -408,6 +408,14 @@ pub trait Handler: Send + Sync + 'static {
         tool.get("inputSchema").cloned()
     }
 
+    /// Whether every principal may see and call tool `name`, whatever tools its credentials
+    /// name: a tool that checks the principal's tools itself, as a gateway's meta-tools
+    /// do (they search and call only what the principal may use). None by default.
+    fn tool_for_all(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
+
     /// Runs a tool. A tool that fails, bad arguments included, answers
     /// [`Reply::tool_error`]; an unknown tool is [`HandlerError::invalid_params`].
     fn call_tool(

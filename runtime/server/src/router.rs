@@ -32,11 +32,6 @@ pub(crate) type GetFn = Box<
     dyn Fn(Value, Context) -> Result<BoxFuture<Result<Value, HandlerError>>, String> + Send + Sync,
 >;
 
-/// The first protocol version in which a tool's arguments that do not validate are an
-/// `isError` result (for the model to correct) rather than -32602: 2025-11-25, and every
-/// version after it.
-const INPUT_ERRORS_AS_RESULTS: &str = "2025-11-25";
-
 /// A [`Handler`] of typed tools, resources and prompts, built by
 /// [`ServerBuilder::into_router`](crate::ServerBuilder::into_router): for serving it with
 /// [`Server::with_options`](crate::Server::with_options), or from a handler of one's own
@@ -104,25 +99,17 @@ impl Handler for Router {
         ctx: Context,
     ) -> BoxFuture<Result<Reply, HandlerError>> {
         let Some(tool) = self.tools.get(&name) else {
-            return ready(Err(HandlerError::invalid_params(format!(
-                "unknown tool: {name}"
-            ))));
+            return ready(Err(HandlerError::unknown_tool(&name)));
         };
-        let as_result = ctx.protocol_version() >= INPUT_ERRORS_AS_RESULTS;
-        let refused = if arguments.is_object() {
-            match (tool.call)(&arguments, ctx) {
-                Ok(call) => return call,
-                Err(why) => why,
-            }
-        } else {
-            "arguments must be an object".to_owned()
-        };
-        let message = format!("invalid arguments for tool {name}: {refused}");
-        ready(if as_result {
-            Ok(Reply::tool_error(message))
-        } else {
-            Err(HandlerError::invalid_params(message))
-        })
+        if !arguments.is_object() {
+            return ready(ctx.invalid_arguments(&name, "arguments must be an object"));
+        }
+        // The context is kept (a reference count) for the answer to arguments that do not
+        // deserialize, whose form depends on the request's version.
+        match (tool.call)(&arguments, ctx.clone()) {
+            Ok(call) => call,
+            Err(why) => ready(ctx.invalid_arguments(&name, &why)),
+        }
     }
 
     fn resources(&self) -> Cow<'_, [Value]> {

@@ -468,27 +468,11 @@ fn check_schema(
     let Some(schema) = schema.filter(|s| s.is_object()) else {
         return Ok(());
     };
-    let Ok(validator) = jsonschema::validator_for(schema) else {
+    let Some(why) = switchboard::schema_mismatch(schema, arguments) else {
         return Ok(());
     };
-    let errors: Vec<String> = validator
-        .iter_errors(arguments)
-        .take(3)
-        .map(|e| {
-            let at = e.instance_path.to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{e} at `{at}`")
-            }
-        })
-        .collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
     Err(Failure::Usage(format!(
-        "bad arguments for {target}: {} (by its inputSchema; nothing was sent)",
-        errors.join("; ")
+        "bad arguments for {target}: {why} (by its inputSchema; nothing was sent)"
     )))
 }
 

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use switchboard::Runtime;
-use switchboard_gateway::{Gateway, Readiness};
+use switchboard_gateway::{Discovery, Gateway, Readiness};
 use switchboard_server::http::{self, Probes};
 
 use super::config::ConfigArgs;
@@ -59,6 +59,16 @@ served at /.well-known/oauth-protected-resource/mcp; a token without a required 
 gets 403. A key or a token may limit its client to some tools. Without --auth, anyone who
 reaches the address gets in: bind loopback, or put an authenticating proxy in front.
 
+Discovery: with --discovery search, tools/list offers two tools instead of the catalogue:
+search_tools {query, limit?} answers the tools that best match what the query describes
+(their names, servers, scores and full definitions, best first), and call_tool {name,
+arguments?} calls one by its name, its arguments checked against its inputSchema, with the
+progress, cancellation, elicitation and sampling of a direct call. With --discovery N they
+are listed only while the catalogue has more than N tools (clients hear list_changed when
+it crosses N). A client limited to some tools by --auth finds and calls only those. A
+direct call by a tool's name still works; while discovery is on, the names search_tools and
+call_tool are the meta-tools' (a server's tool of that name is reached through call_tool).
+
 Reload: SIGHUP, or a change of the config file, reads it again: new servers start, removed
 ones stop once their calls in flight finish, changed ones start anew while the old ones
 finish theirs. A file that does not read changes nothing.
@@ -75,7 +85,8 @@ Examples:
   switchboard serve -c .mcp.json
   switchboard serve -c .mcp.json --listen 8080
   switchboard serve -c .mcp.json --listen 0.0.0.0:8080 --auth auth.json
-  switchboard serve -c .mcp.json --listen 8080 --ready-requires github,docs";
+  switchboard serve -c .mcp.json --listen 8080 --ready-requires github,docs
+  switchboard serve -c .mcp.json --discovery 40";
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -100,6 +111,11 @@ pub(crate) struct Args {
     /// ready, the others started or failed). Default: every server started or failed.
     #[arg(long, value_name = "all|NAME[,NAME...]", value_parser = ready_requires, requires = "listen")]
     ready_requires: Option<Readiness>,
+    /// List two meta-tools instead of every tool: search_tools (finds tools by what they
+    /// do) and call_tool (calls one by name). `search`: always; N: while there are more
+    /// than N tools.
+    #[arg(long, value_name = "search|N")]
+    discovery: Option<Discovery>,
     #[command(flatten)]
     limits: Limits,
     #[command(flatten)]
@@ -372,7 +388,10 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         file.path.clone(),
         baseline,
     )));
-    let gateway = Gateway::new(runtime.clone());
+    let gateway = match args.discovery {
+        Some(discovery) => Gateway::with_discovery(runtime.clone(), discovery),
+        None => Gateway::new(runtime.clone()),
+    };
     let mut options = switchboard_server::Options::default();
     if let Some(first) = keys.first() {
         options = options.with_request_state_key(request_state_key(first));

@@ -105,7 +105,7 @@ fn files(issuer: &Issuer) -> (PathBuf, PathBuf) {
 
 /// A POST of `body` (2026-07-28 unless `session` is given) with `token`: status, the
 /// `WWW-Authenticate` header, the session id, the JSON-RPC answer.
-async fn post(
+pub(crate) async fn post(
     url: &str,
     token: Option<&str>,
     session: Option<&str>,

@@ -11,6 +11,7 @@ mod cli_user;
 mod exits_right_after_a_timeout_or_a_signal;
 mod gateway;
 mod gateway_auth;
+mod gateway_discovery;
 mod gateway_reload;
 mod hints_run_where_they_are_printed;
 // Read the gateway's descriptors and memory in /proc.

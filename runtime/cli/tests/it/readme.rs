@@ -121,5 +121,5 @@ fn the_readmes_gateway_commands_are_valid_command_lines() {
         assert!(stdout(&output).contains("--listen"), "{line}");
         checked += 1;
     }
-    assert_eq!(checked, 4);
+    assert_eq!(checked, 5);
 }

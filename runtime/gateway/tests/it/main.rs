@@ -5,6 +5,7 @@
 
 mod asks;
 mod child;
+mod discovery;
 mod forwarding;
 mod front_metrics;
 mod instructions_pass_through;

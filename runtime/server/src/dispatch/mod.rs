@@ -302,7 +302,7 @@ pub(super) async fn feature(
                     .filter(|t| {
                         t["name"]
                             .as_str()
-                            .is_some_and(|n| principal.may_use_tool(n))
+                            .is_some_and(|n| principal.may_use_tool(n) || handler.tool_for_all(n))
                     })
                     .cloned()
                     .collect();
@@ -359,11 +359,12 @@ pub(super) async fn call_tool(
     arguments: Arguments,
     ctx: Context,
 ) -> Result<Reply, HandlerError> {
-    if ctx.principal().is_some_and(|p| !p.may_use_tool(&name)) {
+    if ctx
+        .principal()
+        .is_some_and(|p| !p.may_use_tool(&name) && !core.handler.tool_for_all(&name))
+    {
         // As for a tool that does not exist: its existence is not this client's.
-        return Err(HandlerError::invalid_params(format!(
-            "unknown tool: {name}"
-        )));
+        return Err(HandlerError::unknown_tool(&name));
     }
     // The handler decides what bad arguments mean (an isError result, as MCP wants).
     core.handler.clone().call_tool(name, arguments, ctx).await
