@@ -175,10 +175,15 @@ impl Handler for Demo {
         Cow::Borrowed(skills::catalogue().entries())
     }
 
-    fn read_directory(&self, uri: &str) -> Result<Vec<Value>, HandlerError> {
-        skills::catalogue().read_directory(uri).ok_or_else(|| {
-            HandlerError::invalid_params(format!("{uri} is not a directory resource"))
-        })
+    fn read_directory(
+        self: Arc<Self>,
+        uri: String,
+        _: Context,
+    ) -> BoxFuture<Result<Vec<Value>, HandlerError>> {
+        let children = skills::catalogue()
+            .read_directory(&uri)
+            .ok_or_else(|| HandlerError::not_a_directory(&uri));
+        Box::pin(std::future::ready(children))
     }
 
     fn check_subscription(&self, uri: &str) -> Result<(), HandlerError> {

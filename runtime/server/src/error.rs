@@ -43,6 +43,17 @@ impl HandlerError {
         HandlerError::invalid_params(format!("unknown tool: {name}"))
     }
 
+    /// -32602 for a `skills/get` of a skill the server does not serve, as the Skills
+    /// extension answers.
+    pub fn unknown_skill(uri: &str) -> Self {
+        HandlerError::invalid_params(format!("No skill is served at {uri}"))
+    }
+
+    /// -32602 for a `resources/directory/read` of what is no directory resource.
+    pub fn not_a_directory(uri: &str) -> Self {
+        HandlerError::invalid_params(format!("{uri} is not a directory resource"))
+    }
+
     /// A resource that does not exist ([`RESOURCE_NOT_FOUND`], with the URI in `data`).
     pub fn resource_not_found(uri: &str) -> Self {
         let mut error = ErrorObject::new(RESOURCE_NOT_FOUND, "Resource not found");

@@ -302,16 +302,6 @@ impl From<&str> for Reply {
     }
 }
 
-/// -32602 for a `skills/get` of a skill the server does not serve.
-pub(crate) fn unknown_skill(uri: &str) -> HandlerError {
-    HandlerError::invalid_params(format!("No skill is served at {uri}"))
-}
-
-/// -32602 for a `resources/directory/read` of what is no directory.
-pub(crate) fn not_a_directory(uri: &str) -> HandlerError {
-    HandlerError::invalid_params(format!("{uri} is not a directory resource"))
-}
-
 /// A message the server received, shown to [`Handler::observe`] before it is served.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -502,20 +492,32 @@ pub trait Handler: Send + Sync + 'static {
 
     /// The entry of the skill whose `SKILL.md` is at `uri` (`skills/get`), whether
     /// [`skills`](Self::skills) lists it or not; by default the listed one. A skill not
-    /// served is -32602, as the extension says.
-    fn get_skill(&self, uri: &str) -> Result<Value, HandlerError> {
-        self.skills()
+    /// served is -32602, as the extension says. Async, as a gateway asks its upstream.
+    fn get_skill(
+        self: Arc<Self>,
+        uri: String,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        let _ = ctx;
+        let found = self
+            .skills()
             .iter()
-            .find(|skill| skill["uri"] == uri)
+            .find(|skill| skill["uri"] == uri.as_str())
             .cloned()
-            .ok_or_else(|| unknown_skill(uri))
+            .ok_or_else(|| HandlerError::unknown_skill(&uri));
+        Box::pin(std::future::ready(found))
     }
 
     /// The direct children of the directory resource at `uri` (`resources/directory/read`,
     /// when [`Info::skills_directory_read`] is set), as resource metadata; subdirectories
     /// have MIME type `inode/directory`. Not a directory: -32602.
-    fn read_directory(&self, uri: &str) -> Result<Vec<Value>, HandlerError> {
-        Err(not_a_directory(uri))
+    fn read_directory(
+        self: Arc<Self>,
+        uri: String,
+        ctx: Context,
+    ) -> BoxFuture<Result<Vec<Value>, HandlerError>> {
+        let _ = ctx;
+        Box::pin(std::future::ready(Err(HandlerError::not_a_directory(&uri))))
     }
 
     /// Sees every message before it is served; `false` drops it unserved (a fixture that

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::arguments::Arguments;
 use crate::context::Context;
 use crate::error::HandlerError;
-use crate::handler::{not_a_directory, unknown_skill, BoxFuture, Handler, Info, Reply};
+use crate::handler::{BoxFuture, Handler, Info, Reply};
 use crate::skills::Skills;
 
 /// A tool's call from its arguments: the handler's future, or why the arguments do not
@@ -139,17 +139,29 @@ impl Handler for Router {
         Cow::Borrowed(self.skills.entries())
     }
 
-    fn get_skill(&self, uri: &str) -> Result<Value, HandlerError> {
-        self.skills
-            .get(uri)
-            .cloned()
-            .ok_or_else(|| unknown_skill(uri))
+    fn get_skill(
+        self: Arc<Self>,
+        uri: String,
+        _: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        ready(
+            self.skills
+                .get(&uri)
+                .cloned()
+                .ok_or_else(|| HandlerError::unknown_skill(&uri)),
+        )
     }
 
-    fn read_directory(&self, uri: &str) -> Result<Vec<Value>, HandlerError> {
-        self.skills
-            .read_directory(uri)
-            .ok_or_else(|| not_a_directory(uri))
+    fn read_directory(
+        self: Arc<Self>,
+        uri: String,
+        _: Context,
+    ) -> BoxFuture<Result<Vec<Value>, HandlerError>> {
+        ready(
+            self.skills
+                .read_directory(&uri)
+                .ok_or_else(|| HandlerError::not_a_directory(&uri)),
+        )
     }
 
     /// Gets the prompt with its arguments read into the type it takes; arguments that are

@@ -335,11 +335,13 @@ pub(super) async fn feature(
         }
         skills::LIST if info.skills => list(&handler.skills(), "skills"),
         skills::GET if info.skills => {
-            let skill = handler.get_skill(str_param(&params, "uri")?)?;
+            let uri = str_param(&params, "uri")?.to_owned();
+            let skill = handler.get_skill(uri, ctx).await?;
             Ok(Reply::Result(json!({ "skill": skill })))
         }
         skills::DIRECTORY_READ if info.skills && info.skills_directory_read => {
-            let children = handler.read_directory(str_param(&params, "uri")?)?;
+            let uri = str_param(&params, "uri")?.to_owned();
+            let children = handler.read_directory(uri, ctx).await?;
             page(&children, "resources", &params, page_size).map(Reply::Result)
         }
         "completion/complete" if info.completions => {
