@@ -45,6 +45,16 @@ impl ServerHandle {
         &self.core.name
     }
 
+    /// The string that stands for the server where its entries are prefixed (catalogue
+    /// names, a gateway's skill URIs): the configured prefix, else the server's name.
+    pub fn prefix(&self) -> &str {
+        self.core
+            .config
+            .prefix
+            .as_deref()
+            .unwrap_or(&self.core.name)
+    }
+
     /// The server's current status.
     pub fn status(&self) -> ServerStatus {
         self.core.status()

@@ -77,6 +77,7 @@ pub use switchboard_oauth as oauth;
 pub mod model {
     pub use switchboard_codecs::mcp::skills::{
         ListSkillsResult, Skill, SkillResource, SkillResources, SkillsCapability,
+        SCHEME as SKILL_SCHEME, SKILL_MD,
     };
     pub use switchboard_codecs::mcp::{
         Annotations, AudioContent, BlobResourceContents, CallToolResult, CompleteResult,

@@ -68,6 +68,10 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
+    pub(crate) fn naming(&self) -> &Naming {
+        &self.naming
+    }
+
     pub(crate) fn new(naming: Naming, metrics: Arc<RuntimeMetrics>) -> Self {
         Registry {
             servers: ArcSwap::from_pointee(BTreeMap::new()),

@@ -467,6 +467,12 @@ impl Runtime {
         self.inner.registry.server(name)
     }
 
+    /// How the catalogues name entries of several servers (what
+    /// [`RuntimeBuilder::naming`] set): for an aggregator that names more the same way.
+    pub fn naming(&self) -> &Naming {
+        self.inner.registry.naming()
+    }
+
     /// Every server's handle, ordered by name.
     pub fn servers(&self) -> Vec<ServerHandle> {
         self.inner.registry.servers().values().cloned().collect()
