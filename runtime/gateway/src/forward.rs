@@ -264,7 +264,7 @@ async fn request(
 
 /// The upstream's raw answer as a value, refused when it is not JSON the front client can
 /// read (serde refuses invalid escapes and lone surrogates).
-fn parse(raw: &str, what: &str) -> Result<Value, HandlerError> {
+pub(crate) fn parse(raw: &str, what: &str) -> Result<Value, HandlerError> {
     serde_json::from_str(raw).map_err(|e| unreadable(what, &e))
 }
 

@@ -34,6 +34,10 @@
 //! lists. [`Gateway::is_ready_for`] says whether the upstreams a deployment needs are ready
 //! ([`Readiness`]), for `/readyz`.
 //!
+//! Skills (the extension `io.modelcontextprotocol/skills`) are aggregated from every
+//! upstream that serves them, their URIs prefixed apart as the catalogue prefixes tools, and
+//! requests for them routed back: see the `skills` module's documentation.
+//!
 //! In discovery mode ([`Gateway::with_discovery`], `serve --discovery`), `tools/list` offers
 //! two meta-tools instead of the catalogue, `search_tools` and `call_tool`, always or while
 //! the catalogue is larger than a threshold: see [`discovery`].
@@ -64,6 +68,7 @@ mod forward;
 mod lists;
 mod metrics;
 mod readiness;
+mod skills;
 mod subscriptions;
 
 use metrics::Method;
@@ -78,6 +83,8 @@ use lists::Lists;
 pub struct Gateway {
     runtime: Runtime,
     lists: ArcSwap<Lists>,
+    /// The upstreams' skills, listed by the skills follower.
+    skills: ArcSwap<skills::Skills>,
     subscriptions: subscriptions::Requests,
     /// Taken by [`serve`](Gateway::serve), which runs it.
     upstream: Mutex<Option<subscriptions::Upstream>>,
@@ -114,6 +121,7 @@ impl Gateway {
             metrics: metrics::FrontMetrics::new(&runtime),
             runtime,
             lists: ArcSwap::from_pointee(lists),
+            skills: ArcSwap::default(),
             subscriptions,
             upstream: Mutex::new(Some(upstream)),
             discovery,
@@ -162,10 +170,12 @@ impl Gateway {
             .take();
         let subscriber = upstream
             .map(|upstream| tokio::spawn(upstream.run(self.runtime.clone(), server.clone())));
+        let skills = tokio::spawn(follow_skills(self.clone(), server.clone()));
         let follower = tokio::spawn(follow(self, server.clone()));
         Front {
             server,
             follower,
+            skills,
             subscriber,
         }
     }
@@ -259,6 +269,24 @@ async fn follow(gateway: Arc<Gateway>, server: Server) {
     }
 }
 
+/// Lists the upstreams' skills again on every change of the runtime, apart from the other
+/// lists: an upstream slow to list its skills holds up no `list_changed` of the others.
+async fn follow_skills(gateway: Arc<Gateway>, server: Server) {
+    let mut watch = gateway.runtime.watch();
+    loop {
+        let fresh = skills::Skills::list(&gateway.runtime, &gateway.skills.load()).await;
+        let changed = fresh.changed_since(&gateway.skills.load());
+        gateway.skills.store(Arc::new(fresh));
+        if changed {
+            server.resources_changed();
+        }
+        if !watch.changed().await {
+            return;
+        }
+        tokio::time::sleep(LIST_CHANGED_DEBOUNCE).await;
+    }
+}
+
 /// How long the gateway waits after a change of its catalogue before it lists again and
 /// announces what changed.
 const LIST_CHANGED_DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(50);
@@ -272,6 +300,7 @@ const LIST_CHANGED_DEBOUNCE: std::time::Duration = std::time::Duration::from_mil
 pub struct Front {
     server: Server,
     follower: JoinHandle<()>,
+    skills: JoinHandle<()>,
     subscriber: Option<JoinHandle<()>>,
 }
 
@@ -285,6 +314,7 @@ impl Front {
 impl Drop for Front {
     fn drop(&mut self) {
         self.follower.abort();
+        self.skills.abort();
         if let Some(subscriber) = &self.subscriber {
             subscriber.abort();
         }
@@ -298,6 +328,7 @@ impl Handler for Gateway {
             .with_prompts()
             .with_completions()
             .with_list_changed()
+            .with_skills(true)
     }
 
     // Rebuilt with the lists; asked for by each `initialize` and `server/discover`.
@@ -337,8 +368,18 @@ impl Handler for Gateway {
         }
     }
 
+    // A skill file an upstream lists as a resource is listed under the URI its skill has
+    // here (see `skills`).
     fn resources(&self) -> Cow<'_, [Value]> {
-        Cow::Owned(self.lists().resources.clone())
+        let lists = self.lists();
+        let skills = self.skills.load();
+        let resources = lists
+            .resources
+            .iter()
+            .zip(&lists.resource_servers)
+            .map(|(resource, server)| skills.front_resource(server, resource))
+            .collect();
+        Cow::Owned(resources)
     }
 
     fn resource_templates(&self) -> Cow<'_, [Value]> {
@@ -351,10 +392,65 @@ impl Handler for Gateway {
         _: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
         Box::pin(async move {
-            let forwarded = forward::read_resource(&self.runtime, &uri);
-            self.metrics
-                .measure(Method::ReadResource, forwarded, |_| false)
-                .await
+            let skills = self.skills.load();
+            // A skill's file is its upstream's, whoever else lists the URI; a `skill://` URI
+            // no skill claims goes to the one upstream serving skills only when no upstream
+            // lists it as an ordinary resource.
+            let route = skills.claimed(&uri).or_else(|| {
+                self.runtime
+                    .resource_owners(&uri)
+                    .is_empty()
+                    .then(|| skills.sole(&uri))
+                    .flatten()
+            });
+            drop(skills);
+            match route {
+                Some(route) => {
+                    let read = skills::read_file(&self.runtime, route, &uri);
+                    self.metrics
+                        .measure(Method::ReadResource, read, |_| false)
+                        .await
+                }
+                None => {
+                    let forwarded = forward::read_resource(&self.runtime, &uri);
+                    self.metrics
+                        .measure(Method::ReadResource, forwarded, |_| false)
+                        .await
+                }
+            }
+        })
+    }
+
+    // Aggregated from every upstream, URIs rewritten apart (see `skills`).
+    fn skills(&self) -> Cow<'_, [Value]> {
+        Cow::Owned(self.skills.load().entries().to_vec())
+    }
+
+    fn get_skill(
+        self: Arc<Self>,
+        uri: String,
+        _: Context,
+    ) -> BoxFuture<Result<Value, HandlerError>> {
+        Box::pin(async move {
+            let route = self.skills.load().route(&uri);
+            match route {
+                Some(route) => skills::get(&self.runtime, route, &uri).await,
+                None => Err(HandlerError::unknown_skill(&uri)),
+            }
+        })
+    }
+
+    fn read_directory(
+        self: Arc<Self>,
+        uri: String,
+        _: Context,
+    ) -> BoxFuture<Result<Vec<Value>, HandlerError>> {
+        Box::pin(async move {
+            let route = self.skills.load().route(&uri);
+            match route {
+                Some(route) => skills::read_directory(&self.runtime, route, &uri).await,
+                None => Err(HandlerError::not_a_directory(&uri)),
+            }
         })
     }
 

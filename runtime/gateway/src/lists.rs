@@ -21,6 +21,8 @@ pub(crate) struct Lists {
     pub(crate) tools: Vec<Value>,
     pub(crate) schemas: HashMap<String, Value>,
     pub(crate) resources: Vec<Value>,
+    /// The upstream listing each of `resources`, in their order.
+    pub(crate) resource_servers: Vec<String>,
     pub(crate) templates: Vec<Value>,
     pub(crate) prompts: Vec<Value>,
     /// What `initialize` and `server/discover` answer as `instructions`.
@@ -57,10 +59,11 @@ impl Lists {
             .map(|server| (server.name().to_owned(), server.status()))
             .filter(|(_, status)| status.offers_entries())
             .collect();
-        for (_, status) in &ready {
-            lists
-                .resources
-                .extend(status.resources.iter().filter_map(to_value));
+        for (server, status) in &ready {
+            for resource in status.resources.iter().filter_map(to_value) {
+                lists.resources.push(resource);
+                lists.resource_servers.push(server.clone());
+            }
             lists
                 .templates
                 .extend(status.resource_templates.iter().filter_map(to_value));

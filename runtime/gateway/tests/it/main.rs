@@ -11,5 +11,6 @@ mod front_metrics;
 mod instructions_pass_through;
 mod readiness;
 mod restarting_upstream;
+mod skills;
 mod support;
 mod trace;
