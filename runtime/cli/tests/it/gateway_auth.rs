@@ -137,7 +137,12 @@ pub(crate) async fn post(
             request = request
                 .header("mcp-protocol-version", "2026-07-28")
                 .header("mcp-method", body["method"].as_str().unwrap());
-            if let Some(name) = body["params"]["name"].as_str() {
+            // What the request names: a tool or prompt, or the resource a read is of.
+            let name = match body["method"].as_str() {
+                Some("resources/read") => body["params"]["uri"].as_str(),
+                _ => body["params"]["name"].as_str(),
+            };
+            if let Some(name) = name {
                 request = request.header("mcp-name", name);
             }
         }

@@ -13,6 +13,7 @@ mod gateway;
 mod gateway_auth;
 mod gateway_discovery;
 mod gateway_reload;
+mod gateway_skills;
 mod hints_run_where_they_are_printed;
 // Read the gateway's descriptors and memory in /proc.
 #[cfg(target_os = "linux")]
