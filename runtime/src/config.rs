@@ -26,6 +26,7 @@ use crate::catalogue::Naming;
 use crate::client::{ClientHandlers, HANDLER_TIMEOUT};
 use crate::deadline::ToolPolicy;
 use crate::era::Protocol;
+use crate::isolation::{Isolation, IsolationPolicy, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_INSTANCES};
 use crate::restart::{Liveness, RestartPolicy};
 #[cfg(all(unix, feature = "stdio"))]
 use crate::transport::Stdio;
@@ -104,6 +105,9 @@ pub struct ServerConfig<T = Transport> {
     pub(crate) max_input_rounds: Option<u32>,
     pub(crate) reissue_on_broken_stream: bool,
     pub(crate) min_list_freshness: Option<Duration>,
+    pub(crate) isolation: Isolation,
+    pub(crate) max_instances: Option<usize>,
+    pub(crate) idle_timeout: Option<Duration>,
 }
 
 impl<T: Specific> From<ServerConfig<T>> for ServerConfig {
@@ -202,6 +206,9 @@ impl<T> ServerConfig<T> {
             max_input_rounds: None,
             reissue_on_broken_stream: false,
             min_list_freshness: None,
+            isolation: Isolation::Shared,
+            max_instances: None,
+            idle_timeout: None,
         }
     }
 
@@ -228,6 +235,39 @@ impl<T> ServerConfig<T> {
             max_input_rounds: self.max_input_rounds,
             reissue_on_broken_stream: self.reissue_on_broken_stream,
             min_list_freshness: self.min_list_freshness,
+            isolation: self.isolation,
+            max_instances: self.max_instances,
+            idle_timeout: self.idle_timeout,
+        }
+    }
+
+    /// Who gets an instance of this server of its own behind a gateway (see
+    /// [`isolation`](crate::isolation); default [`Isolation::Shared`]).
+    pub fn isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// At most this many instances of an isolated server at once (default
+    /// [`DEFAULT_MAX_INSTANCES`]; at least 1).
+    pub fn max_instances(mut self, max: usize) -> Self {
+        self.max_instances = Some(max.max(1));
+        self
+    }
+
+    /// How long an instance of an isolated server may sit idle before it is stopped
+    /// (default [`DEFAULT_IDLE_TIMEOUT`]).
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = Some(idle);
+        self
+    }
+
+    /// The isolation and its bounds, defaults filled in.
+    pub fn isolation_policy(&self) -> IsolationPolicy {
+        IsolationPolicy {
+            isolation: self.isolation,
+            max_instances: self.max_instances.unwrap_or(DEFAULT_MAX_INSTANCES),
+            idle_timeout: self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
         }
     }
 

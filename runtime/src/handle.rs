@@ -55,6 +55,12 @@ impl ServerHandle {
             .unwrap_or(&self.core.name)
     }
 
+    /// Who gets an instance of the server of its own behind a gateway, and the bounds on
+    /// its instances (see [`isolation`](crate::isolation)).
+    pub fn isolation(&self) -> crate::IsolationPolicy {
+        self.core.config.isolation_policy()
+    }
+
     /// The server's current status.
     pub fn status(&self) -> ServerStatus {
         self.core.status()

@@ -24,6 +24,7 @@ mod exchange;
 mod framer;
 mod freshness;
 mod handle;
+pub mod isolation;
 mod logging;
 pub mod metrics;
 mod paging;
@@ -57,6 +58,7 @@ pub use error::{
     Unavailability,
 };
 pub use handle::ServerHandle;
+pub use isolation::{Isolation, IsolationPolicy};
 pub use logging::ServerLog;
 pub use restart::{Liveness, RestartPolicy};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeWatch};

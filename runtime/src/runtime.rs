@@ -45,6 +45,8 @@ pub struct RuntimeBuilder {
     #[cfg(feature = "prometheus")]
     metrics_listener: Option<std::net::SocketAddr>,
     io: Io,
+    /// Set for an instance's runtime ([`Runtime::start_instance`]): the series it records.
+    instance_of: Option<Arc<RuntimeMetrics>>,
 }
 
 /// Where the servers' connections do their I/O.
@@ -251,7 +253,10 @@ impl RuntimeBuilder {
         };
         #[cfg(not(feature = "prometheus"))]
         let sink = self.metrics;
-        let metrics = Arc::new(RuntimeMetrics::new(sink.unwrap_or(Sink::Global)));
+        let metrics = match self.instance_of {
+            Some(parent) => Arc::new(parent.for_instance()),
+            None => Arc::new(RuntimeMetrics::new(sink.unwrap_or(Sink::Global))),
+        };
         let kept_metrics = metrics.clone();
         let (system_tx, system_rx) = oneshot::channel();
         let (done_tx, done_rx) = oneshot::channel();
@@ -291,6 +296,7 @@ impl RuntimeBuilder {
             },
         };
         let task_store = self.defaults.task_store.clone();
+        let defaults = self.defaults.clone();
         let supervisor = {
             let registry = registry.clone();
             let kills = kills.clone();
@@ -314,6 +320,7 @@ impl RuntimeBuilder {
                 stopped: AtomicBool::new(false),
                 task_store,
                 metrics,
+                defaults,
                 #[cfg(feature = "prometheus")]
                 exporter,
             }),
@@ -357,6 +364,8 @@ pub(crate) struct Inner {
     pub(crate) task_store: Arc<dyn crate::task_store::TaskStore>,
     /// What the runtime records into.
     metrics: Arc<RuntimeMetrics>,
+    /// What it was built with, for the runtimes of instances it starts.
+    defaults: crate::config::Defaults,
     /// Dropped with the runtime, which stops the listener.
     #[cfg(feature = "prometheus")]
     exporter: Option<crate::metrics::Exporter>,
@@ -382,6 +391,24 @@ impl Runtime {
             .send(AddServer { name, config })
             .await
             .map_err(|_| Error::shutdown())?
+    }
+
+    /// Starts one more instance of server `name` in a runtime of its own, and waits until it
+    /// is ready or has failed (its status says which): the server's configuration and this
+    /// runtime's defaults (timeouts, restarts, handlers), its series recorded under the
+    /// server's name into this runtime's recorder, but for `switchboard_server_up`,
+    /// `switchboard_server_tools` and `switchboard_catalogue_tools`, which stay this runtime's.
+    /// What a gateway runs for each client of an isolated server (see
+    /// [`isolation`](crate::isolation)); shut it down to stop the instance.
+    pub async fn start_instance(&self, name: &str) -> Result<Runtime> {
+        let config = self.server(name)?.core.config.clone();
+        let builder = RuntimeBuilder {
+            servers: vec![(name.to_owned(), config)],
+            defaults: self.inner.defaults.clone(),
+            instance_of: Some(self.inner.metrics.clone()),
+            ..RuntimeBuilder::default()
+        };
+        builder.build().await
     }
 
     /// Adds a server to the running runtime and waits until it is ready or has failed.

@@ -16,6 +16,10 @@
 //!                  "status": { "reissueOnBrokenStream": true } },
 //!       "allowTools": ["run", "status_*"], "denyTools": ["status_debug"], "protocol": "auto",
 //!       "reissueOnBrokenStream": false
+//!     },
+//!     "memory": {
+//!       "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
+//!       "isolation": "client", "maxInstances": 50, "idleTimeout": "10m"
 //!     }
 //!   }
 //! }
@@ -124,6 +128,21 @@ pub(super) fn apply(
     if let Some(value) = field(entry, "reissueOnBrokenStream") {
         let reissue = ctx.bool(value, &at.key("reissueOnBrokenStream"))?;
         config = config.reissue_on_broken_stream(reissue);
+    }
+    if let Some(value) = field(entry, "isolation") {
+        let at = at.key("isolation");
+        let isolation = ctx
+            .string(value, &at)?
+            .parse()
+            .map_err(|e: crate::isolation::UnknownIsolation| ctx.error(&at, e.to_string()))?;
+        config = config.isolation(isolation);
+    }
+    if let Some(value) = field(entry, "maxInstances") {
+        let max = count(ctx, value, &at.key("maxInstances"))?;
+        config = config.max_instances(usize::try_from(max).unwrap_or(usize::MAX));
+    }
+    if let Some(value) = field(entry, "idleTimeout") {
+        config = config.idle_timeout(timeout(ctx, value, &at.key("idleTimeout"))?);
     }
     if let Some(value) = field(entry, "protocol") {
         let at = at.key("protocol");

@@ -35,6 +35,9 @@ const KEYS: &[&str] = &[
     "resetOnProgress",
     "maxTotal",
     "reissueOnBrokenStream",
+    "isolation",
+    "maxInstances",
+    "idleTimeout",
     "initialDelay",
     "x-unknown",
 ];

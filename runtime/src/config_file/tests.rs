@@ -825,6 +825,41 @@ fn reissue_on_broken_stream_per_server() {
 }
 
 #[test]
+fn isolation_and_its_bounds_per_server() {
+    let text = r#"{"mcpServers": {
+        "memory": {"command": "x", "isolation": "client", "maxInstances": 5, "idleTimeout": "90s"},
+        "shell": {"command": "x", "isolation": "session"},
+        "plain": {"command": "x"}}}"#;
+    let servers = parse(text, &[]).servers;
+    let policy = |name: &str| {
+        servers
+            .iter()
+            .find(|s| &*s.name == name)
+            .map(|s| s.config.isolation_policy())
+            .unwrap()
+    };
+    let memory = policy("memory");
+    assert_eq!(memory.isolation, crate::Isolation::Client);
+    assert_eq!(memory.max_instances, 5);
+    assert_eq!(memory.idle_timeout, Duration::from_secs(90));
+    let shell = policy("shell");
+    assert_eq!(shell.isolation, crate::Isolation::Session);
+    assert_eq!(shell.max_instances, crate::isolation::DEFAULT_MAX_INSTANCES);
+    assert_eq!(shell.idle_timeout, crate::isolation::DEFAULT_IDLE_TIMEOUT);
+    assert_eq!(policy("plain").isolation, crate::Isolation::Shared);
+    rejects(
+        r#"{"mcpServers": {"s": {"command": "x", "isolation": "user"}}}"#,
+        "mcpServers.s.isolation",
+        "unknown isolation `user`",
+    );
+    rejects(
+        r#"{"mcpServers": {"s": {"command": "x", "maxInstances": 0}}}"#,
+        "mcpServers.s.maxInstances",
+        "at least 1",
+    );
+}
+
+#[test]
 fn allow_deny_prefix_and_max_in_flight() {
     let text = r#"{"mcpServers": {"s": {"command": "x", "allowTools": ["read_*", "list?"],
         "denyTools": ["read_secret"], "prefix": "fs", "maxInFlight": 4}}}"#;

@@ -259,6 +259,9 @@ impl Sink {
 pub(crate) struct RuntimeMetrics {
     sink: Sink,
     pub(crate) catalogue_tools: Gauge,
+    /// An instance's runtime: the gauges of what it lists and whether it is up stay the
+    /// listed server's, which its instances would overwrite.
+    instance: bool,
 }
 
 impl RuntimeMetrics {
@@ -272,6 +275,16 @@ impl RuntimeMetrics {
         RuntimeMetrics {
             catalogue_tools: sink.gauge(CATALOGUE_TOOLS, Vec::new()),
             sink,
+            instance: false,
+        }
+    }
+
+    /// The metrics of an instance's runtime (see [`crate::Runtime::start_instance`]).
+    pub(crate) fn for_instance(&self) -> RuntimeMetrics {
+        RuntimeMetrics {
+            catalogue_tools: Gauge::noop(),
+            sink: self.sink.clone(),
+            instance: true,
         }
     }
 
@@ -286,12 +299,20 @@ impl RuntimeMetrics {
         };
         ServerMetrics {
             name: name.into(),
-            up: sink.gauge(UP, server()),
+            up: if self.instance {
+                Gauge::noop()
+            } else {
+                sink.gauge(UP, server())
+            },
             in_flight: sink.gauge(IN_FLIGHT, server()),
             restarts: sink.counter(RESTARTS, server()),
             restarts_seen: AtomicU32::new(0),
             handshake: sink.histogram(HANDSHAKE, server()),
-            tools: sink.gauge(SERVER_TOOLS, server()),
+            tools: if self.instance {
+                Gauge::noop()
+            } else {
+                sink.gauge(SERVER_TOOLS, server())
+            },
             unknown_answers: sink.counter(UNKNOWN_ANSWERS, server()),
             output_mismatches: sink.counter(OUTPUT_MISMATCHES, server()),
             cancellations: [
