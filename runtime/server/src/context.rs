@@ -190,6 +190,23 @@ impl Context {
         self.inner.session.principal().map(|p| &**p)
     }
 
+    /// The request's session, as a number unique in this process: for keeping something
+    /// per session (a gateway's instance of an isolated server). `None` for a 2026-07-28
+    /// request, which has no session. A sealed session restored by another replica has
+    /// another number there.
+    pub fn session_key(&self) -> Option<u64> {
+        match self.inner.era {
+            Era::Handshake => Some(self.inner.session.key),
+            _ => None,
+        }
+    }
+
+    /// Whether the request's session has ended: its client closed it (or its stream), or
+    /// it expired.
+    pub fn session_closed(&self) -> bool {
+        self.inner.session.is_closed()
+    }
+
     /// The request's W3C trace context (`_meta.traceparent`, else the HTTP `traceparent`
     /// header), when well-formed.
     pub fn traceparent(&self) -> Option<&str> {
