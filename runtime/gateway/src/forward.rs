@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::asks::{Bridge, FrontWait, Need};
 use crate::error::{to_front, unreadable};
+use crate::instances::Instances;
 
 /// How many progress notifications and log messages may wait for room toward the front
 /// client; past that they are dropped (the next progress says as much as the lost ones did;
@@ -44,10 +45,17 @@ pub(crate) struct Forwarded {
 /// its requests to the client (see [`crate::asks`]).
 pub(crate) async fn call_tool(
     runtime: &Runtime,
+    instances: &Instances,
     name: &str,
     arguments: Box<RawValue>,
     ctx: &Context,
 ) -> Result<Forwarded, HandlerError> {
+    // An isolated server's call goes to the caller's instance, by the tool's own name.
+    let instance = instances.for_tool(runtime, name, ctx).await?;
+    let (runtime, name) = match &instance {
+        Some((lease, tool)) => (lease.runtime(), tool.as_str()),
+        None => (runtime, name),
+    };
     let wait = Arc::new(FrontWait::default());
     let bridge = Bridge::new(ctx.clone(), wait.clone());
     let mut call = runtime
@@ -141,6 +149,7 @@ fn level_of(name: &str) -> Option<LoggingLevel> {
 /// client for it is asked of the front client.
 pub(crate) async fn get_prompt(
     runtime: &Runtime,
+    instances: &Instances,
     name: &str,
     arguments: Value,
     ctx: &Context,
@@ -149,6 +158,11 @@ pub(crate) async fn get_prompt(
         .prompt_owner(name)
         .await
         .map_err(|e| to_front(&e, name))?;
+    let instance = instances.lease(runtime, &server, ctx).await?;
+    let server = match &instance {
+        Some(lease) => lease.server()?,
+        None => server,
+    };
     let params = json!({"name": prompt, "arguments": arguments});
     asking(
         ctx,
@@ -159,11 +173,21 @@ pub(crate) async fn get_prompt(
 }
 
 /// Reads `uri` from the one upstream that lists it (or a template matching it).
-pub(crate) async fn read_resource(runtime: &Runtime, uri: &str) -> Result<Value, HandlerError> {
+pub(crate) async fn read_resource(
+    runtime: &Runtime,
+    instances: &Instances,
+    uri: &str,
+    ctx: &Context,
+) -> Result<Value, HandlerError> {
     let server = runtime
         .resource_owner(uri)
         .await
         .map_err(|e| to_front(&e, uri))?;
+    let instance = instances.lease(runtime, &server, ctx).await?;
+    let server = match &instance {
+        Some(lease) => lease.server()?,
+        None => server,
+    };
     let raw = server
         .read_resource_raw(uri)
         .await

@@ -65,6 +65,7 @@ pub mod auth;
 pub mod discovery;
 mod error;
 mod forward;
+mod instances;
 mod lists;
 mod metrics;
 mod readiness;
@@ -86,6 +87,8 @@ pub struct Gateway {
     /// The upstreams' skills, listed by the skills follower.
     skills: ArcSwap<skills::Skills>,
     subscriptions: subscriptions::Requests,
+    /// The instances of isolated servers, per client or session.
+    instances: Arc<instances::Instances>,
     /// Taken by [`serve`](Gateway::serve), which runs it.
     upstream: Mutex<Option<subscriptions::Upstream>>,
     metrics: metrics::FrontMetrics,
@@ -117,7 +120,9 @@ impl Gateway {
     fn build(runtime: Runtime, discovery: Option<Discovery>) -> Arc<Gateway> {
         let lists = Lists::build(&runtime);
         let (subscriptions, upstream) = subscriptions::channel();
+        let instances = Arc::new(instances::Instances::new(runtime.clone(), lists.isolated));
         Arc::new(Gateway {
+            instances,
             metrics: metrics::FrontMetrics::new(&runtime),
             runtime,
             lists: ArcSwap::from_pointee(lists),
@@ -152,6 +157,13 @@ impl Gateway {
         )
     }
 
+    /// Stops every instance of an isolated server (see the `instances` module): what a
+    /// serving process does before it shuts its runtime down, so that no instance's process
+    /// outlives it.
+    pub async fn shutdown_instances(&self) {
+        self.instances.shutdown().await;
+    }
+
     /// How many forwarded front requests (calls, reads, prompts, completions) are waiting
     /// for their upstream's answer now.
     pub fn in_flight(&self) -> usize {
@@ -171,11 +183,13 @@ impl Gateway {
         let subscriber = upstream
             .map(|upstream| tokio::spawn(upstream.run(self.runtime.clone(), server.clone())));
         let skills = tokio::spawn(follow_skills(self.clone(), server.clone()));
+        let reaper = tokio::spawn(instances::Instances::reap(Arc::downgrade(&self.instances)));
         let follower = tokio::spawn(follow(self, server.clone()));
         Front {
             server,
             follower,
             skills,
+            reaper,
             subscriber,
         }
     }
@@ -219,7 +233,8 @@ impl Gateway {
         );
         Box::pin(tracing::Instrument::instrument(
             async move {
-                let forwarded = forward::call_tool(&self.runtime, &name, arguments, &ctx);
+                let forwarded =
+                    forward::call_tool(&self.runtime, &self.instances, &name, arguments, &ctx);
                 self.metrics
                     .measure(Method::CallTool, forwarded, |f| f.is_error)
                     .await
@@ -238,6 +253,7 @@ impl Gateway {
     /// so nothing stores between its load and its store.
     fn relist(&self) -> lists::Changed {
         let fresh = Lists::build(&self.runtime);
+        self.instances.set_any(fresh.isolated);
         let changed = fresh.changed_since(&self.lists.load());
         self.lists.store(Arc::new(fresh));
         changed
@@ -301,6 +317,7 @@ pub struct Front {
     server: Server,
     follower: JoinHandle<()>,
     skills: JoinHandle<()>,
+    reaper: JoinHandle<()>,
     subscriber: Option<JoinHandle<()>>,
 }
 
@@ -315,6 +332,7 @@ impl Drop for Front {
     fn drop(&mut self) {
         self.follower.abort();
         self.skills.abort();
+        self.reaper.abort();
         if let Some(subscriber) = &self.subscriber {
             subscriber.abort();
         }
@@ -389,7 +407,7 @@ impl Handler for Gateway {
     fn read_resource(
         self: Arc<Self>,
         uri: String,
-        _: Context,
+        ctx: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
         Box::pin(async move {
             let skills = self.skills.load();
@@ -412,7 +430,8 @@ impl Handler for Gateway {
                         .await
                 }
                 None => {
-                    let forwarded = forward::read_resource(&self.runtime, &uri);
+                    let forwarded =
+                        forward::read_resource(&self.runtime, &self.instances, &uri, &ctx);
                     self.metrics
                         .measure(Method::ReadResource, forwarded, |_| false)
                         .await
@@ -477,7 +496,8 @@ impl Handler for Gateway {
         ctx: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
         Box::pin(async move {
-            let forwarded = forward::get_prompt(&self.runtime, &name, arguments, &ctx);
+            let forwarded =
+                forward::get_prompt(&self.runtime, &self.instances, &name, arguments, &ctx);
             self.metrics
                 .measure(Method::GetPrompt, forwarded, |_| false)
                 .await

@@ -27,6 +27,9 @@ pub(crate) struct Lists {
     pub(crate) prompts: Vec<Value>,
     /// What `initialize` and `server/discover` answer as `instructions`.
     pub(crate) instructions: Option<String>,
+    /// Whether a server is isolated (per client or session): only then are requests
+    /// looked up among instances.
+    pub(crate) isolated: bool,
 }
 
 /// Which lists differ between two snapshots.
@@ -85,6 +88,10 @@ impl Lists {
             .iter()
             .filter_map(|(name, status)| Some((name.as_str(), status.instructions.as_deref()?)));
         lists.instructions = instructions(given, runtime.servers().len() > 1);
+        lists.isolated = runtime
+            .servers()
+            .iter()
+            .any(|server| server.isolation().isolation != switchboard::Isolation::Shared);
         lists
     }
 

@@ -8,13 +8,15 @@
 //! | `switchboard_front_request_duration_seconds` | histogram | `method` | from the front request to its answer |
 //! | `switchboard_front_requests_in_flight` | gauge | — | forwarded front requests not answered yet |
 //! | `switchboard_front_rejected_total` | counter | `reason` | connections and requests the HTTP front turned away or cut |
+//! | `switchboard_gateway_instances` | gauge | `server` | instances of an isolated server running now (one per client or session) |
 //!
 //! `method` is `tools/call`, `resources/read`, `prompts/get` or `completion/complete` (the
 //! lists are answered from the gateway's snapshot, not forwarded); `outcome` is `ok`,
 //! `tool_error` (a result with `isError: true`), `error`, `input_required` (the front client
 //! answers first) or `cancelled` (the front went away). `reason` is one of
 //! [`Rejection::as_str`]'s names (`head_timeout`, `rate`, `client_sessions`, …). Nothing else
-//! is a label: a fixed set of series, whatever the clients send.
+//! is a label: a fixed set of series, whatever the clients send (`server` names a configured
+//! server, never a client).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -57,6 +59,9 @@ enum Outcome {
     InputRequired = 3,
     Cancelled = 4,
 }
+
+/// Instances of isolated servers running now, by server.
+const INSTANCES: &str = "switchboard_gateway_instances";
 
 const OUTCOMES: [&str; 5] = ["ok", "tool_error", "error", "input_required", "cancelled"];
 
@@ -115,6 +120,11 @@ impl FrontMetrics {
                 })
                 .collect();
             let in_flight = recorder.register_gauge(&Key::from_name(IN_FLIGHT), &METADATA);
+            recorder.describe_gauge(
+                INSTANCES.into(),
+                None,
+                "Instances of an isolated server running now.".into(),
+            );
             recorder.describe_counter(
                 REJECTED.into(),
                 None,
@@ -192,4 +202,12 @@ impl Drop for Measuring<'_> {
         m.requests[self.method as usize * OUTCOMES.len() + self.outcome as usize].increment(1);
         m.durations[self.method as usize].record(self.started.elapsed().as_secs_f64());
     }
+}
+
+/// The gauge of `server`'s running instances (see `instances`).
+pub(crate) fn instances(runtime: &Runtime, server: &str, running: usize) {
+    runtime.with_metrics_recorder(|recorder| {
+        let key = Key::from_parts(INSTANCES, vec![Label::new("server", server.to_owned())]);
+        recorder.register_gauge(&key, &METADATA).set(running as f64);
+    });
 }

@@ -1,0 +1,343 @@
+//! Instances of isolated servers: each client (or each session) of a server whose config
+//! says `"isolation": "client"` (or `"session"`) gets an instance of its own, started on its
+//! first use, and its requests go there.
+//!
+//! The runtime's own instance of such a server lists its tools, resources and prompts (the
+//! catalogue every client sees) and answers completions and skills, but no call, read or
+//! prompt of any client goes to it. An instance is a runtime of its own
+//! ([`Runtime::start_instance`]): supervised like any server (restarts, deadlines, the
+//! server's name as the metrics label), its process stopped with it.
+//!
+//! A client is its principal's subject (the `--auth` key's name, the token's subject): a
+//! request with none is refused for a `client` server, and a 2026-07-28 request, which has
+//! no session, for a `session` one. A server has at most `maxInstances` instances: past it
+//! the request is refused (-32603, "too many instances"), never a busy instance stopped. An
+//! instance with no request in flight for `idleTimeout` is stopped, and so is a session's once
+//! its session has ended. How many run is the gauge `switchboard_gateway_instances{server}`.
+//!
+//! The state of instances is a map behind a lock, taken briefly (never across an `.await`)
+//! and only for requests to isolated servers: a gateway without one never takes it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use switchboard::{Isolation, Runtime, ServerHandle, ServerState};
+use switchboard_server::{Context, ErrorObject, HandlerError};
+use tokio::sync::OnceCell;
+
+/// How often idle instances are looked for.
+const REAP_EVERY: Duration = Duration::from_millis(250);
+
+/// Whose instance: a client's, or a session's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Whose {
+    Client(String),
+    Session(u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    server: String,
+    whose: Whose,
+}
+
+/// One instance: started once, however many requests wait for it.
+struct Slot {
+    runtime: OnceCell<Runtime>,
+    in_flight: AtomicUsize,
+    last_used: Mutex<Instant>,
+    idle_timeout: Duration,
+    /// A session's instance: the request that started it, to see when its session ends.
+    session: Option<Context>,
+}
+
+impl Slot {
+    fn idle(&self, now: Instant) -> bool {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return false;
+        }
+        let last = *self
+            .last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        now.duration_since(last) >= self.idle_timeout
+            || self.session.as_ref().is_some_and(Context::session_closed)
+    }
+}
+
+/// The instances of every isolated server.
+pub(crate) struct Instances {
+    slots: Mutex<HashMap<Key, Arc<Slot>>>,
+    /// The gauge of running instances per server is recorded where the runtime records.
+    runtime: Runtime,
+    /// Whether any server is isolated: the lists say, each time they are built.
+    any: AtomicBool,
+}
+
+impl std::fmt::Debug for Instances {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instances")
+            .field("running", &self.lock().len())
+            .finish()
+    }
+}
+
+/// A request's hold on an instance: while it is held, the instance is not idle.
+pub(crate) struct Lease {
+    slot: Arc<Slot>,
+    server: String,
+}
+
+impl Lease {
+    /// The instance's runtime.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        // Set before a lease is handed out.
+        self.slot
+            .runtime
+            .get()
+            .expect("a lease is handed out once its instance started")
+    }
+
+    /// The instance's server.
+    pub(crate) fn server(&self) -> Result<ServerHandle, HandlerError> {
+        self.runtime()
+            .server(&self.server)
+            .map_err(|e| crate::error::to_front(&e, &self.server))
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        *self
+            .slot
+            .last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        self.slot.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn refused(message: String) -> HandlerError {
+    HandlerError::Rpc(ErrorObject::new(ErrorObject::INTERNAL_ERROR, message))
+}
+
+impl Instances {
+    pub(crate) fn new(runtime: Runtime, any: bool) -> Instances {
+        Instances {
+            slots: Mutex::default(),
+            runtime,
+            any: AtomicBool::new(any),
+        }
+    }
+
+    /// Sets the gauge of `server`'s running instances.
+    fn gauge(&self, server: &str, slots: &HashMap<Key, Arc<Slot>>) {
+        let running = slots.keys().filter(|k| k.server == server).count();
+        crate::metrics::instances(&self.runtime, server, running);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Slot>>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Says whether any of the runtime's servers is isolated.
+    pub(crate) fn set_any(&self, any: bool) {
+        self.any.store(any, Ordering::Release);
+    }
+
+    /// The instance of catalogue tool `name`'s server that `ctx`'s client uses, and the
+    /// tool's name there; `None` when the tool's server is shared (or unknown: the call
+    /// then fails as it would).
+    pub(crate) async fn for_tool(
+        &self,
+        runtime: &Runtime,
+        name: &str,
+        ctx: &Context,
+    ) -> Result<Option<(Lease, String)>, HandlerError> {
+        if !self.any.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let catalogue = runtime.catalogue();
+        let Ok(entry) = catalogue.resolve(name) else {
+            return Ok(None);
+        };
+        let Ok(server) = runtime.server(&entry.server) else {
+            return Ok(None);
+        };
+        let tool = entry.tool.name.clone();
+        Ok(self
+            .lease(runtime, &server, ctx)
+            .await?
+            .map(|lease| (lease, tool)))
+    }
+
+    /// The instance of `server` that `ctx`'s client uses; `None` when `server` is shared.
+    pub(crate) async fn lease(
+        &self,
+        runtime: &Runtime,
+        server: &ServerHandle,
+        ctx: &Context,
+    ) -> Result<Option<Lease>, HandlerError> {
+        if !self.any.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let policy = server.isolation();
+        let name = server.name();
+        let whose = match policy.isolation {
+            Isolation::Client => match ctx.principal() {
+                Some(principal) => Whose::Client(principal.subject.clone()),
+                None => {
+                    return Err(refused(format!(
+                        "server `{name}` gives each client an instance of its own \
+                         (isolation: client), and this request comes from no authenticated \
+                         client: serve it with --auth"
+                    )))
+                }
+            },
+            Isolation::Session => match ctx.session_key() {
+                Some(key) => Whose::Session(key),
+                None => {
+                    return Err(refused(format!(
+                        "server `{name}` gives each session an instance of its own \
+                         (isolation: session), and a 2026-07-28 request has no session: \
+                         connect with a session (protocol 2025-11-25 or earlier)"
+                    )))
+                }
+            },
+            _ => return Ok(None),
+        };
+        let key = Key {
+            server: name.to_owned(),
+            whose,
+        };
+        let slot = {
+            let mut slots = self.lock();
+            let slot = match slots.get(&key) {
+                Some(slot) => slot.clone(),
+                None => {
+                    let running = slots.keys().filter(|k| k.server == key.server).count();
+                    if running >= policy.max_instances {
+                        return Err(refused(format!(
+                            "too many instances of server `{name}` ({running}, its \
+                             maxInstances): try again once one is idle"
+                        )));
+                    }
+                    let slot = Arc::new(Slot {
+                        runtime: OnceCell::new(),
+                        in_flight: AtomicUsize::new(0),
+                        last_used: Mutex::new(Instant::now()),
+                        idle_timeout: policy.idle_timeout,
+                        session: matches!(key.whose, Whose::Session(_)).then(|| ctx.clone()),
+                    });
+                    slots.insert(key.clone(), slot.clone());
+                    self.gauge(name, &slots);
+                    slot
+                }
+            };
+            // Held from here: the reaper leaves it alone.
+            slot.in_flight.fetch_add(1, Ordering::AcqRel);
+            slot
+        };
+        let lease = Lease {
+            slot,
+            server: name.to_owned(),
+        };
+        let started = lease
+            .slot
+            .runtime
+            .get_or_try_init(|| async {
+                let instance = runtime
+                    .start_instance(name)
+                    .await
+                    .map_err(|e| crate::error::to_front(&e, name))?;
+                let status = instance
+                    .server(name)
+                    .map_err(|e| crate::error::to_front(&e, name))?
+                    .status();
+                if status.is_ready() {
+                    tracing::info!(server = %name, isolation = %policy.isolation, "instance started");
+                    Ok(instance)
+                } else {
+                    instance.shutdown().await;
+                    Err(refused(format!(
+                        "an instance of server `{name}` did not start: {}",
+                        why_not_ready(&status.state)
+                    )))
+                }
+            })
+            .await;
+        if let Err(e) = started {
+            // Not kept: the next request tries again.
+            let mut slots = self.lock();
+            if slots
+                .get(&key)
+                .is_some_and(|slot| Arc::ptr_eq(slot, &lease.slot))
+            {
+                slots.remove(&key);
+                self.gauge(name, &slots);
+            }
+            return Err(e);
+        }
+        Ok(Some(lease))
+    }
+
+    /// Stops the instances that are idle (or whose session ended), until `instances` is
+    /// gone.
+    pub(crate) async fn reap(instances: std::sync::Weak<Instances>) {
+        loop {
+            tokio::time::sleep(REAP_EVERY).await;
+            let Some(instances) = instances.upgrade() else {
+                return;
+            };
+            let now = Instant::now();
+            let stopped: Vec<(String, Arc<Slot>)> = {
+                let mut slots = instances.lock();
+                let idle: Vec<Key> = slots
+                    .iter()
+                    .filter(|(_, slot)| slot.idle(now))
+                    .map(|(key, _)| key.clone())
+                    .collect();
+                let stopped: Vec<_> = idle
+                    .into_iter()
+                    .filter_map(|key| {
+                        let slot = slots.remove(&key)?;
+                        Some((key.server, slot))
+                    })
+                    .collect();
+                for (server, _) in &stopped {
+                    instances.gauge(server, &slots);
+                }
+                stopped
+            };
+            for (server, slot) in stopped {
+                if let Some(runtime) = slot.runtime.get() {
+                    tracing::info!(server = %server, "idle instance stopped");
+                    runtime.shutdown().await;
+                }
+            }
+        }
+    }
+
+    /// Stops every instance.
+    pub(crate) async fn shutdown(&self) {
+        let slots: Vec<_> = self.lock().drain().collect();
+        for (key, slot) in slots {
+            if let Some(runtime) = slot.runtime.get() {
+                runtime.shutdown().await;
+            }
+            crate::metrics::instances(&self.runtime, &key.server, 0);
+        }
+    }
+}
+
+/// Why an instance that finished starting is not ready.
+fn why_not_ready(state: &ServerState) -> String {
+    match state {
+        ServerState::Failed { error } => error.to_string(),
+        ServerState::Restarting { last_error, .. } => last_error.to_string(),
+        ServerState::Down { reason } => reason.to_string(),
+        other => format!("{other:?}"),
+    }
+}
