@@ -69,6 +69,14 @@ it crosses N). A client limited to some tools by --auth finds and calls only tho
 direct call by a tool's name still works; while discovery is on, the names search_tools and
 call_tool are the meta-tools' (a server's tool of that name is reached through call_tool).
 
+Isolation: a server whose config says isolation client gives each client (an --auth key's
+name or a token's subject) an instance of its own, started on its first call, read or
+prompt; isolation session gives each handshake-era session one (a 2026-07-28 request, which
+has no session, is refused). maxInstances (default 32) bounds them: past it a new client is
+refused, never a busy instance stopped; idleTimeout (default 10m) stops an instance that
+had nothing in flight that long, its process with it. The runtime's own instance lists the
+server's tools for everyone and is called by no one. Isolation client needs --auth.
+
 Reload: SIGHUP, or a change of the config file, reads it again: new servers start, removed
 ones stop once their calls in flight finish, changed ones start anew while the old ones
 finish theirs. A file that does not read changes nothing.
@@ -309,6 +317,26 @@ fn request_state_key(secret: &str) -> Vec<u8> {
 }
 
 /// `--ready-requires`: `all`, or server names separated by commas.
+/// Without `--auth` no request has a principal, and a peer's address is not one: a server
+/// isolated per client could serve nobody.
+fn refuse_client_isolation(file: &switchboard::ConfigFile) -> Result<(), Failure> {
+    let isolated: Vec<&str> = file
+        .servers
+        .iter()
+        .filter(|(_, config)| config.isolation_policy().isolation == switchboard::Isolation::Client)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if isolated.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::Usage(format!(
+        "{} of {} give each client an instance of its own (isolation: client), which needs \
+         authenticated clients: serve with --auth FILE, or use isolation \"session\" or \"shared\"",
+        isolated.join(", "),
+        file.path.display()
+    )))
+}
+
 fn ready_requires(text: &str) -> Result<Readiness, String> {
     if text.trim() == "all" {
         return Ok(Readiness::All);
@@ -376,6 +404,9 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         Some(file) => Some(auth_file(file)?),
         None => None,
     };
+    if auth.is_none() {
+        refuse_client_isolation(&file)?;
+    }
     let runtime = start(&file, interrupt).await?;
     // Each server ready or not, now and as that changes.
     let (watch, told) =
@@ -456,6 +487,7 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         }
     };
     drop((front, reloading, telling));
+    gateway.shutdown_instances().await;
     super::shut_down(&runtime, super::Shutdown::Graceful, interrupt).await;
     tracing::info!("stopped");
     outcome

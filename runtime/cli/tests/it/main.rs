@@ -12,6 +12,7 @@ mod exits_right_after_a_timeout_or_a_signal;
 mod gateway;
 mod gateway_auth;
 mod gateway_discovery;
+mod gateway_isolation;
 mod gateway_reload;
 mod gateway_skills;
 mod hints_run_where_they_are_printed;
