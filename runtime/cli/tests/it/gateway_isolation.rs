@@ -180,6 +180,18 @@ async fn each_session_has_its_own_instance_and_a_request_without_one_is_refused(
         "one client's two sessions have an instance each"
     );
     assert!(!started(&toggle(&url, ALICE, Some(&first)).await));
+    wait_for_instances(&served, 3).await;
+    // A session that ends takes its instance with it.
+    let ended = reqwest::Client::new()
+        .delete(&url)
+        .bearer_auth(ALICE)
+        .header("mcp-session-id", &first)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{ended:?}");
+    wait_for_instances(&served, 2).await;
     // A 2026-07-28 request has no session to give an instance to.
     let refused = toggle(&url, ALICE, None).await;
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
