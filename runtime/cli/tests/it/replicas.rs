@@ -6,7 +6,9 @@
 //!
 //! What needs affinity is tested both ways: the answer to a request the gateway sends a
 //! handshake-era client (an upstream's sampling request) is lost under round-robin, and
-//! arrives with nginx hashing on the session id (the README's setting).
+//! arrives with nginx hashing on the session id (the README's setting). So is a server
+//! isolated per client: its state is on the replica that started the client's instance, and
+//! only hashing on the client's credentials keeps the client there.
 //!
 //! nginx runs with the proxy directives of the deployment example
 //! (`runtime/gateway/deploy/nginx/mcp-proxy.conf`). It is a Debian package `.ci/run`
@@ -66,14 +68,20 @@ struct Replica {
 
 impl Replica {
     fn start(config: &Path, keys: &Path) -> Replica {
+        Replica::start_with(config, keys, &[])
+    }
+
+    /// With `extra` arguments too.
+    fn start_with(config: &Path, keys: &Path, extra: &[&str]) -> Replica {
         let port = free_port();
         let listen = format!("127.0.0.1:{port}");
-        let args = [
+        let mut args = vec![
             "--listen",
             &listen,
             "--session-keys",
             keys.to_str().unwrap(),
         ];
+        args.extend_from_slice(extra);
         let served = Served::start_with(config, &args);
         Replica {
             served: Some(served),
@@ -602,4 +610,68 @@ async fn a_request_to_a_handshake_era_client_needs_affinity_and_works_with_it() 
     let round_robin = sampling_calls_through("").await;
     eprintln!("round-robin: {round_robin} of 9 sampling calls succeeded");
     assert!(round_robin < 9, "round-robin: {round_robin} of 9 succeeded");
+}
+
+/// Six toggles of server-everything's simulated logging by one client, through three
+/// replicas behind nginx with `balance`, the server isolated per client: whether each
+/// toggle said "Started", in order.
+async fn toggles_through(balance: &str) -> Vec<bool> {
+    let everything = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.ci/peers/node_modules/.bin/mcp-server-everything");
+    assert!(
+        everything.exists(),
+        "no {} (run .ci/run once)",
+        everything.display()
+    );
+    let scratch = Scratch::new();
+    let config = scratch.0.join("gateway.json");
+    let servers = json!({"mcpServers": {"everything": {
+        "command": everything, "args": ["stdio"], "isolation": "client"}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let keys = scratch.0.join("keys");
+    std::fs::write(&keys, "a shared secret of the three replicas, 32+ bytes\n").unwrap();
+    let auth = scratch.0.join("auth.json");
+    let key = "replicas-alice-key-0123456789abcdefghijk";
+    let auth_file = json!({"resource": "http://mcp.test/mcp",
+        "keys": [{"name": "alice", "key": key}]});
+    std::fs::write(&auth, auth_file.to_string()).unwrap();
+    let extra = ["--auth", auth.to_str().unwrap()];
+    let replicas: Vec<Replica> = (0..3)
+        .map(|_| Replica::start_with(&config, &keys, &extra))
+        .collect();
+    let nginx = Nginx::start_balanced(&scratch.0, &replicas, balance);
+    let mut started = Vec::new();
+    for id in 0..6 {
+        let toggle = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "toggle-simulated-logging", "arguments": {}}});
+        let (status, _, _, answer) =
+            crate::gateway_auth::post(&nginx.url, Some(key), None, toggle).await;
+        assert_eq!(status, 200, "{answer}");
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .to_owned();
+        started.push(text.starts_with("Started"));
+    }
+    for replica in replicas {
+        replica.stop();
+    }
+    drop(nginx);
+    started
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs nginx and server-everything (.ci/run installs them)"]
+async fn a_server_isolated_per_client_needs_affinity_on_the_client_and_works_with_it() {
+    // Every toggle reaches the one instance of the replica the client hashes to.
+    let with_affinity = toggles_through("hash $http_authorization consistent;").await;
+    assert_eq!(
+        with_affinity,
+        [true, false, true, false, true, false],
+        "with affinity"
+    );
+    // Round-robin: each replica starts an instance of its own for the same client.
+    let round_robin = toggles_through("").await;
+    eprintln!("round-robin: {round_robin:?}");
+    assert_ne!(round_robin, with_affinity, "round-robin");
 }
