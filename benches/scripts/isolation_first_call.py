@@ -3,7 +3,7 @@
 
 Starts `switchboard serve --listen 0 --auth` over server-everything (from .ci/peers), once
 with "isolation": "client" and once shared, and times, for each of eight clients, its first
-`get-sum` call and five more (2026-07-28 requests over HTTP). Beside them, the floor: the
+`get-sum` call, its next five, and its 21st to 30th (2026-07-28 requests over HTTP). Beside them, the floor: the
 server's own start (spawn, initialize, tools/list) without Switchboard.
 
     python3 benches/scripts/isolation_first_call.py [target/release/switchboard]
@@ -85,17 +85,20 @@ def call(url, key):
 def run(settings):
     with tempfile.TemporaryDirectory() as folder:
         child, url = served(folder, settings)
-        first, later = [], []
+        first, later, warm = [], [], []
         for key in KEYS:
             first.append(call(url, key["key"]))
-            later += [call(url, key["key"]) for _ in range(5)]
+            calls = [call(url, key["key"]) for _ in range(29)]
+            later += calls[:5]
+            warm += calls[19:]
         child.terminate()
         child.wait()
-    return first, later
+    return first, later, warm
 
 
 for _ in range(2):
     print("floor, server-everything's own start:", spread(floor()))
     for name, settings in [("client", {"isolation": "client"}), ("shared", {})]:
-        first, later = run(settings)
-        print(f"{name}: first call of a client {spread(first)}; later calls {spread(later)}")
+        first, later, warm = run(settings)
+        print(f"{name}: first call of a client {spread(first)}; its next five {spread(later)}; "
+              f"its 21st to 30th {spread(warm)}")
