@@ -34,6 +34,10 @@
 //! lists. [`Gateway::is_ready_for`] says whether the upstreams a deployment needs are ready
 //! ([`Readiness`]), for `/readyz`.
 //!
+//! A server isolated per client or per session (its config's `isolation`) serves each client
+//! or session from an instance of its own, started on first use, bounded and stopped when
+//! idle: see the `instances` module's documentation; [`Gateway::shutdown_instances`] stops them.
+//!
 //! Skills (the extension `io.modelcontextprotocol/skills`) are aggregated from every
 //! upstream that serves them, their URIs prefixed apart as the catalogue prefixes tools, and
 //! requests for them routed back: see the `skills` module's documentation.
