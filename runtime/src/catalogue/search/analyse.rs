@@ -345,6 +345,14 @@ fn synonyms() -> &'static HashMap<String, Vec<Vec<String>>> {
     })
 }
 
+/// The lower-cased words of `text` (see the module's step 1): `git_log` is `git log`.
+#[cfg(feature = "semantic")]
+pub(crate) fn words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for_each_word(text, |word| words.push(word.to_owned()));
+    words
+}
+
 /// Calls `f` with each lower-cased word of `text` (see the module's step 1).
 fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     let mut word = String::new();

@@ -64,6 +64,8 @@
 
 mod analyse;
 mod segment;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -348,6 +350,16 @@ impl Catalogue {
 
     /// Runs `search`: its query, limit, filter and scorer.
     pub fn search_with(&self, search: &ToolSearch<'_>) -> Vec<ToolMatch> {
+        self.search_fused(search, None)
+    }
+
+    /// [`search_with`](Self::search_with), fused with `fallback` when the search has no
+    /// scorer of its own (a runtime's semantic scorer).
+    pub(crate) fn search_fused(
+        &self,
+        search: &ToolSearch<'_>,
+        fallback: Option<&dyn ToolScorer>,
+    ) -> Vec<ToolMatch> {
         let entries = self.listed_entries();
         if search.limit == 0 || entries.is_empty() {
             return Vec::new();
@@ -358,7 +370,7 @@ impl Catalogue {
             Some(filter) => filter(&entries[*at]),
             None => true,
         };
-        let ranked: Vec<(usize, f64)> = match search.scorer {
+        let ranked: Vec<(usize, f64)> = match search.scorer.or(fallback) {
             None => {
                 let found: Vec<(usize, f64)> = (0..entries.len())
                     .filter(|at| lexical[*at] > 0.0)

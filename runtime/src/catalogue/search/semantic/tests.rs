@@ -1,0 +1,83 @@
+//! The model's own tests: they need its files, in the folder `SWITCHBOARD_TEST_MODEL` names
+//! (`.ci/run` fetches all-MiniLM-L6-v2 into `.ci/models/all-minilm-l6-v2`).
+
+use super::*;
+
+/// The model, or a failure saying where it was looked for.
+pub(crate) fn model_folder() -> PathBuf {
+    let folder = std::env::var_os("SWITCHBOARD_TEST_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/models/all-minilm-l6-v2")
+        });
+    assert!(
+        folder.join("model.safetensors").is_file(),
+        "no model in {} (set SWITCHBOARD_TEST_MODEL, or run .ci/run once)",
+        folder.display()
+    );
+    folder
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+#[ignore = "needs the model: all-MiniLM-L6-v2 in .ci/models or $SWITCHBOARD_TEST_MODEL"]
+fn embeddings_are_unit_vectors_and_close_in_meaning_is_close() {
+    let embedder = Embedder::load(model_folder()).unwrap();
+    let texts = [
+        "who touched this file lately",
+        "git log. Shows the commit logs",
+        "create issue. Create a new issue in a GitHub repository",
+        "A man is eating food.",
+    ];
+    let vectors = embedder.embed(&texts).unwrap();
+    for v in &vectors {
+        assert_eq!(v.len(), 384);
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    }
+    let log = cosine(&vectors[0], &vectors[1]);
+    let issue = cosine(&vectors[0], &vectors[2]);
+    let food = cosine(&vectors[0], &vectors[3]);
+    eprintln!("log {log} issue {issue} food {food}");
+    assert!(
+        log > issue && log > food,
+        "log {log} issue {issue} food {food}"
+    );
+    // One text alone embeds as it does in a batch (padding changes nothing).
+    let alone = embedder.embed(&texts[1..2]).unwrap();
+    assert!(cosine(&alone[0], &vectors[1]) > 0.9999);
+}
+
+#[test]
+fn a_missing_or_broken_model_folder_is_a_typed_error() {
+    let missing = Embedder::load("/nonexistent/model").unwrap_err();
+    assert!(
+        matches!(
+            missing,
+            ModelError::Missing {
+                file: "config.json",
+                ..
+            }
+        ),
+        "{missing}"
+    );
+    let folder = std::env::temp_dir().join(format!("switchboard-model-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("config.json"), "{ not json").unwrap();
+    let broken = Embedder::load(&folder).unwrap_err();
+    assert!(
+        matches!(
+            broken,
+            ModelError::Unreadable {
+                file: "config.json",
+                ..
+            }
+        ),
+        "{broken}"
+    );
+    assert!(broken.to_string().contains("config.json"), "{broken}");
+    let _ = std::fs::remove_dir_all(&folder);
+}
