@@ -57,6 +57,9 @@ pub(crate) struct Registry {
     stopped: AtomicBool,
     /// The tool search's per-server segments, shared by the tool catalogue's snapshots.
     search_cache: Arc<SegmentCache>,
+    /// The semantic scorer searches fuse with, set once when the runtime is built.
+    #[cfg(feature = "semantic")]
+    pub(crate) semantic: std::sync::OnceLock<Arc<crate::search::semantic::SemanticScorer>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -82,6 +85,8 @@ impl Registry {
             rebuilding: Mutex::new(0),
             stopped: AtomicBool::new(false),
             search_cache: Arc::default(),
+            #[cfg(feature = "semantic")]
+            semantic: std::sync::OnceLock::new(),
         }
     }
 
@@ -206,12 +211,19 @@ impl Registry {
         if !same_tools {
             *version += 1;
         }
+        let tools = if same_tools {
+            current.tools.clone()
+        } else {
+            let tools = Arc::new(tools);
+            // The new tools are embedded on the scorer's thread, never by a query.
+            #[cfg(feature = "semantic")]
+            if let Some(scorer) = self.semantic.get() {
+                scorer.prepare(tools.clone());
+            }
+            tools
+        };
         self.snapshot.store(Arc::new(Snapshot {
-            tools: if same_tools {
-                current.tools.clone()
-            } else {
-                Arc::new(tools)
-            },
+            tools,
             prompts: if same_prompts {
                 current.prompts.clone()
             } else {

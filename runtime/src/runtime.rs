@@ -47,6 +47,9 @@ pub struct RuntimeBuilder {
     io: Io,
     /// Set for an instance's runtime ([`Runtime::start_instance`]): the series it records.
     instance_of: Option<Arc<RuntimeMetrics>>,
+    /// The semantic scorer tool searches fuse with.
+    #[cfg(feature = "semantic")]
+    semantic: Option<Arc<crate::search::semantic::SemanticScorer>>,
 }
 
 /// Where the servers' connections do their I/O.
@@ -213,6 +216,16 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Ranks [`Runtime::search_tools`] hybrid: the lexical rank fused with `scorer`'s
+    /// semantic one (see [`search::semantic`](crate::search::semantic)), the catalogue's
+    /// tools embedded on the scorer's thread whenever it changes. A search given a scorer
+    /// of its own ([`ToolSearch::scorer`](crate::search::ToolSearch::scorer)) uses that one.
+    #[cfg(feature = "semantic")]
+    pub fn semantic_search(mut self, scorer: Arc<crate::search::semantic::SemanticScorer>) -> Self {
+        self.semantic = Some(scorer);
+        self
+    }
+
     /// Reads `MCP_TIMEOUT` (startup) and `MCP_TOOL_TIMEOUT` (tool calls), in integer
     /// milliseconds as Claude Code reads them, into the runtime defaults. Servers' and tools'
     /// own values still win. Unset or unparsable variables change nothing.
@@ -278,6 +291,10 @@ impl RuntimeBuilder {
         let (system, arbiter) = system_rx.await.map_err(|_| Error::shutdown())?;
         let kills: Kills = Arc::new(Mutex::new(HashMap::new()));
         let registry = Arc::new(Registry::new(self.defaults.naming.clone(), metrics.clone()));
+        #[cfg(feature = "semantic")]
+        if let Some(scorer) = self.semantic {
+            let _ = registry.semantic.set(scorer);
+        }
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let io = match self.io {
             Io::Runtime(handle) => IoPlaces {
@@ -519,13 +536,19 @@ impl Runtime {
     /// the first search after the catalogue changed, analysing again only the servers whose
     /// tools changed; a search itself never waits on a server.
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<ToolMatch> {
-        self.catalogue().search(query, limit)
+        self.search_tools_with(&ToolSearch::new(query).limit(limit))
     }
 
     /// [`search_tools`](Self::search_tools) with a filter over the tools considered (applied
     /// before the limit) and an embedder's [`ToolScorer`](crate::search::ToolScorer), as
     /// `search` says.
     pub fn search_tools_with(&self, search: &ToolSearch<'_>) -> Vec<ToolMatch> {
+        #[cfg(feature = "semantic")]
+        if let Some(scorer) = self.inner.registry.semantic.get() {
+            return self
+                .catalogue()
+                .search_fused(search, Some(&**scorer as &dyn crate::search::ToolScorer));
+        }
         self.catalogue().search_with(search)
     }
 

@@ -21,6 +21,8 @@ mod load;
 mod metrics;
 mod processes;
 mod restarting_server_keeps_its_entries;
+#[cfg(feature = "semantic")]
+mod semantic_search;
 mod server_features;
 mod skills;
 mod skipped_frames;
