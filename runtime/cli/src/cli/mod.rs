@@ -53,6 +53,7 @@ mod protocol;
 mod reload;
 mod resources;
 mod roots;
+mod semantic;
 mod serve;
 mod serve_metrics;
 mod serve_status;
@@ -233,6 +234,10 @@ struct ToolsArgs {
     /// With --search: how many matches at most.
     #[arg(long, value_name = "N", default_value_t = 10, requires = "search")]
     limit: usize,
+    /// With --search: rank semantically too, with the sentence-embedding model in DIR
+    /// (all-MiniLM-L6-v2's files; a build with the feature `semantic`).
+    #[arg(long, value_name = "DIR", requires = "search")]
+    model: Option<std::path::PathBuf>,
     #[command(flatten)]
     config: config::ConfigArgs,
     #[command(flatten)]

@@ -68,6 +68,9 @@ are listed only while the catalogue has more than N tools (clients hear list_cha
 it crosses N). A client limited to some tools by --auth finds and calls only those. A
 direct call by a tool's name still works; while discovery is on, the names search_tools and
 call_tool are the meta-tools' (a server's tool of that name is reached through call_tool).
+With --model DIR (a build with the feature `semantic`) search_tools fuses the lexical ranking
+with a sentence-embedding model's (all-MiniLM-L6-v2's folder); the tools are embedded in the
+background as servers list them, and ranked lexically until they are.
 
 Isolation: a server whose config says isolation client gives each client (an --auth key's
 name or a token's subject) an instance of its own, started on its first call, read or
@@ -124,6 +127,10 @@ pub(crate) struct Args {
     /// than N tools.
     #[arg(long, value_name = "search|N")]
     discovery: Option<Discovery>,
+    /// Rank search_tools semantically too, with the sentence-embedding model in DIR
+    /// (all-MiniLM-L6-v2's files; a build with the feature `semantic`).
+    #[arg(long, value_name = "DIR", requires = "discovery")]
+    model: Option<std::path::PathBuf>,
     #[command(flatten)]
     limits: Limits,
     #[command(flatten)]
@@ -407,7 +414,8 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
     if auth.is_none() {
         refuse_client_isolation(&file)?;
     }
-    let runtime = start(&file, interrupt).await?;
+    let scorer = super::semantic::load(args.model.as_deref())?;
+    let runtime = start(&file, scorer, interrupt).await?;
     // Each server ready or not, now and as that changes.
     let (watch, told) =
         serve_status::at_start(&runtime, required_names(args.ready_requires.as_ref()));
@@ -498,6 +506,7 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
 /// terminal is the MCP client's stream, and a server's questions are not ours to answer.
 async fn start(
     file: &switchboard::ConfigFile,
+    scorer: Option<super::semantic::Scorer>,
     interrupt: &mut Interrupt,
 ) -> Result<Runtime, Failure> {
     // Upstreams' requests to the client go to the front client whose call caused them.
@@ -505,6 +514,14 @@ async fn start(
         .with_env_defaults()
         .config(file.clone())
         .client_handlers(switchboard_gateway::upstream_handlers());
+    // The catalogue's tools are embedded on the scorer's thread as servers list them.
+    let builder = match scorer {
+        None => builder,
+        #[cfg(feature = "semantic")]
+        Some(scorer) => builder.semantic_search(scorer),
+        #[cfg(not(feature = "semantic"))]
+        Some(never) => match never {},
+    };
     let starting = format!("the servers of {} were starting", file.path.display());
     super::start(builder, starting, interrupt).await
 }

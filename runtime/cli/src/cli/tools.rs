@@ -61,7 +61,10 @@ says why it is not ready), each tool as its server listed it plus \"catalogueNam
 --search QUERY prints the best matches for QUERY instead (at most --limit N, default 10),
 best first: `SCORE  [SERVER]  NAME — DESCRIPTION` (the server when there are several), or
 with --json {\"query\": \"...\", \"matches\": [{...tool, \"catalogueName\", \"server\", \"score\"}]}.
-Scores compare matches of one search only.
+Scores compare matches of one search only. With --model DIR (a build with the feature
+`semantic`), the lexical ranking is fused with a sentence-embedding model's (the folder of
+all-MiniLM-L6-v2: config.json, tokenizer.json, model.safetensors), so that a request in
+other words than the tool's still finds it; the tools are embedded first, some seconds.
 
 Examples:
   switchboard tools -c .mcp.json --json
@@ -71,12 +74,20 @@ Examples:
 
 /// `switchboard tools`.
 pub(crate) async fn run(args: ToolsArgs, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
+    let scorer = super::semantic::load(args.model.as_deref())?;
     let file = config::servers(&args.config, &args.server)?;
     let runtime = config::start_all(&file, interrupt).await?;
     let reports = config::reports(&runtime, &file, false);
     let catalogue = runtime.catalogue();
     let printed = match &args.search {
-        Some(query) => search(&reports, &catalogue, query, args.limit, args.json),
+        Some(query) => search(
+            &reports,
+            &catalogue,
+            scorer.as_ref(),
+            query,
+            args.limit,
+            args.json,
+        ),
         None => list(&reports, &catalogue, args.json),
     };
     let (listing, outcome) = match printed {
@@ -146,6 +157,7 @@ fn list(reports: &[Report], catalogue: &Catalogue, json: bool) -> Result<String,
 fn search(
     reports: &[Report],
     catalogue: &Catalogue,
+    scorer: Option<&super::semantic::Scorer>,
     query: &str,
     limit: usize,
     json: bool,
@@ -160,7 +172,20 @@ fn search(
             }
         }
     }
-    let matches = catalogue.search(query, limit);
+    let search = switchboard::search::ToolSearch::new(query).limit(limit);
+    let matches = match scorer {
+        None => catalogue.search_with(&search),
+        // A one-shot command embeds the tools it has now, then searches.
+        #[cfg(feature = "semantic")]
+        Some(scorer) => {
+            scorer
+                .prepare_now(catalogue)
+                .map_err(|e| Failure::Run(format!("--model: {e}")))?;
+            catalogue.search_with(&search.scorer(&**scorer))
+        }
+        #[cfg(not(feature = "semantic"))]
+        Some(never) => match *never {},
+    };
     if json {
         let document = SearchListing {
             query,

@@ -5,6 +5,7 @@ mod cli;
 mod cli_auth;
 mod cli_features;
 mod cli_interop;
+mod cli_semantic;
 mod cli_skills;
 mod cli_tasks;
 mod cli_user;
