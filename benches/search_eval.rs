@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use switchboard::model::Tool;
+use switchboard::search::{ToolScorer, ToolSearch};
 use switchboard::{Catalogue, CatalogueBuilder, Naming};
 
 /// How deep rankings go: MRR's cut-off (10), past recall@5.
@@ -128,6 +129,44 @@ impl EvalSet {
                     .search(&q.text, DEPTH)
                     .into_iter()
                     .map(|found| format!("{}/{}", found.server, found.tool.name))
+                    .collect();
+                (q.id.clone(), ranked)
+            })
+            .collect()
+    }
+
+    /// Every query ranked by `catalogue`'s search fused with `scorer`'s (hybrid), `DEPTH`
+    /// deep.
+    pub fn rank_hybrid(&self, catalogue: &Catalogue, scorer: &dyn ToolScorer) -> Rankings {
+        self.queries
+            .iter()
+            .map(|q| {
+                let search = ToolSearch::new(&q.text).limit(DEPTH).scorer(scorer);
+                let ranked = catalogue
+                    .search_with(&search)
+                    .into_iter()
+                    .map(|found| format!("{}/{}", found.server, found.tool.name))
+                    .collect();
+                (q.id.clone(), ranked)
+            })
+            .collect()
+    }
+
+    /// Every query ranked by `scorer` alone over the whole catalogue, `DEPTH` deep.
+    pub fn rank_scorer(&self, catalogue: &Catalogue, scorer: &dyn ToolScorer) -> Rankings {
+        let entries: Vec<&switchboard::CatalogueEntry> = catalogue.iter().collect();
+        self.queries
+            .iter()
+            .map(|q| {
+                let scores = scorer.score(&q.text, &entries);
+                let mut order: Vec<usize> = (0..entries.len())
+                    .filter(|&i| scores.get(i).is_some_and(|s| s.is_finite()))
+                    .collect();
+                order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+                let ranked = order
+                    .into_iter()
+                    .take(DEPTH)
+                    .map(|i| format!("{}/{}", entries[i].server, entries[i].tool.name))
                     .collect();
                 (q.id.clone(), ranked)
             })
