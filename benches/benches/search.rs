@@ -177,6 +177,7 @@ fn hybrid(catalogue: &Catalogue, queries: &[&str], rounds: usize) {
         .unwrap_or_else(|| {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/models/all-minilm-l6-v2")
         });
+    // Not `test_model_folder`: without the model the bench says so and times the rest.
     let scorer = match Embedder::load(&folder) {
         Ok(embedder) => SemanticScorer::new(embedder),
         Err(e) => {

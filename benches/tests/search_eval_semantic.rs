@@ -2,31 +2,15 @@
 //! model in `.ci/models/all-minilm-l6-v2` or `$SWITCHBOARD_TEST_MODEL`).
 #![cfg(feature = "semantic")]
 
-use std::path::{Path, PathBuf};
-
-use switchboard::search::semantic::{Embedder, SemanticScorer};
+use switchboard::search::semantic::{test_model_folder, Embedder, SemanticScorer};
 use switchboard_benches::search_eval::{default_dir, EvalSet};
-
-fn model_folder() -> PathBuf {
-    let folder = std::env::var_os("SWITCHBOARD_TEST_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/models/all-minilm-l6-v2")
-        });
-    assert!(
-        folder.join("model.safetensors").is_file(),
-        "no model in {} (set SWITCHBOARD_TEST_MODEL, or run .ci/run once)",
-        folder.display()
-    );
-    folder
-}
 
 #[test]
 #[ignore = "needs the model: all-MiniLM-L6-v2 in .ci/models or $SWITCHBOARD_TEST_MODEL"]
 fn hybrid_ranks_better_than_either_ranking_it_fuses() {
     let set = EvalSet::load(&default_dir()).expect("the evaluation set loads");
     let catalogue = set.catalogue();
-    let scorer = SemanticScorer::new(Embedder::load(model_folder()).unwrap());
+    let scorer = SemanticScorer::new(Embedder::load(test_model_folder()).unwrap());
     let started = std::time::Instant::now();
     scorer.prepare_now(&catalogue).unwrap();
     eprintln!(

@@ -5,27 +5,13 @@
 //! (PyPI) and server-memory (npm) list, as the evaluation set collected it.
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard::search::semantic::{Embedder, SemanticScorer};
+use switchboard::search::semantic::{test_model_folder, Embedder, SemanticScorer};
 use switchboard::{Runtime, ServerConfig};
 use switchboard_server::{Handler, Info, Server};
-
-fn model_folder() -> PathBuf {
-    let folder = std::env::var_os("SWITCHBOARD_TEST_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/models/all-minilm-l6-v2")
-        });
-    assert!(
-        folder.join("model.safetensors").is_file(),
-        "no model in {} (set SWITCHBOARD_TEST_MODEL, or run .ci/run once)",
-        folder.display()
-    );
-    folder
-}
 
 /// A server that lists the tools of `corpus` (a file of the evaluation set) and serves none.
 struct Listed(Vec<Value>);
@@ -59,7 +45,7 @@ fn listing(corpus: &str) -> ServerConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the model: all-MiniLM-L6-v2 in .ci/models or $SWITCHBOARD_TEST_MODEL"]
 async fn tools_are_embedded_when_listed_and_a_paraphrase_finds_its_tool() {
-    let scorer = SemanticScorer::new(Embedder::load(model_folder()).unwrap());
+    let scorer = SemanticScorer::new(Embedder::load(test_model_folder()).unwrap());
     let runtime = Runtime::builder()
         .semantic_search(scorer.clone())
         .server("git", listing("git.json"))

@@ -6,17 +6,7 @@ use crate::cli::{against_demo, stderr};
 
 #[cfg(feature = "semantic")]
 fn model_folder() -> String {
-    let folder = std::env::var_os("SWITCHBOARD_TEST_MODEL")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../.ci/models/all-minilm-l6-v2")
-        });
-    assert!(
-        folder.join("model.safetensors").is_file(),
-        "no model in {} (set SWITCHBOARD_TEST_MODEL, or run .ci/run once)",
-        folder.display()
-    );
+    let folder = switchboard::search::semantic::test_model_folder();
     folder.to_str().expect("a UTF-8 path").to_owned()
 }
 

@@ -53,14 +53,7 @@ async fn client(
     era: Protocol,
     handlers: ClientHandlers,
 ) -> (Runtime, ServerHandle) {
-    let front = Runtime::builder()
-        .client_handlers(handlers)
-        .server("gateway", in_memory(served.server().clone()).protocol(era))
-        .build()
-        .await
-        .expect("the front runtime");
-    let gateway = front.server("gateway").expect("the gateway");
-    (front, gateway)
+    crate::support::front_client(served, era, handlers).await
 }
 
 fn listed(gateway: &ServerHandle) -> Vec<String> {

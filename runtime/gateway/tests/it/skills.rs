@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use switchboard_server::skills::Skill as SkillMd;
 use switchboard_server::{Handler, Info};
 
-use crate::support::{demo, in_memory, RawFront, WAIT};
+use crate::support::{demo, front_client, in_memory, lists_seen, RawFront, WAIT};
 
 const ERAS: [Protocol; 2] = [Protocol::Legacy, Protocol::Modern];
 
@@ -39,13 +39,7 @@ async fn upstream(servers: Vec<(&str, ServerConfig)>) -> Runtime {
 
 /// A front client of `served` in `era`.
 async fn client(served: &Front, era: Protocol) -> (Runtime, ServerHandle) {
-    let front = Runtime::builder()
-        .server("gateway", in_memory(served.server().clone()).protocol(era))
-        .build()
-        .await
-        .expect("the front runtime");
-    let gateway = front.server("gateway").expect("the gateway");
-    (front, gateway)
+    front_client(served, era, switchboard::client::ClientHandlers::new()).await
 }
 
 /// The URIs the gateway lists, once it lists `count` skills.
@@ -208,14 +202,7 @@ async fn a_new_upstream_with_skills_renames_what_collides_and_is_announced() {
     assert_eq!(uris(&listed(&gateway, 2).await), DEMO_SKILLS);
     // The upstream lists the demo's resources and prompts in the background: once the
     // front sees them, the gateway has announced all it will of the demo.
-    let mut watch = front.watch();
-    tokio::time::timeout(WAIT, async {
-        while gateway.status().resources.is_empty() || gateway.status().prompts.is_empty() {
-            assert!(watch.changed().await, "the front runtime is gone");
-        }
-    })
-    .await
-    .expect("the gateway's resources and prompts are listed");
+    lists_seen(&front, &gateway).await;
     let mut raw = RawFront::start(served.server().clone());
 
     let init = raw

@@ -48,6 +48,35 @@ pub(crate) async fn fronted(upstream: &Runtime) -> (Runtime, ServerHandle, Front
     (front, gateway, served)
 }
 
+/// A front runtime whose one server, `gateway`, is `served`, in `era`, with `handlers`.
+pub(crate) async fn front_client(
+    served: &Front,
+    era: switchboard::Protocol,
+    handlers: switchboard::client::ClientHandlers,
+) -> (Runtime, ServerHandle) {
+    let front = Runtime::builder()
+        .client_handlers(handlers)
+        .server("gateway", in_memory(served.server().clone()).protocol(era))
+        .build()
+        .await
+        .expect("the front runtime");
+    let gateway = front.server("gateway").expect("the gateway");
+    (front, gateway)
+}
+
+/// Waits until `front`'s `gateway` lists resources and prompts: the front runtime lists
+/// them in the background once the gateway is ready.
+pub(crate) async fn lists_seen(front: &Runtime, gateway: &ServerHandle) {
+    let mut watch = front.watch();
+    tokio::time::timeout(WAIT, async {
+        while gateway.status().resources.is_empty() || gateway.status().prompts.is_empty() {
+            assert!(watch.changed().await, "the front runtime is gone");
+        }
+    })
+    .await
+    .expect("the gateway's resources and prompts are listed");
+}
+
 /// The gateway's side and the front client's.
 pub(crate) struct Setup {
     pub(crate) upstream: Runtime,
@@ -84,15 +113,7 @@ impl Setup {
             .expect("the front runtime");
         let gateway = front.server("gateway").expect("the gateway");
         assert!(gateway.status().is_ready(), "{:?}", gateway.status());
-        // The front runtime lists the gateway's resources and prompts in the background too.
-        let mut watch = front.watch();
-        tokio::time::timeout(WAIT, async {
-            while gateway.status().resources.is_empty() || gateway.status().prompts.is_empty() {
-                assert!(watch.changed().await, "the front runtime is gone");
-            }
-        })
-        .await
-        .expect("the gateway's resources and prompts are listed");
+        lists_seen(&front, &gateway).await;
         Setup {
             upstream,
             front,

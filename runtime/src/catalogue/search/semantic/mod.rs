@@ -180,6 +180,24 @@ impl Embedder {
     }
 }
 
+/// Where this repository's tests and benches find the model: `$SWITCHBOARD_TEST_MODEL`, else
+/// `.ci/models/all-minilm-l6-v2` of the checkout (where `.ci/run` unpacks it). Panics,
+/// saying where it looked, when there is no model there.
+#[doc(hidden)]
+pub fn test_model_folder() -> PathBuf {
+    let folder = std::env::var_os("SWITCHBOARD_TEST_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/models/all-minilm-l6-v2")
+        });
+    assert!(
+        folder.join("model.safetensors").is_file(),
+        "no model in {} (set SWITCHBOARD_TEST_MODEL, or run .ci/run once)",
+        folder.display()
+    );
+    folder
+}
+
 /// What a tool is, in the words its embedding is computed from: its name in words, its
 /// title and its description.
 pub fn tool_text(entry: &CatalogueEntry) -> String {

@@ -3,21 +3,6 @@
 
 use super::*;
 
-/// The model, or a failure saying where it was looked for.
-pub(crate) fn model_folder() -> PathBuf {
-    let folder = std::env::var_os("SWITCHBOARD_TEST_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/models/all-minilm-l6-v2")
-        });
-    assert!(
-        folder.join("model.safetensors").is_file(),
-        "no model in {} (set SWITCHBOARD_TEST_MODEL, or run .ci/run once)",
-        folder.display()
-    );
-    folder
-}
-
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -25,7 +10,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 #[ignore = "needs the model: all-MiniLM-L6-v2 in .ci/models or $SWITCHBOARD_TEST_MODEL"]
 fn embeddings_are_unit_vectors_and_close_in_meaning_is_close() {
-    let embedder = Embedder::load(model_folder()).unwrap();
+    let embedder = Embedder::load(test_model_folder()).unwrap();
     let texts = [
         "who touched this file lately",
         "git log. Shows the commit logs",
