@@ -190,6 +190,14 @@ impl Context {
         self.inner.session.principal().map(|p| &**p)
     }
 
+    /// The number of the request's session in this server (handshake era: one per
+    /// `initialize`, on HTTP one per `Mcp-Session-Id`), `None` for a stateless request. Not
+    /// the `Mcp-Session-Id` itself, which a client may present as a credential: an audit
+    /// trail tells sessions apart by this, hashed.
+    pub fn session_number(&self) -> Option<u64> {
+        (!self.inner.session.stateless).then_some(self.inner.session.key)
+    }
+
     /// The request's W3C trace context (`_meta.traceparent`, else the HTTP `traceparent`
     /// header), when well-formed.
     pub fn traceparent(&self) -> Option<&str> {
