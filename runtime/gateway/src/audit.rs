@@ -191,7 +191,9 @@ impl Pending {
         self.record.outcome = ended.outcome;
         self.record.code = ended.code;
         self.record.bytes_out = ended.bytes_out;
-        self.record.duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        // Microseconds are what a duration here can tell.
+        let micros = self.started.elapsed().as_micros() as f64;
+        self.record.duration_ms = micros / 1000.0;
         self.audit.write(self.record);
     }
 }
@@ -368,7 +370,7 @@ impl Audit {
             .warned
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if warned.is_none_or(|at| now.duration_since(at) >= WARN_EVERY) {
+        if !warned.is_some_and(|at| now.duration_since(at) < WARN_EVERY) {
             *warned = Some(now);
             tracing::warn!(dropped = total, "audit writer behind: lines dropped");
         }
@@ -548,7 +550,7 @@ mod tests {
                 bytes_out: 120,
             });
         }
-        let line = settle(&[without.clone()], 1).remove(0);
+        let line = settle(std::slice::from_ref(&without), 1).remove(0);
         let raw = fs::read_to_string(&without).unwrap();
         assert!(raw.starts_with("{\"time\":\""), "time first: {raw}");
         let mut keys: Vec<&str> = line
@@ -623,7 +625,7 @@ mod tests {
         let numbered = |n: u32| PathBuf::from(format!("{}.{n}", path.display()));
         // 20 lines of about 250 bytes, two a file: the last two files and the current one.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while settle(&[path.clone()], 0)
+        while settle(std::slice::from_ref(&path), 0)
             .last()
             .map(|l| l["bytes_out"].clone())
             != Some(Value::from(19))

@@ -137,7 +137,7 @@ async fn calls_failures_and_refusals_are_audited_without_a_secret() {
     .await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
 
-    let all = lines(&[audit.clone()], 7);
+    let all = lines(std::slice::from_ref(&audit), 7);
     assert_eq!(all.len(), 7, "{all:#?}");
     let echo = line(&all, "tools/call", "echo");
     assert_eq!(echo["outcome"], "ok");
