@@ -27,11 +27,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use serde_json::Value;
+use switchboard::timestamp::rfc3339;
 use switchboard_server::{Context, HandlerError};
+
+/// The method of a tool call.
+const CALL: &str = "tools/call";
+/// The outcome of a refusal.
+const REFUSED: &str = "refused";
+/// The reason of a call of a tool no server offers.
+const UNKNOWN_TOOL: &str = "unknown_tool";
+/// The reason of a call of a tool the principal may not use.
+pub(crate) const NOT_PERMITTED: &str = "not_permitted";
 
 /// Lines waiting for the writer; past this many, a new line is dropped and counted.
 pub const QUEUE: usize = 4096;
@@ -112,7 +122,8 @@ pub struct Record {
     /// The JSON-RPC error code of an `error` or a `refused`.
     #[serde(skip_serializing_if = "Option::is_none")]
     code: Option<i64>,
-    /// Why a request was refused (`not_permitted`, `unknown_tool`).
+    /// Why a request was refused (`not_permitted`, `unknown_tool`, or for method `http` the
+    /// HTTP front's rejection: `rate`, `client_sessions`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'static str>,
     duration_ms: f64,
@@ -187,8 +198,14 @@ pub(crate) struct Ended {
 impl Pending {
     /// Writes the record of the request, `ended` now.
     pub(crate) fn finish(mut self, ended: Ended) {
-        self.record.time = rfc3339(SystemTime::now());
+        self.record.time = rfc3339(SystemTime::now(), true);
         self.record.outcome = ended.outcome;
+        // A call the catalogue had no server for, answered with an error: the runtime
+        // refused it as unknown. (One listed meanwhile is served, and written as served.)
+        if ended.outcome == "error" && self.record.server.is_none() && self.record.method == CALL {
+            self.record.outcome = REFUSED;
+            self.record.reason = Some(UNKNOWN_TOOL);
+        }
         self.record.code = ended.code;
         self.record.bytes_out = ended.bytes_out;
         // Microseconds are what a duration here can tell.
@@ -317,10 +334,29 @@ impl Audit {
     /// Writes the refusal of `request` (answered as an unknown tool), for `reason`.
     pub(crate) fn refused(&self, request: &Request<'_>, reason: &'static str) {
         let mut record = self.record(request);
-        record.outcome = "refused";
+        record.outcome = REFUSED;
         record.reason = Some(reason);
         record.code = code_of(&HandlerError::unknown_tool(request.name));
         record.bytes_in = request.bytes_in;
+        self.write(record);
+    }
+
+    /// Writes that the HTTP front turned a connection or request away, or cut it, for
+    /// `reason` (a [`Rejection`](switchboard_server::http::Rejection)'s name): method `http`,
+    /// no principal (the front refuses before it authenticates).
+    pub(crate) fn rejected(&self, reason: &'static str) {
+        let mut record = self.record(&Request {
+            method: "http",
+            name: "",
+            server: None,
+            principal: None,
+            session: None,
+            bytes_in: 0,
+            arguments: &|| None,
+        });
+        record.name = None;
+        record.outcome = REFUSED;
+        record.reason = Some(reason);
         self.write(record);
     }
 
@@ -328,7 +364,7 @@ impl Audit {
     fn record(&self, request: &Request<'_>) -> Record {
         let server = request.server.map(str::to_owned);
         Record {
-            time: rfc3339(SystemTime::now()),
+            time: rfc3339(SystemTime::now(), true),
             principal: request.principal.map(str::to_owned),
             session: request.session.map(session_tag),
             method: request.method,
@@ -454,30 +490,6 @@ fn rotate(path: &Path, keep: u32) -> io::Result<()> {
     fs::rename(path, numbered(1))
 }
 
-/// `at` as RFC 3339 in UTC with milliseconds, e.g. `2026-12-05T02:00:17.123Z`.
-fn rfc3339(at: SystemTime) -> String {
-    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,13 +532,6 @@ mod tests {
             bytes_in: 13,
             arguments,
         }
-    }
-
-    #[test]
-    fn rfc3339_of_known_instants() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let at = UNIX_EPOCH + Duration::from_millis(1_709_251_199_250);
-        assert_eq!(rfc3339(at), "2024-02-29T23:59:59.250Z");
     }
 
     #[test]
@@ -605,6 +610,48 @@ mod tests {
         assert_eq!(line["code"], -32602);
         assert!(line.get("principal").is_none() && line.get("session").is_none());
         assert!(line.get("arguments").is_none());
+    }
+
+    #[test]
+    fn an_http_rejection_is_a_refusal_of_method_http() {
+        let path = scratch("rejection");
+        let audit = Audit::start(Sink::File(path.clone()), Rotation::default(), true).unwrap();
+        audit.rejected("rate");
+        let line = settle(&[path], 1).remove(0);
+        assert_eq!(line["method"], "http");
+        assert_eq!(
+            (&line["outcome"], &line["reason"]),
+            (&Value::from("refused"), &Value::from("rate"))
+        );
+        for absent in [
+            "name",
+            "principal",
+            "session",
+            "server",
+            "code",
+            "arguments",
+        ] {
+            assert!(line.get(absent).is_none(), "{absent} in {line}");
+        }
+    }
+
+    #[test]
+    fn a_call_no_server_offers_that_fails_is_refused_as_unknown() {
+        let path = scratch("unknown");
+        let audit = Audit::start(Sink::File(path.clone()), Rotation::default(), false).unwrap();
+        let mut request = echo(&|| None);
+        request.server = None;
+        audit.begin(&request).finish(Ended {
+            outcome: "error",
+            code: Some(-32602),
+            bytes_out: 0,
+        });
+        let line = settle(&[path], 1).remove(0);
+        assert_eq!(
+            (&line["outcome"], &line["reason"]),
+            (&Value::from("refused"), &Value::from("unknown_tool"))
+        );
+        assert_eq!(line["code"], -32602);
     }
 
     #[test]

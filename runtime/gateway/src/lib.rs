@@ -209,7 +209,7 @@ impl Gateway {
     }
 
     /// Counts the HTTP front's rejections as `switchboard_front_rejected_total{reason}`,
-    /// beside the runtime's series: give it to
+    /// beside the runtime's series, and writes each to the audit log: give it to
     /// [`http::Config::with_rejections`](switchboard_server::http::Config::with_rejections).
     pub fn count_rejections(
         self: &Arc<Self>,
@@ -218,6 +218,9 @@ impl Gateway {
         move |rejection| {
             if let Some(gateway) = gateway.upgrade() {
                 gateway.metrics.rejected(rejection);
+                if let Some(log) = gateway.audit.get() {
+                    log.rejected(rejection.as_str());
+                }
             }
         }
     }
@@ -239,7 +242,7 @@ impl Gateway {
                 return Box::pin(async move { Err(error) });
             }
         };
-        let audit = self.audit.get().and_then(|log| {
+        let audit = self.audit.get().map(|log| {
             let server = self
                 .runtime
                 .catalogue()
@@ -247,7 +250,7 @@ impl Gateway {
                 .map(|e| e.server.clone());
             let raw = || serde_json::from_str(arguments.get()).ok();
             let (principal, session) = audit::sender(&ctx);
-            let request = audit::Request {
+            log.begin(&audit::Request {
                 method: Method::CallTool.name(),
                 name: &name,
                 server: server.as_deref(),
@@ -255,15 +258,7 @@ impl Gateway {
                 session,
                 bytes_in: arguments.get().len() as u64,
                 arguments: &raw,
-            };
-            match server {
-                Some(_) => Some(log.begin(&request)),
-                // Refused by the runtime as unknown: one line, as a refusal.
-                None => {
-                    log.refused(&request, "unknown_tool");
-                    None
-                }
-            }
+            })
         });
         // The call's span names the front's trace, so that the gateway's own events join it.
         let span = tracing::debug_span!(
@@ -403,7 +398,7 @@ impl Handler for Gateway {
                     bytes_in: 0,
                     arguments: &|| None,
                 },
-                "not_permitted",
+                audit::NOT_PERMITTED,
             );
         }
     }

@@ -82,14 +82,16 @@ runtime's own info, RUST_LOG sets finer filters. No key, token or header value i
 
 Audit: with --audit FILE, one JSON line per forwarded request (tools/call,
 resources/read, prompts/get, completion/complete) and per refused tool call (one the client
-may not call, one that does not exist): time, principal, session (hashed), method, name,
-server, instance, outcome, code, reason, duration_ms, bytes_in, bytes_out. Arguments only
-with --audit-arguments; never a header, key, token or session id. --audit - writes to
-stdout (with --listen only: on stdio, stdout is MCP's). With --audit-max-size SIZE the file
-is renamed FILE.1 (older ones shifted, --audit-keep kept) before a line would take it past
-SIZE; SIGHUP reloads the config, it does not reopen the audit file. The same records are
-logged at info (target switchboard::audit), without the arguments. A line that finds 4096
-lines waiting for the disk is dropped, counted and warned about: calls never wait on it.
+may not call, one that does not exist), and per connection or request the HTTP front turns
+away or cuts (method http, the reason: rate, client_sessions, ...): time, principal, session
+(hashed), method, name, server, instance, outcome, code, reason, duration_ms, bytes_in,
+bytes_out. Arguments only with --audit-arguments; never a header, key, token or session
+id. --audit - writes to stdout (with --listen only: on stdio, stdout is MCP's). With
+--audit-max-size SIZE the file is renamed FILE.1 (older ones shifted, --audit-keep kept)
+before a line would take it past SIZE; SIGHUP reloads the config, it does not reopen the
+audit file. The same records are logged at info (target switchboard::audit), without the
+arguments. A line that finds 4096 lines waiting for the disk is dropped, counted and warned
+about: calls never wait on it.
 
 SIGINT or SIGTERM stops serving and shuts the servers down; exit 0.
 
