@@ -2,8 +2,8 @@
 //! refusal, and the same record as a `tracing` event at info (target `switchboard::audit`),
 //! so an operator sees calls without `-v`.
 //!
-//! A [`Record`] is built only here, by [`Pending`] (a forwarded request, finished when it
-//! ends however it ends) and [`Audit::refused`]: it has no field for a header, a token, a
+//! A record is built only here, by `Pending` (a forwarded request, finished when it ends
+//! however it ends) and `Audit::refused`/`Audit::rejected`: it has no field for a header, a token, a
 //! key or a raw session id, so none can be written. The session is a salted SHA-256 prefix
 //! of the server's session number ([`session_tag`]; the salt is drawn once per process):
 //! lines of one session go together, nothing in them opens or names it elsewhere.
@@ -97,7 +97,7 @@ pub enum AuditError {
 
 /// One audit line: what a request was, who sent it, how it ended and what it cost.
 #[derive(Debug, Clone, Serialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// RFC 3339, UTC, milliseconds.
     time: String,
     /// The `--auth` key's name or the token's subject; absent without `--auth`.
@@ -265,7 +265,7 @@ pub(crate) fn code_of(error: &HandlerError) -> Option<i64> {
     }
 }
 
-/// The audit log: cheap to clone; [`Audit::refused`] and the gateway's forwarded requests
+/// The audit log: cheap to clone; the gateway's forwarded requests and refusals
 /// write to it, never waiting.
 #[derive(Debug, Clone)]
 pub struct Audit {
