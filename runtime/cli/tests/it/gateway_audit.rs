@@ -3,7 +3,7 @@
 //! server, outcome and sizes; no key, bearer token or session id in the audit file nor in
 //! serve's stderr; arguments only with `--audit-arguments`; rotation at the size given.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -73,6 +73,14 @@ fn lines(paths: &[PathBuf], n: usize) -> Vec<Value> {
     }
 }
 
+/// `serve --listen 0 --auth auth --audit audit`, and `more`.
+fn serve(config: &Path, auth: &Path, audit: &Path, more: &[&str]) -> Served {
+    let (auth, audit) = (auth.to_str().unwrap(), audit.to_str().unwrap());
+    let mut args = vec!["--listen", "0", "--auth", auth, "--audit", audit];
+    args.extend_from_slice(more);
+    Served::start_with(config, &args)
+}
+
 fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": tool, "arguments": arguments}})
@@ -91,17 +99,7 @@ fn line<'a>(all: &'a [Value], method: &str, name: &str) -> &'a Value {
 #[tokio::test]
 async fn calls_failures_and_refusals_are_audited_without_a_secret() {
     let (config, auth, audit) = files("calls");
-    let served = Served::start_with(
-        &config,
-        &[
-            "--listen",
-            "0",
-            "--auth",
-            auth.to_str().unwrap(),
-            "--audit",
-            audit.to_str().unwrap(),
-        ],
-    );
+    let served = serve(&config, &auth, &audit, &[]);
     let url = served.url.clone();
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -203,15 +201,11 @@ async fn calls_failures_and_refusals_are_audited_without_a_secret() {
 #[tokio::test]
 async fn arguments_are_written_only_when_asked_and_the_file_rotates_at_its_size() {
     let (config, auth, audit) = files("rotation");
-    let served = Served::start_with(
+    let served = serve(
         &config,
+        &auth,
+        &audit,
         &[
-            "--listen",
-            "0",
-            "--auth",
-            auth.to_str().unwrap(),
-            "--audit",
-            audit.to_str().unwrap(),
             "--audit-arguments",
             "--audit-max-size",
             "1KiB",
