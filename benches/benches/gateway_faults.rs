@@ -79,7 +79,7 @@ fn gateway(servers: Vec<(String, ServerConfig)>) -> HttpServer {
         builder = builder.server(name, server);
     }
     let io_here = std::env::var_os(UPSTREAM_IO_ON_ACTOR_VAR).is_none();
-    support::http_server::gateway(builder, io_here)
+    support::http_server::gateway(builder, io_here, None)
 }
 
 /// A POST of `body` to `/mcp` as HTTP/1.1 bytes, with `headers` (each ending in `\r\n`).

@@ -38,6 +38,7 @@ mod subscriptions;
 pub mod task;
 mod task_state;
 mod task_store;
+pub mod timestamp;
 mod tool_result;
 mod tool_rules;
 pub mod transport;

@@ -254,8 +254,12 @@ async fn handle(
 /// `switchboard serve`'s code (the gateway crate on `switchboard-server`, default options and
 /// HTTP settings) over the runtime `builder` makes, on a thread of its own whose CPU clock
 /// [`HttpServer::cpu`] reads: with `io_here`, the runtime's upstream connections run on that
-/// thread too.
-pub(crate) fn gateway(builder: switchboard::RuntimeBuilder, io_here: bool) -> HttpServer {
+/// thread too; with `audit`, every forwarded call is written to it (`serve --audit`).
+pub(crate) fn gateway(
+    builder: switchboard::RuntimeBuilder,
+    io_here: bool,
+    audit: Option<switchboard_gateway::audit::Audit>,
+) -> HttpServer {
     HttpServer::start_with(move |listener, stop| {
         Box::pin(async move {
             let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
@@ -265,8 +269,11 @@ pub(crate) fn gateway(builder: switchboard::RuntimeBuilder, io_here: bool) -> Ht
                 builder
             };
             let runtime = builder.build().await.expect("the gateway's runtime");
-            let front = switchboard_gateway::Gateway::new(runtime.clone())
-                .serve(switchboard_server::Options::default());
+            let gateway = switchboard_gateway::Gateway::new(runtime.clone());
+            if let Some(audit) = audit {
+                gateway.audit_to(audit);
+            }
+            let front = gateway.serve(switchboard_server::Options::default());
             let http = front.server().http(listener, served_config());
             tokio::select! {
                 _ = stop => {}

@@ -57,7 +57,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{json, Map, Value};
 use switchboard::schema_mismatch;
 use switchboard::search::{ToolMatch, ToolSearch};
-use switchboard_server::{Arguments, BoxFuture, Context, HandlerError, Reply};
+use switchboard_server::{Arguments, BoxFuture, Context, Handler, HandlerError, Reply};
 
 use crate::Gateway;
 
@@ -315,6 +315,7 @@ fn call(
         .unwrap_or_else(|| Value::Object(Map::new()));
     if ctx.principal().is_some_and(|p| !p.may_use_tool(&name)) {
         // As its direct call is refused: its existence is not this client's.
+        gateway.refused_tool(&name, &ctx);
         let refused = HandlerError::unknown_tool(&name);
         return Box::pin(async move { Err(refused) });
     }

@@ -40,6 +40,22 @@ pub(crate) struct Forwarded {
     pub(crate) is_error: bool,
 }
 
+impl crate::metrics::Answer for Forwarded {
+    fn is_tool_error(&self) -> bool {
+        self.is_error
+    }
+
+    fn bytes(&self) -> u64 {
+        match &self.reply {
+            Reply::Json(raw) => raw.get().len() as u64,
+            Reply::Result(value) => crate::audit::json_len(value),
+            Reply::Raw(bytes) => bytes.len() as u64,
+            // Not made by a forward: its size is not worth building its text for.
+            _ => 0,
+        }
+    }
+}
+
 /// Calls catalogue tool `name` and answers its result, an `isError` one included. The
 /// upstream's progress and log messages about the call go to the front client, and so do
 /// its requests to the client (see [`crate::asks`]).

@@ -42,6 +42,9 @@
 //! upstream that serves them, their URIs prefixed apart as the catalogue prefixes tools, and
 //! requests for them routed back: see the `skills` module's documentation.
 //!
+//! With [`Gateway::audit_to`] (`serve --audit`), every forwarded request and every refused
+//! tool call is written to an [`audit::Audit`] log and traced at info: see [`audit`].
+//!
 //! In discovery mode ([`Gateway::with_discovery`], `serve --discovery`), `tools/list` offers
 //! two meta-tools instead of the catalogue, `search_tools` and `call_tool`, always or while
 //! the catalogue is larger than a threshold: see [`discovery`].
@@ -54,7 +57,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arc_swap::ArcSwap;
 use serde_json::Value;
@@ -65,6 +68,7 @@ use switchboard_server::{
 use tokio::task::JoinHandle;
 
 mod asks;
+pub mod audit;
 pub mod auth;
 pub mod discovery;
 mod error;
@@ -98,6 +102,8 @@ pub struct Gateway {
     metrics: metrics::FrontMetrics,
     /// Whether, and when, `tools/list` offers the meta-tools instead of the catalogue.
     discovery: Option<Discovery>,
+    /// Where each forwarded request and refusal is written, once set.
+    audit: OnceLock<audit::Audit>,
 }
 
 impl fmt::Debug for Gateway {
@@ -134,6 +140,7 @@ impl Gateway {
             subscriptions,
             upstream: Mutex::new(Some(upstream)),
             discovery,
+            audit: OnceLock::new(),
         })
     }
 
@@ -174,6 +181,37 @@ impl Gateway {
         self.metrics.in_flight()
     }
 
+    /// Writes every forwarded request and every refused tool call to `audit` from now on;
+    /// `false` (and nothing changes) if an audit log was set already.
+    pub fn audit_to(&self, audit: audit::Audit) -> bool {
+        self.audit.set(audit).is_ok()
+    }
+
+    /// Begins the audit record of a forwarded request, when there is an audit log:
+    /// `server` and `bytes_in` are asked only then.
+    fn audited(
+        &self,
+        method: Method,
+        name: &str,
+        ctx: &Context,
+        server: impl FnOnce(&Runtime) -> Option<String>,
+        bytes_in: u64,
+        arguments: &dyn Fn() -> Option<Value>,
+    ) -> Option<audit::Pending> {
+        let log = self.audit.get()?;
+        let server = server(&self.runtime);
+        let (principal, session) = audit::sender(ctx);
+        Some(log.begin(&audit::Request {
+            method: method.name(),
+            name,
+            server: server.as_deref(),
+            principal,
+            session,
+            bytes_in,
+            arguments,
+        }))
+    }
+
     /// The server for this gateway, and the tasks that tell its clients when the catalogue
     /// changes and when a resource they subscribed to is updated. Call it inside a tokio
     /// runtime; a gateway serves once (a second server hears of no resource updates).
@@ -199,7 +237,7 @@ impl Gateway {
     }
 
     /// Counts the HTTP front's rejections as `switchboard_front_rejected_total{reason}`,
-    /// beside the runtime's series: give it to
+    /// beside the runtime's series, and writes each to the audit log: give it to
     /// [`http::Config::with_rejections`](switchboard_server::http::Config::with_rejections).
     pub fn count_rejections(
         self: &Arc<Self>,
@@ -208,6 +246,9 @@ impl Gateway {
         move |rejection| {
             if let Some(gateway) = gateway.upgrade() {
                 gateway.metrics.rejected(rejection);
+                if let Some(log) = gateway.audit.get() {
+                    log.rejected(rejection.as_str());
+                }
             }
         }
     }
@@ -229,6 +270,24 @@ impl Gateway {
                 return Box::pin(async move { Err(error) });
             }
         };
+        let audit = self.audit.get().map(|log| {
+            let server = self
+                .runtime
+                .catalogue()
+                .get(&name)
+                .map(|e| e.server.clone());
+            let raw = || serde_json::from_str(arguments.get()).ok();
+            let (principal, session) = audit::sender(&ctx);
+            log.begin(&audit::Request {
+                method: Method::CallTool.name(),
+                name: &name,
+                server: server.as_deref(),
+                principal,
+                session,
+                bytes_in: arguments.get().len() as u64,
+                arguments: &raw,
+            })
+        });
         // The call's span names the front's trace, so that the gateway's own events join it.
         let span = tracing::debug_span!(
             "forward",
@@ -240,7 +299,7 @@ impl Gateway {
                 let forwarded =
                     forward::call_tool(&self.runtime, &self.instances, &name, arguments, &ctx);
                 self.metrics
-                    .measure(Method::CallTool, forwarded, |f| f.is_error)
+                    .measure(Method::CallTool, forwarded, audit)
                     .await
                     .map(|f| f.reply)
             },
@@ -378,6 +437,25 @@ impl Handler for Gateway {
         discovery::Meta::of(self, name).is_some()
     }
 
+    fn refused_tool(&self, name: &str, ctx: &Context) {
+        if let Some(log) = self.audit.get() {
+            let (principal, session) = audit::sender(ctx);
+            let server = self.runtime.catalogue().get(name).map(|e| e.server.clone());
+            log.refused(
+                &audit::Request {
+                    method: Method::CallTool.name(),
+                    name,
+                    server: server.as_deref(),
+                    principal,
+                    session,
+                    bytes_in: 0,
+                    arguments: &|| None,
+                },
+                audit::NOT_PERMITTED,
+            );
+        }
+    }
+
     fn call_tool(
         self: Arc<Self>,
         name: String,
@@ -426,18 +504,27 @@ impl Handler for Gateway {
                     .flatten()
             });
             drop(skills);
+            let skill_server = route.as_ref().map(|route| route.server.clone());
+            let audit = self.audited(
+                Method::ReadResource,
+                &uri,
+                &ctx,
+                |runtime| skill_server.or_else(|| owner_name(runtime.resource_owners(&uri))),
+                0,
+                &|| None,
+            );
             match route {
                 Some(route) => {
                     let read = skills::read_file(&self.runtime, route, &uri);
                     self.metrics
-                        .measure(Method::ReadResource, read, |_| false)
+                        .measure(Method::ReadResource, read, audit)
                         .await
                 }
                 None => {
                     let forwarded =
                         forward::read_resource(&self.runtime, &self.instances, &uri, &ctx);
                     self.metrics
-                        .measure(Method::ReadResource, forwarded, |_| false)
+                        .measure(Method::ReadResource, forwarded, audit)
                         .await
                 }
             }
@@ -500,10 +587,21 @@ impl Handler for Gateway {
         ctx: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
         Box::pin(async move {
+            let audit = self.audited(
+                Method::GetPrompt,
+                &name,
+                &ctx,
+                |runtime| {
+                    let prompts = runtime.prompt_catalogue();
+                    prompts.get(&name).map(|e| e.server.to_string())
+                },
+                audit::json_len(&arguments),
+                &|| Some(arguments.clone()),
+            );
             let forwarded =
                 forward::get_prompt(&self.runtime, &self.instances, &name, arguments, &ctx);
             self.metrics
-                .measure(Method::GetPrompt, forwarded, |_| false)
+                .measure(Method::GetPrompt, forwarded, audit)
                 .await
         })
     }
@@ -511,13 +609,35 @@ impl Handler for Gateway {
     fn complete(
         self: Arc<Self>,
         params: Value,
-        _: Context,
+        ctx: Context,
     ) -> BoxFuture<Result<Value, HandlerError>> {
         Box::pin(async move {
+            // What it completes for: the prompt's name or the template's URI.
+            let reference = &params["ref"];
+            let name = reference["name"]
+                .as_str()
+                .or_else(|| reference["uri"].as_str())
+                .unwrap_or_default();
+            let audit = self.audited(
+                Method::Complete,
+                name,
+                &ctx,
+                |_| None,
+                audit::json_len(&params),
+                &|| Some(params["argument"].clone()),
+            );
             let forwarded = forward::complete(&self.runtime, params);
             self.metrics
-                .measure(Method::Complete, forwarded, |_| false)
+                .measure(Method::Complete, forwarded, audit)
                 .await
         })
+    }
+}
+
+/// The name of the one upstream among `owners` (none when none or several own it).
+fn owner_name(owners: Vec<switchboard::ServerHandle>) -> Option<String> {
+    match owners.as_slice() {
+        [one] => Some(one.name().to_owned()),
+        _ => None,
     }
 }

@@ -27,6 +27,8 @@ use switchboard::Runtime;
 use switchboard_server::http::Rejection;
 use switchboard_server::HandlerError;
 
+use crate::audit::{self, Ended, Pending};
+
 const REQUESTS: &str = "switchboard_front_requests_total";
 const DURATION: &str = "switchboard_front_request_duration_seconds";
 const IN_FLIGHT: &str = "switchboard_front_requests_in_flight";
@@ -49,6 +51,13 @@ const METHODS: [&str; 4] = [
     "prompts/get",
     "completion/complete",
 ];
+
+impl Method {
+    /// Its MCP method name.
+    pub(crate) fn name(self) -> &'static str {
+        METHODS[self as usize]
+    }
+}
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy)]
@@ -160,29 +169,57 @@ impl FrontMetrics {
         }
     }
 
-    /// Runs `request` of `method`, measured; `is_tool_error` reads its result.
-    pub(crate) async fn measure<T>(
+    /// Runs `request` of `method`, measured, and written to the audit log when `audit` has
+    /// begun its record.
+    pub(crate) async fn measure<T: Answer>(
         &self,
         method: Method,
         request: impl Future<Output = Result<T, HandlerError>>,
-        is_tool_error: impl FnOnce(&T) -> bool,
+        audit: Option<Pending>,
     ) -> Result<T, HandlerError> {
         let mut measuring = Measuring {
             metrics: self,
             method,
             started: Instant::now(),
             outcome: Outcome::Cancelled,
+            audit,
+            code: None,
+            bytes_out: 0,
         };
         self.in_flight.increment(1.0);
         self.waiting.fetch_add(1, Ordering::Relaxed);
         let answer = request.await;
         measuring.outcome = match &answer {
-            Ok(result) if is_tool_error(result) => Outcome::ToolError,
+            Ok(result) if result.is_tool_error() => Outcome::ToolError,
             Ok(_) => Outcome::Ok,
             Err(HandlerError::InputRequired) => Outcome::InputRequired,
             Err(_) => Outcome::Error,
         };
+        // Sized only for the audit log: with it off, nothing is serialized.
+        if measuring.audit.is_some() {
+            match &answer {
+                Ok(result) => measuring.bytes_out = result.bytes(),
+                Err(error) => measuring.code = audit::code_of(error),
+            }
+        }
         answer
+    }
+}
+
+/// What a forwarded request answers, as the metrics and the audit log read it.
+pub(crate) trait Answer {
+    /// A tool result that says `"isError": true`.
+    fn is_tool_error(&self) -> bool {
+        false
+    }
+
+    /// Its size as JSON, in bytes.
+    fn bytes(&self) -> u64;
+}
+
+impl Answer for serde_json::Value {
+    fn bytes(&self) -> u64 {
+        audit::json_len(self)
     }
 }
 
@@ -192,6 +229,9 @@ struct Measuring<'a> {
     method: Method,
     started: Instant,
     outcome: Outcome,
+    audit: Option<Pending>,
+    code: Option<i64>,
+    bytes_out: u64,
 }
 
 impl Drop for Measuring<'_> {
@@ -201,6 +241,13 @@ impl Drop for Measuring<'_> {
         m.waiting.fetch_sub(1, Ordering::Relaxed);
         m.requests[self.method as usize * OUTCOMES.len() + self.outcome as usize].increment(1);
         m.durations[self.method as usize].record(self.started.elapsed().as_secs_f64());
+        if let Some(audit) = self.audit.take() {
+            audit.finish(Ended {
+                outcome: OUTCOMES[self.outcome as usize],
+                code: self.code,
+                bytes_out: self.bytes_out,
+            });
+        }
     }
 }
 

@@ -190,10 +190,12 @@ impl Context {
         self.inner.session.principal().map(|p| &**p)
     }
 
-    /// The request's session, as a number unique in this process: for keeping something
-    /// per session (a gateway's instance of an isolated server). `None` for a 2026-07-28
-    /// request, which has no session. A sealed session restored by another replica has
-    /// another number there.
+    /// The request's session, as a number unique in this process (handshake era: one per
+    /// `initialize`, on HTTP one per `Mcp-Session-Id`): for keeping something per session
+    /// (a gateway's instance of an isolated server) or telling sessions apart (an audit
+    /// trail, hashed). Not the `Mcp-Session-Id` itself, which a client may present as a
+    /// credential. `None` for a 2026-07-28 request, which has no session. A sealed session
+    /// restored by another replica has another number there.
     pub fn session_key(&self) -> Option<u64> {
         match self.inner.era {
             Era::Handshake => Some(self.inner.session.key),

@@ -406,6 +406,13 @@ pub trait Handler: Send + Sync + 'static {
         false
     }
 
+    /// Told that the request's principal may not call tool `name`: the request is answered
+    /// as for an unknown tool without reaching [`call_tool`](Self::call_tool). For an audit
+    /// trail of refusals; nothing by default.
+    fn refused_tool(&self, name: &str, ctx: &Context) {
+        let _ = (name, ctx);
+    }
+
     /// Runs a tool. A tool that fails, bad arguments included, answers
     /// [`Reply::tool_error`]; an unknown tool is [`HandlerError::invalid_params`].
     fn call_tool(

@@ -29,6 +29,7 @@ use switchboard_codecs::mcp::tasks::{
 use tokio::sync::watch;
 
 use super::ClientHandlers;
+use crate::timestamp::rfc3339;
 
 /// The longest a received task is kept.
 pub const MAX_TTL: Duration = Duration::from_secs(60 * 60);
@@ -167,7 +168,7 @@ impl Received {
             return Err(work);
         }
         let id: Arc<str> = random_id().into();
-        let now = iso8601(SystemTime::now());
+        let now = rfc3339(SystemTime::now(), false);
         let entry = Entry {
             status: TaskStatus::Working,
             message: None,
@@ -220,7 +221,7 @@ impl Received {
                 TaskStatus::Failed
             }
         };
-        entry.updated_at = iso8601(SystemTime::now());
+        entry.updated_at = rfc3339(SystemTime::now(), false);
         entry.abort = None;
         entry.ended.send_replace(Some(ended));
     }
@@ -259,7 +260,7 @@ impl Received {
                 }
                 entry.status = TaskStatus::Cancelled;
                 entry.message = Some("cancelled by the server".into());
-                entry.updated_at = iso8601(SystemTime::now());
+                entry.updated_at = rfc3339(SystemTime::now(), false);
                 entry.ended.send_replace(Some(Ended::Error(ErrorObject::new(
                     ErrorObject::INTERNAL_ERROR,
                     "the task was cancelled",
@@ -320,43 +321,9 @@ fn random_id() -> String {
     format!("{:016x}{:016x}", a.finish(), b.finish())
 }
 
-/// `t` as an ISO 8601 UTC timestamp (`2025-11-25T10:30:00Z`).
-pub(crate) fn iso8601(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_are_iso_8601_utc() {
-        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_066_600);
-        assert_eq!(iso8601(at), "2025-11-25T10:30:00Z");
-        assert_eq!(iso8601(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
-        assert_eq!(iso8601(leap), "2000-02-29T00:00:00Z");
-    }
 
     #[test]
     fn ids_are_long_and_differ() {

@@ -494,7 +494,8 @@ impl Verbosity {
     /// warnings, and Switchboard's own crates only errors: every failure they warn about
     /// reaches us as an error too, and is printed once, as the one line a failure gets
     /// (`-q` changes nothing there). `serve` adds its own lines at info (where it listens,
-    /// its servers ready or failed, reloads, stopping) and the serving side's warnings
+    /// its servers ready or failed, reloads, stopping, the audit log's records) and the
+    /// serving side's warnings
     /// (clients refused, a stream closed on a client that does not read); with `-q`, its
     /// warnings only.
     fn filter(self) -> tracing_subscriber::EnvFilter {
@@ -513,7 +514,9 @@ impl Verbosity {
             Verbosity::Default { serving } => {
                 EnvFilter::try_from_default_env().unwrap_or_else(|_| {
                     if serving {
-                        EnvFilter::new(format!("{DEFAULT},{SERVING},switchboard::cli=info"))
+                        EnvFilter::new(format!(
+                            "{DEFAULT},{SERVING},switchboard::cli=info,switchboard::audit=info"
+                        ))
                     } else {
                         EnvFilter::new(DEFAULT)
                     }

@@ -20,6 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use switchboard::Runtime;
+use switchboard_gateway::audit::{Audit, Rotation, Sink};
 use switchboard_gateway::{Discovery, Gateway, Readiness};
 use switchboard_server::http::{self, Probes};
 
@@ -90,6 +91,19 @@ happens; each reload and what it changed, or why the file did not read; a warnin
 and how many requests are in flight. -q keeps the warnings and errors only, -v adds the
 runtime's own info, RUST_LOG sets finer filters. No key, token or header value is logged.
 
+Audit: with --audit FILE, one JSON line per forwarded request (tools/call,
+resources/read, prompts/get, completion/complete) and per refused tool call (one the client
+may not call, one that does not exist), and per connection or request the HTTP front turns
+away or cuts (method http, the reason: rate, client_sessions, ...): time, principal, session
+(hashed), method, name, server, instance, outcome, code, reason, duration_ms, bytes_in,
+bytes_out. Arguments only with --audit-arguments; never a header, key, token or session
+id. --audit - writes to stdout (with --listen only: on stdio, stdout is MCP's). With
+--audit-max-size SIZE the file is renamed FILE.1 (older ones shifted, --audit-keep kept)
+before a line would take it past SIZE; SIGHUP reloads the config, it does not reopen the
+audit file. The same records are logged at info (target switchboard::audit), without the
+arguments. A line that finds 4096 lines waiting for the disk is dropped, counted and warned
+about: calls never wait on it.
+
 SIGINT or SIGTERM stops serving and shuts the servers down; exit 0.
 
 Examples:
@@ -97,7 +111,8 @@ Examples:
   switchboard serve -c .mcp.json --listen 8080
   switchboard serve -c .mcp.json --listen 0.0.0.0:8080 --auth auth.json
   switchboard serve -c .mcp.json --listen 8080 --ready-requires github,docs
-  switchboard serve -c .mcp.json --discovery 40";
+  switchboard serve -c .mcp.json --discovery 40
+  switchboard serve -c .mcp.json --listen 8080 --auth auth.json --audit audit.jsonl --audit-max-size 100MiB";
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -132,9 +147,61 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DIR", requires = "discovery")]
     model: Option<std::path::PathBuf>,
     #[command(flatten)]
+    audit: AuditArgs,
+    #[command(flatten)]
     limits: Limits,
     #[command(flatten)]
     config: ConfigArgs,
+}
+
+/// Where the audit log goes, what it holds and when it rotates.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Audit log")]
+struct AuditArgs {
+    /// Write one JSON line per forwarded request and per refused tool call to FILE
+    /// (appended to), or to stdout with `-` (with --listen only).
+    #[arg(long, value_name = "FILE|-")]
+    audit: Option<std::path::PathBuf>,
+    /// Also write each request's arguments (off by default: they may hold personal data).
+    #[arg(long = "audit-arguments", requires = "audit")]
+    arguments: bool,
+    /// Rotate the audit file before a line would take it past SIZE (e.g. 100MiB).
+    #[arg(long = "audit-max-size", value_name = "SIZE", value_parser = size, requires = "audit")]
+    max_size: Option<usize>,
+    /// How many rotated audit files (FILE.1 … FILE.N) are kept.
+    #[arg(
+        long = "audit-keep",
+        value_name = "N",
+        default_value = "5",
+        requires = "max_size"
+    )]
+    keep: u32,
+}
+
+impl AuditArgs {
+    /// The audit log, opened; `None` without `--audit`. `stdio`: stdout is the front's.
+    fn start(&self, stdio: bool) -> Result<Option<Audit>, Failure> {
+        let Some(file) = &self.audit else {
+            return Ok(None);
+        };
+        let sink = if file.as_os_str() == "-" {
+            if stdio {
+                return Err(Failure::Usage(
+                    "--audit - needs --listen: on stdio, stdout carries MCP".into(),
+                ));
+            }
+            Sink::Stdout
+        } else {
+            Sink::File(file.clone())
+        };
+        let rotation = Rotation {
+            max_bytes: self.max_size.map(|n| n as u64),
+            keep: self.keep,
+        };
+        Audit::start(sink, rotation, self.arguments)
+            .map(Some)
+            .map_err(|e| Failure::Usage(e.to_string()))
+    }
 }
 
 /// What one `serve --listen` lets any client hold, and for how long (the README's Gateway
@@ -414,6 +481,7 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
     if auth.is_none() {
         refuse_client_isolation(&file)?;
     }
+    let audit = args.audit.start(args.listen.is_none())?;
     let scorer = super::semantic::load(args.model.as_deref())?;
     let runtime = start(&file, scorer, interrupt).await?;
     // Each server ready or not, now and as that changes.
@@ -431,6 +499,9 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         Some(discovery) => Gateway::with_discovery(runtime.clone(), discovery),
         None => Gateway::new(runtime.clone()),
     };
+    if let Some(audit) = audit {
+        gateway.audit_to(audit);
+    }
     let mut options = switchboard_server::Options::default();
     if let Some(first) = keys.first() {
         options = options.with_request_state_key(request_state_key(first));

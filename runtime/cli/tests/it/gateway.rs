@@ -55,6 +55,8 @@ pub(crate) struct Served {
     pub(crate) url: String,
     /// What it logged before saying its address (with `-v`, where `--metrics` serves).
     pub(crate) log: String,
+    /// What it logged since, as it comes.
+    pub(crate) later: Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 impl Served {
@@ -87,11 +89,19 @@ impl Served {
             seen.push_str(&line);
         };
         // Keep draining, so that logging never blocks the gateway.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let later = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = later.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut stderr, &mut chunk) {
+                kept.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        });
         Served {
             child,
             url,
             log: seen,
+            later,
         }
     }
 

@@ -11,6 +11,7 @@ mod cli_tasks;
 mod cli_user;
 mod exits_right_after_a_timeout_or_a_signal;
 mod gateway;
+mod gateway_audit;
 mod gateway_auth;
 mod gateway_discovery;
 mod gateway_isolation;

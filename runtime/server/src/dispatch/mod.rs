@@ -365,6 +365,7 @@ pub(super) async fn call_tool(
         .principal()
         .is_some_and(|p| !p.may_use_tool(&name) && !core.handler.tool_for_all(&name))
     {
+        core.handler.refused_tool(&name, &ctx);
         // As for a tool that does not exist: its existence is not this client's.
         return Err(HandlerError::unknown_tool(&name));
     }
