@@ -113,8 +113,9 @@ pub(crate) struct Record {
     /// The upstream that serves it; absent when none does.
     #[serde(skip_serializing_if = "Option::is_none")]
     server: Option<String>,
-    /// The upstream instance: today the server's name, since every front client shares one
-    /// instance of each server; per-client instances will write their own here.
+    /// The upstream instance: the server's name. A server isolated per client or session
+    /// served the request from that client's or session's instance, which this does not
+    /// tell apart yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     instance: Option<String>,
     /// `ok`, `tool_error`, `error`, `input_required`, `cancelled` or `refused`.
