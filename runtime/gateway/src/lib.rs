@@ -270,24 +270,14 @@ impl Gateway {
                 return Box::pin(async move { Err(error) });
             }
         };
-        let audit = self.audit.get().map(|log| {
-            let server = self
-                .runtime
-                .catalogue()
-                .get(&name)
-                .map(|e| e.server.clone());
-            let raw = || serde_json::from_str(arguments.get()).ok();
-            let (principal, session) = audit::sender(&ctx);
-            log.begin(&audit::Request {
-                method: Method::CallTool.name(),
-                name: &name,
-                server: server.as_deref(),
-                principal,
-                session,
-                bytes_in: arguments.get().len() as u64,
-                arguments: &raw,
-            })
-        });
+        let audit = self.audited(
+            Method::CallTool,
+            &name,
+            &ctx,
+            |runtime| runtime.catalogue().get(&name).map(|e| e.server.to_string()),
+            arguments.get().len() as u64,
+            &|| serde_json::from_str(arguments.get()).ok(),
+        );
         // The call's span names the front's trace, so that the gateway's own events join it.
         let span = tracing::debug_span!(
             "forward",
