@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use crate::catalogue::Naming;
 use crate::client::{ClientHandlers, HANDLER_TIMEOUT};
+use crate::client_values::{self, ClientValueError, ClientValues};
 use crate::deadline::ToolPolicy;
 use crate::era::Protocol;
 use crate::isolation::{Isolation, IsolationPolicy, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_INSTANCES};
@@ -108,6 +109,7 @@ pub struct ServerConfig<T = Transport> {
     pub(crate) isolation: Isolation,
     pub(crate) max_instances: Option<usize>,
     pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) list_as: Option<ClientValues>,
 }
 
 impl<T: Specific> From<ServerConfig<T>> for ServerConfig {
@@ -142,6 +144,63 @@ impl ServerConfig {
     /// Which transport the server is configured with.
     pub fn transport_kind(&self) -> crate::transport::TransportKind {
         self.transport.kind()
+    }
+
+    /// The isolation and its bounds, defaults filled in. A server that uses per-client values
+    /// is [`Isolation::Client`] unless it says [`Isolation::Session`].
+    pub fn isolation_policy(&self) -> IsolationPolicy {
+        let isolation = match self.isolation {
+            Isolation::Shared if self.per_client() => Isolation::Client,
+            isolation => isolation,
+        };
+        IsolationPolicy {
+            isolation,
+            max_instances: self.max_instances.unwrap_or(DEFAULT_MAX_INSTANCES),
+            idle_timeout: self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
+        }
+    }
+
+    /// Whether the server's config uses per-client values (`${client.…}`, see
+    /// [`client_values`](crate::client_values)).
+    pub fn per_client(&self) -> bool {
+        self.transport.texts().any(client_values::uses)
+    }
+
+    /// Checks that every per-client value the config uses is one that can be filled.
+    pub(crate) fn check_client_values(&self) -> Result<(), ClientValueError> {
+        self.transport.texts().try_for_each(client_values::check)
+    }
+
+    /// This config with its per-client values filled from `values`, and the values filled,
+    /// in order: two clients whose values used are equal run the same command.
+    pub(crate) fn fill_for(
+        &self,
+        values: &ClientValues,
+    ) -> Result<(ServerConfig, Vec<String>), ClientValueError> {
+        let mut used = Vec::new();
+        let transport = self
+            .transport
+            .try_map_texts(|text| client_values::fill(text, values, &mut used))?;
+        Ok((
+            ServerConfig {
+                transport,
+                ..self.clone()
+            },
+            used,
+        ))
+    }
+
+    /// The transport the runtime's own instance opens: the configured one, its per-client
+    /// values (if any) filled from the values named to list with.
+    pub(crate) fn opening_transport(&self) -> Result<Transport, ClientValueError> {
+        if !self.per_client() {
+            return Ok(self.transport.clone());
+        }
+        let values = self
+            .list_as
+            .as_ref()
+            .ok_or(ClientValueError::NothingToListWith)?;
+        Ok(self.fill_for(values)?.0.transport)
     }
 
     /// Fills every setting the server leaves open from the runtime's defaults.
@@ -209,6 +268,7 @@ impl<T> ServerConfig<T> {
             isolation: Isolation::Shared,
             max_instances: None,
             idle_timeout: None,
+            list_as: None,
         }
     }
 
@@ -238,6 +298,7 @@ impl<T> ServerConfig<T> {
             isolation: self.isolation,
             max_instances: self.max_instances,
             idle_timeout: self.idle_timeout,
+            list_as: self.list_as,
         }
     }
 
@@ -262,13 +323,13 @@ impl<T> ServerConfig<T> {
         self
     }
 
-    /// The isolation and its bounds, defaults filled in.
-    pub fn isolation_policy(&self) -> IsolationPolicy {
-        IsolationPolicy {
-            isolation: self.isolation,
-            max_instances: self.max_instances.unwrap_or(DEFAULT_MAX_INSTANCES),
-            idle_timeout: self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
-        }
+    /// The values the runtime's own instance of a server that uses per-client values is
+    /// started with: the instance that lists its tools for every client (see
+    /// [`client_values`](crate::client_values); config key `listAs`). Without them, only
+    /// clients' own instances of such a server run.
+    pub fn list_as(mut self, values: ClientValues) -> Self {
+        self.list_as = Some(values);
+        self
     }
 
     /// Answers the server's own requests (roots, sampling, elicitation) for this server;

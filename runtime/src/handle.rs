@@ -61,6 +61,22 @@ impl ServerHandle {
         self.core.config.isolation_policy()
     }
 
+    /// Whether the server's config uses per-client values (see
+    /// [`client_values`](crate::client_values)): each client's instance is started with its own.
+    pub fn per_client(&self) -> bool {
+        self.core.config.per_client()
+    }
+
+    /// The values of `values` that an instance of this server started for them would use, in
+    /// order, or why it cannot be started for them: two clients (or one client, before and
+    /// after its secrets changed) whose values used are equal run the same command.
+    pub fn client_values_used(
+        &self,
+        values: &crate::client_values::ClientValues,
+    ) -> Result<Vec<String>, crate::client_values::ClientValueError> {
+        self.core.config.fill_for(values).map(|(_, used)| used)
+    }
+
     /// The server's current status.
     pub fn status(&self) -> ServerStatus {
         self.core.status()

@@ -13,6 +13,7 @@ mod call_scope;
 mod call_table;
 mod catalogue;
 pub mod client;
+pub mod client_values;
 mod config;
 mod config_file;
 mod core;

@@ -23,6 +23,7 @@ use crate::call::{Call, Route};
 use crate::catalogue::search::{ToolMatch, ToolSearch};
 use crate::catalogue::{Catalogue, Naming};
 use crate::client::ClientHandlers;
+use crate::client_values::ClientValues;
 use crate::config::{Defaults, ServerConfig};
 use crate::config_file::ConfigFile;
 use crate::error::{Error, ErrorContext, ErrorKind, Result};
@@ -419,6 +420,28 @@ impl Runtime {
     /// [`isolation`](crate::isolation)); shut it down to stop the instance.
     pub async fn start_instance(&self, name: &str) -> Result<Runtime> {
         let config = self.server(name)?.core.config.clone();
+        self.start_instance_of(name, config).await
+    }
+
+    /// Starts one more instance of server `name` as [`start_instance`](Self::start_instance)
+    /// does, its per-client values (see [`client_values`](crate::client_values)) filled from
+    /// `values`. A value that cannot be filled is an [`ErrorKind::Spawn`] error naming it,
+    /// and nothing is started.
+    pub async fn start_instance_as(&self, name: &str, values: &ClientValues) -> Result<Runtime> {
+        let (config, _) = self
+            .server(name)?
+            .core
+            .config
+            .fill_for(values)
+            .map_err(|e| {
+                ErrorContext::of_server(name.into()).error(ErrorKind::Spawn {
+                    source: Arc::new(e),
+                })
+            })?;
+        self.start_instance_of(name, config).await
+    }
+
+    async fn start_instance_of(&self, name: &str, config: ServerConfig) -> Result<Runtime> {
         let builder = RuntimeBuilder {
             servers: vec![(name.to_owned(), config)],
             defaults: self.inner.defaults.clone(),

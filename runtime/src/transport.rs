@@ -233,6 +233,46 @@ impl Transport {
             },
         }
     }
+
+    /// The config strings per-client values may be used in: a stdio server's arguments and
+    /// environment values, an HTTP server's URL, headers and bearer token.
+    pub(crate) fn texts(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match self {
+            #[cfg(all(unix, feature = "stdio"))]
+            Transport::Stdio(stdio) => Box::new(stdio.config.texts()),
+            Transport::Http(http) => Box::new(
+                std::iter::once(http.url.as_str())
+                    .chain(http.headers.iter().map(|(_, v)| v.as_str()))
+                    .chain(http.bearer.as_deref()),
+            ),
+            Transport::Memory(_) => Box::new(std::iter::empty()),
+        }
+    }
+
+    /// The same transport with each of its [`texts`](Self::texts) passed through `f`.
+    pub(crate) fn try_map_texts<E>(
+        &self,
+        mut f: impl FnMut(&str) -> Result<String, E>,
+    ) -> Result<Transport, E> {
+        Ok(match self {
+            #[cfg(all(unix, feature = "stdio"))]
+            Transport::Stdio(stdio) => Transport::Stdio(Stdio {
+                config: stdio.config.try_map_texts(f)?,
+            }),
+            Transport::Http(http) => {
+                let mut http = http.clone();
+                http.url = f(&http.url)?;
+                for (_, value) in &mut http.headers {
+                    *value = f(value)?;
+                }
+                if let Some(bearer) = &mut http.bearer {
+                    *bearer = f(bearer)?;
+                }
+                Transport::Http(http)
+            }
+            Transport::Memory(memory) => Transport::Memory(memory.clone()),
+        })
+    }
 }
 
 /// The transport of a server, as [`ServerStatus`](crate::ServerStatus) shows it.

@@ -186,6 +186,39 @@ impl Config {
         hasher.finish()
     }
 
+    /// Each argument and environment value that is UTF-8 text.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.args
+            .iter()
+            .chain(self.env.iter().map(|(_, v)| v))
+            .filter_map(|s| s.to_str())
+    }
+
+    /// The same command with each argument and environment value that is UTF-8 text passed
+    /// through `f`: what a template's values are filled in with.
+    pub fn try_map_texts<E>(
+        &self,
+        mut f: impl FnMut(&str) -> Result<String, E>,
+    ) -> Result<Config, E> {
+        let mut map = |s: &OsString| -> Result<OsString, E> {
+            match s.to_str() {
+                Some(text) => f(text).map(OsString::from),
+                None => Ok(s.clone()),
+            }
+        };
+        let args = self.args.iter().map(&mut map).collect::<Result<_, E>>()?;
+        let env = self
+            .env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), map(v)?)))
+            .collect::<Result<_, E>>()?;
+        Ok(Config {
+            args,
+            env,
+            ..self.clone()
+        })
+    }
+
     fn command(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.program);
         command.args(&self.args);

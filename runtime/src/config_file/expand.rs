@@ -4,7 +4,9 @@
 //! The forms come from the hosts whose files we read: Claude Code writes `${VAR}` and
 //! `${VAR:-default}`, Cursor and VS Code write `${env:VAR}`, `${workspaceFolder}` and
 //! `${userHome}`. VS Code's `${input:...}` prompts the user, which a runtime cannot do, so it
-//! is an error naming the input. A `$` not followed by `{` is literal.
+//! is an error naming the input. A `$` not followed by `{` is literal. `${client.…}` is left
+//! as it is: a per-client value (see [`client_values`](crate::client_values)), filled for
+//! each client of a gateway.
 //!
 //! ```text
 //! "${API_URL:-http://localhost:8080}/mcp"  →  "http://localhost:8080/mcp" when API_URL is unset or empty
@@ -29,7 +31,13 @@ impl Vars<'_> {
             let end = after.find('}').ok_or_else(|| {
                 format!("unterminated `${{` in {text:?} (expected a closing `}}`)")
             })?;
-            out.push_str(&self.variable(&after[..end])?);
+            let content = &after[..end];
+            if content.starts_with("client.") {
+                // A per-client value, filled per client when its instance starts.
+                out.push_str(&rest[dollar..dollar + 2 + end + 1]);
+            } else {
+                out.push_str(&self.variable(content)?);
+            }
             rest = &after[end + 1..];
         }
         out.push_str(rest);
@@ -116,6 +124,10 @@ mod tests {
         assert_eq!(expand("${workspaceFolder}/src").unwrap(), "/ws/src");
         assert_eq!(expand("${userHome}/.cache").unwrap(), "/home/me/.cache");
         assert_eq!(expand("${A:-1}${B:-2}").unwrap(), "12");
+        assert_eq!(
+            expand("${TOKEN}/${client.name}/${client.secret.T:-x}").unwrap(),
+            "t0k/${client.name}/${client.secret.T:-x}"
+        );
     }
 
     #[test]

@@ -20,6 +20,11 @@
 //!     "memory": {
 //!       "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
 //!       "isolation": "client", "maxInstances": 50, "idleTimeout": "10m"
+//!     },
+//!     "files": {
+//!       "command": "npx",
+//!       "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/users/${client.name}"],
+//!       "listAs": { "name": "catalogue", "claims": {}, "secrets": {} }
 //!     }
 //!   }
 //! }
@@ -35,6 +40,7 @@ use serde_json::{Map, Value};
 use super::duration::parse_duration;
 use super::{field, ConfigError, Ctx, FileDefaults, JsonPath};
 use crate::catalogue::{Naming, NamingMode};
+use crate::client_values::ClientValues;
 use crate::config::ServerConfig;
 use crate::deadline::ToolPolicy;
 use crate::restart::RestartPolicy;
@@ -144,6 +150,12 @@ pub(super) fn apply(
     if let Some(value) = field(entry, "idleTimeout") {
         config = config.idle_timeout(timeout(ctx, value, &at.key("idleTimeout"))?);
     }
+    if let Some(value) = field(entry, "listAs") {
+        config = config.list_as(list_as(ctx, value, &at.key("listAs"))?);
+    }
+    if config.per_client() {
+        per_client(ctx, entry, at, &config)?;
+    }
     if let Some(value) = field(entry, "protocol") {
         let at = at.key("protocol");
         let protocol = ctx
@@ -153,6 +165,66 @@ pub(super) fn apply(
         config = config.protocol(protocol);
     }
     Ok(config)
+}
+
+/// `listAs`: the values the runtime's own instance of a per-client server is started with.
+fn list_as(ctx: &Ctx<'_>, value: &Value, at: &JsonPath) -> Result<ClientValues, ConfigError> {
+    let mut name = None;
+    let mut claims = Map::new();
+    let mut secrets = Vec::new();
+    for (key, value) in set_fields(ctx, value, at, &["name", "claims", "secrets"])? {
+        let at = at.key(key);
+        match key {
+            "name" => name = Some(ctx.expand(ctx.non_empty_string(value, &at)?, &at)?),
+            "claims" => claims = ctx.object(value, &at)?.clone(),
+            _ => {
+                for (secret, text, at) in ctx.string_map(value, &at)? {
+                    secrets.push((secret.to_owned(), ctx.expand(text, &at)?));
+                }
+            }
+        }
+    }
+    let name = name.ok_or_else(|| {
+        ctx.error(
+            at,
+            "expected a `name`: the client the server's tools are listed as",
+        )
+    })?;
+    Ok(ClientValues::new(name)
+        .with_claims(claims)
+        .with_secrets(secrets))
+}
+
+/// Checks a server that uses per-client values: each is one we know, it is not `shared`,
+/// and it names the values its tools are listed with, which must fill every one.
+fn per_client(
+    ctx: &Ctx<'_>,
+    entry: &Map<String, Value>,
+    at: &JsonPath,
+    config: &ServerConfig,
+) -> Result<(), ConfigError> {
+    config
+        .check_client_values()
+        .map_err(|e| ctx.error(at, e.to_string()))?;
+    if field(entry, "isolation").and_then(Value::as_str) == Some("shared") {
+        return Err(ctx.error(
+            &at.key("isolation"),
+            "a server whose config uses per-client values (`${client.…}`) runs an instance per \
+             client or per session, never shared",
+        ));
+    }
+    let Some(values) = &config.list_as else {
+        return Err(ctx.error(
+            &at.key("listAs"),
+            "this server's config uses per-client values (`${client.…}`): name the values \
+             its tools are listed with, such as {\"name\": \"catalogue\"} (the runtime's own \
+             instance runs with them; no client's call goes to it)",
+        ));
+    };
+    config
+        .fill_for(values)
+        .map(drop)
+        .map_err(|e| ctx.error(&at.key("listAs"), e.to_string()))
 }
 
 /// The non-null fields of our object `value`, refusing any not in `known`.

@@ -38,6 +38,7 @@ const KEYS: &[&str] = &[
     "isolation",
     "maxInstances",
     "idleTimeout",
+    "listAs",
     "initialDelay",
     "x-unknown",
 ];

@@ -860,6 +860,60 @@ fn isolation_and_its_bounds_per_server() {
 }
 
 #[test]
+fn per_client_values_are_kept_for_each_client_and_listed_as_named() {
+    let text = r#"{"mcpServers": {
+        "files": {"command": "x", "args": ["/srv/${client.name}", "${TOKEN}"],
+                  "env": {"GH": "${client.secret.GH}", "ORG": "${client.claims.org:-none}"},
+                  "listAs": {"name": "catalogue", "secrets": {"GH": "${TOKEN}"}}},
+        "web": {"url": "https://example.com/${client.claims.org:-x}/mcp",
+                "headers": {"Authorization": "Bearer ${client.secret.WEB}"},
+                "isolation": "session", "listAs": {"name": "c", "secrets": {"WEB": "w"}}}}}"#;
+    let servers = parse(text, &[("TOKEN", "t0k")]).servers;
+    let files = &servers[0].config;
+    assert!(files.per_client());
+    assert_eq!(files.isolation_policy().isolation, crate::Isolation::Client);
+    let alice = crate::client_values::ClientValues::new("alice").with_secrets([("GH", "ghp")]);
+    let (filled, used) = files.fill_for(&alice).unwrap();
+    assert_eq!(used, ["alice", "ghp", "none"]);
+    let listed = files.opening_transport().unwrap();
+    let texts: Vec<&str> = listed.texts().collect();
+    assert_eq!(texts, ["/srv/catalogue", "t0k", "t0k", "none"]);
+    assert!(!filled.per_client());
+    assert_eq!(
+        servers[1].config.isolation_policy().isolation,
+        crate::Isolation::Session
+    );
+    rejects(
+        r#"{"mcpServers": {"s": {"command": "x", "args": ["${client.name}"]}}}"#,
+        "mcpServers.s.listAs",
+        "name the values its tools are listed with",
+    );
+    rejects(
+        r#"{"mcpServers": {"s": {"command": "x", "args": ["${client.secret.T}"],
+            "listAs": {"name": "c"}}}}"#,
+        "mcpServers.s.listAs",
+        "`${client.secret.T}` has no value",
+    );
+    rejects(
+        r#"{"mcpServers": {"s": {"command": "x", "args": ["${client.email}"],
+            "listAs": {"name": "c"}}}}"#,
+        "mcpServers.s",
+        "unknown per-client value `${client.email}`",
+    );
+    rejects(
+        r#"{"mcpServers": {"s": {"command": "x", "args": ["${client.name}"],
+            "isolation": "shared", "listAs": {"name": "c"}}}}"#,
+        "mcpServers.s.isolation",
+        "never shared",
+    );
+    rejects(
+        r#"{"mcpServers": {"s": {"command": "x", "listAs": {"nom": "c"}}}}"#,
+        "mcpServers.s.listAs.nom",
+        "unknown field",
+    );
+}
+
+#[test]
 fn allow_deny_prefix_and_max_in_flight() {
     let text = r#"{"mcpServers": {"s": {"command": "x", "allowTools": ["read_*", "list?"],
         "denyTools": ["read_secret"], "prefix": "fs", "maxInFlight": 4}}}"#;

@@ -1,5 +1,6 @@
 //! Who a session's requests come from, as an HTTP server's authenticator says
-//! ([`http::Auth`](super::http::Auth)): a name, the token's scopes, and the tools it may use.
+//! ([`http::Auth`](super::http::Auth)): a name, the token's claims and scopes, and the tools it
+//! may use.
 
 /// Who a request comes from, as the authenticator says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -7,6 +8,11 @@
 pub struct Principal {
     /// A stable name: a key's name, a token's `sub` (with its issuer).
     pub subject: String,
+    /// A short name: a key's name, a token's `sub` (what `${client.name}` becomes in a
+    /// gateway's per-client config).
+    pub name: String,
+    /// The verified token's claims (none for a key).
+    pub claims: serde_json::Map<String, serde_json::Value>,
     /// The scopes the token grants.
     pub scopes: Vec<String>,
     /// The tools it may see and call (names or `prefix*` patterns); `None`: every tool.
@@ -16,11 +22,26 @@ pub struct Principal {
 impl Principal {
     /// A principal named `subject`, with no scopes and every tool.
     pub fn new(subject: impl Into<String>) -> Self {
+        let subject = subject.into();
         Principal {
-            subject: subject.into(),
+            name: subject.clone(),
+            claims: serde_json::Map::new(),
+            subject,
             scopes: Vec::new(),
             tools: None,
         }
+    }
+
+    /// With this short name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// With these claims.
+    pub fn with_claims(mut self, claims: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.claims = claims;
+        self
     }
 
     /// With these scopes.

@@ -41,10 +41,18 @@ impl ServerActor {
             self.publish(ServerState::Starting);
         }
         let name = self.name.clone();
-        let transport = self.core.config.transport.clone();
+        // A server that takes per-client values opens with those it lists with; with none,
+        // it is not started (a client's own instance is).
+        let transport = self.core.config.opening_transport();
         let generation = self.generation;
         let span = tracing::info_span!("connect", server = %name, attempt = self.restarts);
-        let opening = tracing::Instrument::instrument(open(name, transport), span);
+        let opening = async move {
+            match transport {
+                Ok(transport) => open(name, transport).await,
+                Err(e) => Err(Arc::new(e) as super::OpenError),
+            }
+        };
+        let opening = tracing::Instrument::instrument(opening, span);
         // Opening on the I/O runtime registers the connection's pipes and tasks there.
         let opening = match self.wiring.io.of(&self.core.config.transport).cloned() {
             Some(io) => Either::Left(async move {
