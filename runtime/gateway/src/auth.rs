@@ -156,8 +156,9 @@ impl Authenticate for Authenticator {
             return Box::pin(async { Err(AuthRefusal::Missing) });
         };
         if let Some(key) = self.config.keys.iter().find(|k| same(&k.key, &token)) {
-            let principal =
-                Principal::new(format!("key:{}", key.name)).with_tools(key.tools.clone());
+            let principal = Principal::new(format!("key:{}", key.name))
+                .with_name(key.name.clone())
+                .with_tools(key.tools.clone());
             return Box::pin(async move { Ok(Arc::new(principal)) });
         }
         let (Some(jwt), Some(jwks)) = (self.config.jwt.clone(), self.jwks.clone()) else {
@@ -251,8 +252,14 @@ async fn verify(
             ),
             _ => None,
         });
-    let subject = claims["sub"].as_str().unwrap_or_default();
+    let subject = claims["sub"].as_str().unwrap_or_default().to_owned();
+    let claims = match claims {
+        Value::Object(claims) => claims,
+        _ => serde_json::Map::new(),
+    };
     Ok(Principal::new(format!("{}#{subject}", jwt.issuer))
+        .with_name(subject)
+        .with_claims(claims)
         .with_scopes(scopes)
         .with_tools(tools))
 }

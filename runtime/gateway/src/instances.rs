@@ -15,6 +15,11 @@
 //! instance with no request in flight for `idleTimeout` is stopped, and so is a session's once
 //! its session has ended. How many run is the gauge `switchboard_gateway_instances{server}`.
 //!
+//! A server whose config uses per-client values (`${client.…}`, see
+//! [`switchboard::client_values`]) starts each client's instance with that client's: its
+//! name, its token's claims, its secrets from the credentials file. A value that cannot be
+//! filled refuses the request with an error naming it, and nothing is started.
+//!
 //! The state of instances is a map behind a lock, taken briefly (never across an `.await`)
 //! and only for requests to isolated servers: a gateway without one never takes it.
 
@@ -23,9 +28,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
+use switchboard::client_values::ClientValues;
 use switchboard::{Isolation, Runtime, ServerHandle, ServerState};
 use switchboard_server::{Context, ErrorObject, HandlerError};
 use tokio::sync::OnceCell;
+
+use crate::credentials::Credentials;
 
 /// How often idle instances are looked for.
 const REAP_EVERY: Duration = Duration::from_millis(250);
@@ -51,6 +60,9 @@ struct Slot {
     idle_timeout: Duration,
     /// A session's instance: the request that started it, to see when its session ends.
     session: Option<Context>,
+    /// The per-client values it was started with (none for a server that takes none): a
+    /// client whose values changed gets a new instance.
+    used: Vec<String>,
 }
 
 impl Slot {
@@ -70,6 +82,10 @@ impl Slot {
 /// The instances of every isolated server.
 pub(crate) struct Instances {
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
+    /// Instances replaced because their client's values changed: stopped once idle.
+    retired: Mutex<Vec<(String, Arc<Slot>)>>,
+    /// Each client's secrets, for servers that take per-client values.
+    credentials: ArcSwap<Credentials>,
     /// The gauge of running instances per server is recorded where the runtime records.
     runtime: Runtime,
     /// Whether any server is isolated: the lists say, each time they are built.
@@ -127,6 +143,8 @@ impl Instances {
     pub(crate) fn new(runtime: Runtime, any: bool) -> Instances {
         Instances {
             slots: Mutex::default(),
+            retired: Mutex::default(),
+            credentials: ArcSwap::default(),
             runtime,
             any: AtomicBool::new(any),
         }
@@ -140,6 +158,12 @@ impl Instances {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Slot>>> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Uses `credentials` for the instances started from now on; a running instance whose
+    /// client's values changed is replaced on that client's next request.
+    pub(crate) fn set_credentials(&self, credentials: Credentials) {
+        self.credentials.store(Arc::new(credentials));
     }
 
     /// Says whether any of the runtime's servers is isolated.
@@ -208,12 +232,36 @@ impl Instances {
             },
             _ => return Ok(None),
         };
+        let values = if server.per_client() {
+            Some(self.values_for(server, ctx)?)
+        } else {
+            None
+        };
+        let used = match &values {
+            Some((values, subject)) => server.client_values_used(values).map_err(|e| {
+                refused(format!(
+                    "server `{name}` is started with each client's own values, and cannot be \
+                     for client `{subject}`: {e}"
+                ))
+            })?,
+            None => Vec::new(),
+        };
         let key = Key {
             server: name.to_owned(),
             whose,
         };
         let slot = {
             let mut slots = self.lock();
+            if let Some(stale) = slots.get(&key).filter(|slot| slot.used != used).cloned() {
+                // The client's values changed (a secret in the credentials file): a new
+                // instance from now on, the old one stopped once its calls are done.
+                slots.remove(&key);
+                tracing::info!(server = %name, "the client's values changed: a new instance");
+                self.retired
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((key.server.clone(), stale));
+            }
             let slot = match slots.get(&key) {
                 Some(slot) => slot.clone(),
                 None => {
@@ -230,6 +278,7 @@ impl Instances {
                         last_used: Mutex::new(Instant::now()),
                         idle_timeout: policy.idle_timeout,
                         session: matches!(key.whose, Whose::Session(_)).then(|| ctx.clone()),
+                        used,
                     });
                     slots.insert(key.clone(), slot.clone());
                     self.gauge(name, &slots);
@@ -248,10 +297,11 @@ impl Instances {
             .slot
             .runtime
             .get_or_try_init(|| async {
-                let instance = runtime
-                    .start_instance(name)
-                    .await
-                    .map_err(|e| crate::error::to_front(&e, name))?;
+                let instance = match &values {
+                    Some((values, _)) => runtime.start_instance_as(name, values).await,
+                    None => runtime.start_instance(name).await,
+                }
+                .map_err(|e| crate::error::to_front(&e, name))?;
                 let status = instance
                     .server(name)
                     .map_err(|e| crate::error::to_front(&e, name))?
@@ -283,6 +333,48 @@ impl Instances {
         Ok(Some(lease))
     }
 
+    /// The values `ctx`'s client starts `server`'s instance with, and the client's subject.
+    fn values_for(
+        &self,
+        server: &ServerHandle,
+        ctx: &Context,
+    ) -> Result<(ClientValues, String), HandlerError> {
+        let Some(principal) = ctx.principal() else {
+            return Err(refused(format!(
+                "server `{}` is started with each client's own values (`${{client.…}}`), and \
+                 this request comes from no authenticated client: serve it with --auth",
+                server.name()
+            )));
+        };
+        let credentials = self.credentials.load();
+        let secrets = credentials
+            .of(&principal.subject)
+            .cloned()
+            .unwrap_or_default();
+        let values = ClientValues::new(principal.name.clone())
+            .with_claims(principal.claims.clone())
+            .with_secrets(secrets);
+        Ok((values, principal.subject.clone()))
+    }
+
+    /// Stops the retired instances that are done with their calls.
+    async fn stop_retired(&self) {
+        let done: Vec<(String, Arc<Slot>)> = {
+            let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
+            let (done, busy) = std::mem::take(&mut *retired)
+                .into_iter()
+                .partition(|(_, slot)| slot.in_flight.load(Ordering::Acquire) == 0);
+            *retired = busy;
+            done
+        };
+        for (server, slot) in done {
+            if let Some(runtime) = slot.runtime.get() {
+                tracing::info!(server = %server, "replaced instance stopped");
+                runtime.shutdown().await;
+            }
+        }
+    }
+
     /// Stops the instances that are idle (or whose session ended), until `instances` is
     /// gone.
     pub(crate) async fn reap(instances: std::sync::Weak<Instances>) {
@@ -291,6 +383,7 @@ impl Instances {
             let Some(instances) = instances.upgrade() else {
                 return;
             };
+            instances.stop_retired().await;
             let now = Instant::now();
             let stopped: Vec<(String, Arc<Slot>)> = {
                 let mut slots = instances.lock();
@@ -322,6 +415,13 @@ impl Instances {
 
     /// Stops every instance.
     pub(crate) async fn shutdown(&self) {
+        let retired =
+            std::mem::take(&mut *self.retired.lock().unwrap_or_else(PoisonError::into_inner));
+        for (_, slot) in retired {
+            if let Some(runtime) = slot.runtime.get() {
+                runtime.shutdown().await;
+            }
+        }
         let slots: Vec<_> = self.lock().drain().collect();
         for (key, slot) in slots {
             if let Some(runtime) = slot.runtime.get() {

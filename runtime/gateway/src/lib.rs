@@ -70,6 +70,7 @@ use tokio::task::JoinHandle;
 mod asks;
 pub mod audit;
 pub mod auth;
+mod credentials;
 pub mod discovery;
 mod error;
 mod forward;
@@ -83,6 +84,7 @@ mod subscriptions;
 use metrics::Method;
 
 pub use asks::upstream_handlers;
+pub use credentials::{Credentials, CredentialsError};
 pub use discovery::Discovery;
 pub use readiness::Readiness;
 
@@ -173,6 +175,13 @@ impl Gateway {
     /// outlives it.
     pub async fn shutdown_instances(&self) {
         self.instances.shutdown().await;
+    }
+
+    /// Starts the instances of servers that take per-client values with `credentials`'
+    /// secrets from now on (see [`Credentials`]); an instance started with a secret that
+    /// changed is replaced on its client's next request.
+    pub fn set_credentials(&self, credentials: Credentials) {
+        self.instances.set_credentials(credentials);
     }
 
     /// How many forwarded front requests (calls, reads, prompts, completions) are waiting

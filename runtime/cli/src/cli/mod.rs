@@ -42,6 +42,7 @@ mod check;
 mod config;
 mod conformance;
 mod conformance_auth;
+mod credentials;
 mod demo;
 mod elicit;
 mod offered;

@@ -81,6 +81,16 @@ refused, never a busy instance stopped; idleTimeout (default 10m) stops an insta
 had nothing in flight that long, its process with it. The runtime's own instance lists the
 server's tools for everyone and is called by no one. Isolation client needs --auth.
 
+Per-client values: a server's args, env, headers and url may say ${client.name} (the key's
+name, the token's sub), ${client.claims.NAME} (a claim of the verified token) and
+${client.secret.NAME} (from --credentials FILE, {\"key:alice\": {\"NAME\": \"value\"}}, read
+again when it changes); ${client.secret.NAME:-default} gives a default. Such a server runs
+an instance per client, started with that client's values; its listAs object ({\"name\": ...,
+\"claims\": {...}, \"secrets\": {...}}) names the values the runtime's own instance, which
+lists its tools, runs with. A value a client lacks refuses its call, naming the value; no
+instance starts with an empty one. A client whose secret changed gets a new instance on its
+next call. No value is logged.
+
 Reload: SIGHUP, or a change of the config file, reads it again: new servers start, removed
 ones stop once their calls in flight finish, changed ones start anew while the old ones
 finish theirs. A file that does not read changes nothing.
@@ -133,6 +143,10 @@ pub(crate) struct Args {
     /// `resource`, `keys`, `jwt`, `requiredScopes`).
     #[arg(long, value_name = "FILE", requires = "listen")]
     auth: Option<std::path::PathBuf>,
+    /// Each client's secrets, for servers whose config says `${client.secret.NAME}` (JSON:
+    /// {"key:NAME" or "ISSUER#SUB": {NAME: value}}); read again when it changes.
+    #[arg(long, value_name = "FILE", requires = "auth")]
+    credentials: Option<std::path::PathBuf>,
     /// When GET /readyz answers 200: `all` (every server ready) or NAME[,NAME...] (those
     /// ready, the others started or failed). Default: every server started or failed.
     #[arg(long, value_name = "all|NAME[,NAME...]", value_parser = ready_requires, requires = "listen")]
@@ -397,15 +411,19 @@ fn refuse_client_isolation(file: &switchboard::ConfigFile) -> Result<(), Failure
     let isolated: Vec<&str> = file
         .servers
         .iter()
-        .filter(|(_, config)| config.isolation_policy().isolation == switchboard::Isolation::Client)
+        .filter(|(_, config)| {
+            config.isolation_policy().isolation == switchboard::Isolation::Client
+                || config.per_client()
+        })
         .map(|(name, _)| name.as_str())
         .collect();
     if isolated.is_empty() {
         return Ok(());
     }
     Err(Failure::Usage(format!(
-        "{} of {} give each client an instance of its own (isolation: client), which needs \
-         authenticated clients: serve with --auth FILE, or use isolation \"session\" or \"shared\"",
+        "{} of {} give each client an instance of its own (isolation: client, or values \
+         `${{client.…}}`), which needs authenticated clients: serve with --auth FILE, or use \
+         isolation \"session\" or \"shared\" without per-client values",
         isolated.join(", "),
         file.path.display()
     )))
@@ -481,6 +499,10 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
     if auth.is_none() {
         refuse_client_isolation(&file)?;
     }
+    let credentials = match &args.credentials {
+        Some(path) => Some(super::credentials::load(path)?),
+        None => None,
+    };
     let audit = args.audit.start(args.listen.is_none())?;
     let scorer = super::semantic::load(args.model.as_deref())?;
     let runtime = start(&file, scorer, interrupt).await?;
@@ -502,6 +524,17 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
     if let Some(audit) = audit {
         gateway.audit_to(audit);
     }
+    let _credentials = match (args.credentials, credentials) {
+        (Some(path), Some((credentials, seen))) => {
+            gateway.set_credentials(credentials);
+            Some(AbortOnDrop(tokio::spawn(super::credentials::watch(
+                gateway.clone(),
+                path,
+                seen,
+            ))))
+        }
+        _ => None,
+    };
     let mut options = switchboard_server::Options::default();
     if let Some(first) = keys.first() {
         options = options.with_request_state_key(request_state_key(first));

@@ -13,6 +13,7 @@ mod exits_right_after_a_timeout_or_a_signal;
 mod gateway;
 mod gateway_audit;
 mod gateway_auth;
+mod gateway_client_values;
 mod gateway_discovery;
 mod gateway_isolation;
 mod gateway_reload;
