@@ -38,6 +38,9 @@ const MARK: &str = "${client.";
 #[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ClientValues {
+    /// The client as the gateway names it (`key:NAME`, `ISSUER#SUB`): whose token a server
+    /// with a token exchange presents.
+    principal: Option<String>,
     name: String,
     claims: Map<String, Value>,
     secrets: BTreeMap<String, String>,
@@ -47,6 +50,7 @@ impl fmt::Debug for ClientValues {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The secrets' names, never their values.
         f.debug_struct("ClientValues")
+            .field("principal", &self.principal)
             .field("name", &self.name)
             .field("claims", &self.claims.keys().collect::<Vec<_>>())
             .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
@@ -83,9 +87,21 @@ impl ClientValues {
         self
     }
 
+    /// With the client's principal, as the gateway names it: whose token a server with a
+    /// token exchange presents.
+    pub fn with_principal(mut self, principal: impl Into<String>) -> Self {
+        self.principal = Some(principal.into());
+        self
+    }
+
     /// The client's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The client's principal, when given.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
     }
 
     /// The value `${client.<reference>}` stands for.
@@ -138,6 +154,9 @@ pub enum ClientValueError {
     /// A `${client.` with no closing `}`.
     #[error("unterminated `${{client.` (expected a closing `}}`)")]
     Unterminated,
+    /// The server exchanges each client's token, and no client was named.
+    #[error("the server exchanges each client's token for its own, and no client was named")]
+    NoPrincipal,
     /// The server uses per-client values and no values were given to list it with.
     #[error(
         "the server's config uses per-client values (`${{client.…}}`), and names none to list \

@@ -110,6 +110,8 @@ pub struct ServerConfig<T = Transport> {
     pub(crate) max_instances: Option<usize>,
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) list_as: Option<ClientValues>,
+    #[cfg(feature = "oauth")]
+    pub(crate) token_exchange: Option<crate::oauth::TokenExchange>,
 }
 
 impl<T: Specific> From<ServerConfig<T>> for ServerConfig {
@@ -160,10 +162,43 @@ impl ServerConfig {
         }
     }
 
-    /// Whether the server's config uses per-client values (`${client.…}`, see
-    /// [`client_values`](crate::client_values)).
+    /// Whether each client of a gateway runs its own instance of the server with its own
+    /// values: the config uses per-client values (`${client.…}`, see
+    /// [`client_values`](crate::client_values)), or exchanges each client's token.
     pub fn per_client(&self) -> bool {
+        self.uses_client_values() || self.exchanges_tokens()
+    }
+
+    /// Whether the config uses per-client values (`${client.…}`).
+    pub(crate) fn uses_client_values(&self) -> bool {
         self.transport.texts().any(client_values::uses)
+    }
+
+    /// Whether the server exchanges each client's token for its own (RFC 8693).
+    fn exchanges_tokens(&self) -> bool {
+        #[cfg(feature = "oauth")]
+        return self.token_exchange.is_some();
+        #[cfg(not(feature = "oauth"))]
+        false
+    }
+
+    /// Exchanges each client's token for one meant for this HTTP server (RFC 8693), and
+    /// lists its tools with the client credentials grant of the same client: see
+    /// [`TokenExchange`](crate::oauth::TokenExchange). The server runs an instance per
+    /// client; it is the config key `auth.tokenExchange`. Replaces the server's auth hook.
+    #[cfg(feature = "oauth")]
+    pub fn token_exchange(mut self, exchange: crate::oauth::TokenExchange) -> Self {
+        if let Transport::Http(http) = &mut self.transport {
+            http.auth = Some(exchange.for_gateway());
+        }
+        self.token_exchange = Some(exchange);
+        self
+    }
+
+    /// The server's token exchange, when it has one.
+    #[cfg(feature = "oauth")]
+    pub fn exchange(&self) -> Option<&crate::oauth::TokenExchange> {
+        self.token_exchange.as_ref()
     }
 
     /// Checks that every per-client value the config uses is one that can be filled.
@@ -178,9 +213,15 @@ impl ServerConfig {
         values: &ClientValues,
     ) -> Result<(ServerConfig, Vec<String>), ClientValueError> {
         let mut used = Vec::new();
-        let transport = self
+        #[allow(unused_mut)]
+        let mut transport = self
             .transport
             .try_map_texts(|text| client_values::fill(text, values, &mut used))?;
+        #[cfg(feature = "oauth")]
+        if let (Some(exchange), Transport::Http(http)) = (&self.token_exchange, &mut transport) {
+            let principal = values.principal().ok_or(ClientValueError::NoPrincipal)?;
+            http.auth = Some(exchange.for_client(principal));
+        }
         Ok((
             ServerConfig {
                 transport,
@@ -193,7 +234,7 @@ impl ServerConfig {
     /// The transport the runtime's own instance opens: the configured one, its per-client
     /// values (if any) filled from the values named to list with.
     pub(crate) fn opening_transport(&self) -> Result<Transport, ClientValueError> {
-        if !self.per_client() {
+        if !self.uses_client_values() {
             return Ok(self.transport.clone());
         }
         let values = self
@@ -269,6 +310,8 @@ impl<T> ServerConfig<T> {
             max_instances: None,
             idle_timeout: None,
             list_as: None,
+            #[cfg(feature = "oauth")]
+            token_exchange: None,
         }
     }
 
@@ -299,6 +342,8 @@ impl<T> ServerConfig<T> {
             max_instances: self.max_instances,
             idle_timeout: self.idle_timeout,
             list_as: self.list_as,
+            #[cfg(feature = "oauth")]
+            token_exchange: self.token_exchange,
         }
     }
 

@@ -67,6 +67,13 @@ impl ServerHandle {
         self.core.config.per_client()
     }
 
+    /// The server's token exchange (config `auth.tokenExchange`), when it has one: a
+    /// gateway [presents](crate::oauth::TokenExchange::present) each client's token to it.
+    #[cfg(feature = "oauth")]
+    pub fn token_exchange(&self) -> Option<&crate::oauth::TokenExchange> {
+        self.core.config.exchange()
+    }
+
     /// The values of `values` that an instance of this server started for them would use, in
     /// order, or why it cannot be started for them: two clients (or one client, before and
     /// after its secrets changed) whose values used are equal run the same command.

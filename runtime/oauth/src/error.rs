@@ -28,6 +28,8 @@ pub enum Step {
     TokenExchange,
     /// Cross-app access: presenting the ID-JAG to the authorization server (RFC 7523).
     JwtBearer,
+    /// A gateway's token exchange (RFC 8693): a client's token for one meant for the server.
+    OnBehalfOf,
 }
 
 impl fmt::Display for Step {
@@ -42,6 +44,7 @@ impl fmt::Display for Step {
             Step::ClientCredentials => "client credentials grant",
             Step::TokenExchange => "token exchange at the identity provider",
             Step::JwtBearer => "jwt bearer grant",
+            Step::OnBehalfOf => "token exchange on the client's behalf",
         })
     }
 }

@@ -57,6 +57,7 @@ mod code;
 mod crypto;
 mod discovery;
 mod error;
+mod exchange;
 mod flow;
 mod loopback;
 mod net;
@@ -78,6 +79,7 @@ use url::Url;
 pub use self::authorizer::{AuthorizationRequest, Authorizer, Headless};
 pub use self::crypto::{PrivateKey, SigningAlgorithm};
 pub use self::error::{Error, Step};
+pub use self::exchange::{TokenExchange, EXPIRY_MARGIN};
 pub use self::loopback::Loopback;
 pub use self::settings::Settings;
 pub use self::store::{

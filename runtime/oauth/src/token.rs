@@ -1,5 +1,6 @@
 //! Token endpoint requests: the authorization code exchange, refresh, the client
-//! credentials grant and the JWT bearer grant (RFC 7523, cross-app access), each with the `resource` parameter (RFC 8707) and the client's
+//! credentials grant, the JWT bearer grant (RFC 7523, cross-app access) and the token
+//! exchange on a client's behalf (RFC 8693, a gateway's), each with the `resource` parameter (RFC 8707) and the client's
 //! authentication (`client_secret_basic`, `client_secret_post`, `private_key_jwt` or
 //! `none`), and the parsing of what comes back.
 
@@ -44,7 +45,18 @@ pub(crate) enum Grant<'a> {
         assertion: &'a str,
         scope: Option<&'a str>,
     },
+    /// RFC 8693 §2.1: a client's access token exchanged for one meant for the server.
+    OnBehalfOf {
+        subject_token: &'a str,
+        audience: Option<&'a str>,
+        scope: Option<&'a str>,
+    },
 }
+
+/// RFC 8693's grant type.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// RFC 8693 §3: the token type of an access token.
+const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// RFC 7523's grant type.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -56,6 +68,7 @@ impl Grant<'_> {
             Grant::Refresh { .. } => Step::Refresh,
             Grant::ClientCredentials { .. } => Step::ClientCredentials,
             Grant::JwtBearer { .. } => Step::JwtBearer,
+            Grant::OnBehalfOf { .. } => Step::OnBehalfOf,
         }
     }
 }
@@ -109,6 +122,24 @@ pub(crate) async fn request(
             if let Some(scope) = scope {
                 form.push(("scope", scope));
             }
+        }
+        Grant::OnBehalfOf { .. } => {}
+    }
+    if let Grant::OnBehalfOf {
+        subject_token,
+        audience,
+        scope,
+    } = &grant
+    {
+        form.push(("grant_type", TOKEN_EXCHANGE));
+        form.push(("subject_token", subject_token));
+        form.push(("subject_token_type", ACCESS_TOKEN));
+        form.push(("requested_token_type", ACCESS_TOKEN));
+        if let Some(audience) = audience {
+            form.push(("audience", audience));
+        }
+        if let Some(scope) = scope {
+            form.push(("scope", scope));
         }
     }
     form.push(("resource", resource));

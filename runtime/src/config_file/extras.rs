@@ -153,7 +153,7 @@ pub(super) fn apply(
     if let Some(value) = field(entry, "listAs") {
         config = config.list_as(list_as(ctx, value, &at.key("listAs"))?);
     }
-    if config.per_client() {
+    if config.uses_client_values() {
         per_client(ctx, entry, at, &config)?;
     }
     if let Some(value) = field(entry, "protocol") {

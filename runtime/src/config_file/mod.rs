@@ -319,7 +319,7 @@ pub(super) struct Ctx<'a> {
     pub(super) dir: PathBuf,
     /// What `${workspaceFolder}` expands to.
     workspace: String,
-    env: &'a dyn Fn(&str) -> Option<String>,
+    pub(super) env: &'a dyn Fn(&str) -> Option<String>,
 }
 
 impl<'a> Ctx<'a> {

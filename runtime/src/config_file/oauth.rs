@@ -1,10 +1,12 @@
-//! A server's `"oauth"` object: read into [`Settings`], with variables expanded.
+//! A server's `"oauth"` object, read into [`Settings`], and its `"auth"` object (a gateway's
+//! token exchange, read into a [`TokenExchange`]), with variables expanded.
 
 use serde_json::{Map, Value};
 
 use super::{field, ConfigError, Ctx, JsonPath};
 use crate::oauth::{
     AuthMethod, GrantType, IdentityAssertion, IdentityProvider, Settings, SigningAlgorithm,
+    TokenExchange,
 };
 
 const FIELDS: &[&str] = &[
@@ -118,6 +120,62 @@ pub(super) fn settings(
         }
     }
     Ok(settings)
+}
+
+const EXCHANGE_FIELDS: &[&str] = &[
+    "tokenEndpoint",
+    "clientId",
+    "clientSecret",
+    "clientSecretEnv",
+    "audience",
+    "scope",
+];
+
+/// Reads an `"auth"` object (`{"tokenExchange": {...}}`) of HTTP server `server` at `url`.
+pub(super) fn auth(
+    ctx: &Ctx<'_>,
+    value: &Value,
+    at: &JsonPath,
+    server: &str,
+    url: &str,
+) -> Result<TokenExchange, ConfigError> {
+    let object = known_fields(ctx, value, at, &["tokenExchange"])?;
+    let at = at.key("tokenExchange");
+    let exchange = field(object, "tokenExchange")
+        .ok_or_else(|| ctx.error(&at, "expected a `tokenExchange` object"))?;
+    let object = known_fields(ctx, exchange, &at, EXCHANGE_FIELDS)?;
+    let text = |name: &str| text(ctx, object, &at, name);
+    let required = |name: &str| {
+        text(name)?.ok_or_else(|| ctx.error(&at, format!("a token exchange needs `{name}`")))
+    };
+    let token_endpoint = required("tokenEndpoint")?;
+    if !(token_endpoint.starts_with("https://") || token_endpoint.starts_with("http://")) {
+        return Err(ctx.error(&at.key("tokenEndpoint"), "expected an https URL"));
+    }
+    let mut exchange = TokenExchange::new(server, url, token_endpoint, required("clientId")?);
+    match (text("clientSecret")?, text("clientSecretEnv")?) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.error(&at, "give `clientSecret` or `clientSecretEnv`, not both"))
+        }
+        (Some(secret), None) => exchange = exchange.client_secret(secret),
+        (None, Some(var)) => {
+            let secret = (ctx.env)(&var).filter(|s| !s.is_empty()).ok_or_else(|| {
+                ctx.error(
+                    &at.key("clientSecretEnv"),
+                    format!("environment variable `{var}` is not set"),
+                )
+            })?;
+            exchange = exchange.client_secret(secret);
+        }
+        (None, None) => {}
+    }
+    if let Some(audience) = text("audience")? {
+        exchange = exchange.audience(audience);
+    }
+    if let Some(scope) = text("scope")? {
+        exchange = exchange.scope(scope);
+    }
+    Ok(exchange)
 }
 
 /// `value` as an object with only the `known` fields.

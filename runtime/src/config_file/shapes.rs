@@ -103,6 +103,36 @@ pub(super) fn parse(text: &str, ctx: &Ctx<'_>) -> Result<Document, ConfigError> 
         }
         let launch = launch(ctx, entry, &at)?;
         let config = extras::apply(ctx, entry, &at, config(ctx, &launch, &at)?)?;
+        let config = match (field(entry, "auth"), &launch) {
+            (None, _) => config,
+            #[cfg(feature = "oauth")]
+            (Some(value), Launch::Http { url, .. }) => {
+                if field(entry, "oauth").is_some() {
+                    return Err(ctx.error(
+                        &at.key("auth"),
+                        "a server authenticates with `oauth` or with the gateway's `auth`, not both",
+                    ));
+                }
+                if field(entry, "isolation").and_then(Value::as_str) == Some("shared") {
+                    return Err(ctx.error(
+                        &at.key("isolation"),
+                        "a server that exchanges each client's token runs an instance per client, never shared",
+                    ));
+                }
+                let exchange = super::oauth::auth(ctx, value, &at.key("auth"), &name, url)?;
+                config.token_exchange(exchange)
+            }
+            #[cfg(not(feature = "oauth"))]
+            (Some(_), Launch::Http { .. }) => {
+                return Err(ctx.error(&at.key("auth"), "a token exchange needs the `oauth` feature"))
+            }
+            (Some(_), Launch::Stdio { .. }) => {
+                return Err(ctx.error(
+                    &at.key("auth"),
+                    "auth is for http servers (a stdio server takes its credentials from its environment)",
+                ))
+            }
+        };
         let oauth = match (field(entry, "oauth"), &launch) {
             (None, _) => None,
             (Some(value), Launch::Http { .. }) => Some(oauth_settings(ctx, value, &at.key("oauth"))?),

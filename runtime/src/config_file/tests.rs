@@ -913,6 +913,48 @@ fn per_client_values_are_kept_for_each_client_and_listed_as_named() {
     );
 }
 
+#[cfg(feature = "oauth")]
+#[test]
+fn a_token_exchange_makes_a_server_per_client() {
+    let text = r#"{"mcpServers": {"gh": {"url": "https://gh.example.com/mcp",
+        "auth": {"tokenExchange": {"tokenEndpoint": "https://idp.example.com/token",
+            "clientId": "gw", "clientSecretEnv": "GW_SECRET", "audience": "gh", "scope": "repo"}}}}}"#;
+    let servers = parse(text, &[("GW_SECRET", "s3cret")]).servers;
+    let gh = &servers[0].config;
+    assert!(gh.per_client());
+    assert_eq!(gh.isolation_policy().isolation, crate::Isolation::Client);
+    let exchange = gh.exchange().expect("a token exchange");
+    assert_eq!(exchange.token_endpoint(), "https://idp.example.com/token");
+    assert!(!format!("{exchange:?}").contains("s3cret"));
+    let e = error(
+        r#"{"mcpServers": {"gh": {"url": "https://gh.example.com/mcp",
+            "auth": {"tokenExchange": {"tokenEndpoint": "https://idp/t", "clientId": "gw",
+                     "clientSecretEnv": "UNSET_SECRET"}}}}}"#,
+        &[],
+    );
+    assert_eq!(
+        e.path, "mcpServers.gh.auth.tokenExchange.clientSecretEnv",
+        "{e}"
+    );
+    rejects(
+        r#"{"mcpServers": {"gh": {"url": "https://gh.example.com/mcp",
+            "auth": {"tokenExchange": {"clientId": "gw"}}}}}"#,
+        "mcpServers.gh.auth.tokenExchange",
+        "needs `tokenEndpoint`",
+    );
+    rejects(
+        r#"{"mcpServers": {"gh": {"command": "x", "auth": {"tokenExchange": {}}}}}"#,
+        "mcpServers.gh.auth",
+        "auth is for http servers",
+    );
+    rejects(
+        r#"{"mcpServers": {"gh": {"url": "https://gh.example.com/mcp", "isolation": "shared",
+            "auth": {"tokenExchange": {"tokenEndpoint": "https://idp/t", "clientId": "gw"}}}}}"#,
+        "mcpServers.gh.isolation",
+        "never shared",
+    );
+}
+
 #[test]
 fn allow_deny_prefix_and_max_in_flight() {
     let text = r#"{"mcpServers": {"s": {"command": "x", "allowTools": ["read_*", "list?"],

@@ -40,7 +40,7 @@ pub mod http;
 mod principal;
 pub mod stdio;
 
-pub use principal::Principal;
+pub use principal::{PresentedToken, Principal};
 
 /// A message from a client, as the protocol layer receives it.
 #[derive(Debug)]

@@ -2,6 +2,23 @@
 //! ([`http::Auth`](super::http::Auth)): a name, the token's claims and scopes, and the tools it
 //! may use.
 
+/// A bearer token a client presented: `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PresentedToken(String);
+
+impl PresentedToken {
+    /// The token.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for PresentedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PresentedToken(<redacted>)")
+    }
+}
+
 /// Who a request comes from, as the authenticator says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -13,6 +30,9 @@ pub struct Principal {
     pub name: String,
     /// The verified token's claims (none for a key).
     pub claims: serde_json::Map<String, serde_json::Value>,
+    /// The verified token itself (none for a key): what a gateway exchanges for an
+    /// upstream's token on the client's behalf. Never shown.
+    pub token: Option<PresentedToken>,
     /// The scopes the token grants.
     pub scopes: Vec<String>,
     /// The tools it may see and call (names or `prefix*` patterns); `None`: every tool.
@@ -26,6 +46,7 @@ impl Principal {
         Principal {
             name: subject.clone(),
             claims: serde_json::Map::new(),
+            token: None,
             subject,
             scopes: Vec::new(),
             tools: None,
@@ -41,6 +62,12 @@ impl Principal {
     /// With these claims.
     pub fn with_claims(mut self, claims: serde_json::Map<String, serde_json::Value>) -> Self {
         self.claims = claims;
+        self
+    }
+
+    /// With the token it presented.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(PresentedToken(token.into()));
         self
     }
 
@@ -71,6 +98,13 @@ impl Principal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_is_never_shown() {
+        let p = Principal::new("i#alice").with_token("eyJ.secret.sig");
+        assert!(!format!("{p:?}").contains("secret"));
+        assert_eq!(p.token.unwrap().expose(), "eyJ.secret.sig");
+    }
 
     #[test]
     fn tool_patterns_match_names_and_prefixes() {
