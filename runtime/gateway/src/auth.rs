@@ -7,7 +7,8 @@
 //! algorithms only), `iss`, `aud` (this resource), `exp` and `nbf`; its client is
 //! `ISSUER#SUB`, its scopes are `scope` (space-separated) or `scp`, its tools a claim the
 //! file names. A token that lacks a required scope is refused with `403 insufficient_scope`.
-//! The front client's token is never passed upstream: upstreams use their own credentials.
+//! The front client's token is never passed upstream: upstreams use their own credentials,
+//! or a token exchanged for it on the client's behalf (`auth.tokenExchange`).
 //! No token or key is ever logged.
 //!
 //! ```json
@@ -260,6 +261,7 @@ async fn verify(
     Ok(Principal::new(format!("{}#{subject}", jwt.issuer))
         .with_name(subject)
         .with_claims(claims)
+        .with_token(token)
         .with_scopes(scopes)
         .with_tools(tools))
 }

@@ -346,12 +346,24 @@ impl Instances {
                 server.name()
             )));
         };
+        if let Some(exchange) = server.token_exchange() {
+            let Some(token) = &principal.token else {
+                return Err(refused(format!(
+                    "server `{}` exchanges each client's token for its own, and client `{}` \
+                     presented a key, not a token an authorization server can exchange",
+                    server.name(),
+                    principal.subject
+                )));
+            };
+            exchange.present(&principal.subject, token.expose());
+        }
         let credentials = self.credentials.load();
         let secrets = credentials
             .of(&principal.subject)
             .cloned()
             .unwrap_or_default();
         let values = ClientValues::new(principal.name.clone())
+            .with_principal(principal.subject.clone())
             .with_claims(principal.claims.clone())
             .with_secrets(secrets);
         Ok((values, principal.subject.clone()))

@@ -17,20 +17,20 @@ use crate::cli::BIN;
 use crate::gateway::Served;
 
 const ACCEPT: &str = "application/json, text/event-stream";
-const RESOURCE: &str = "http://mcp.test/mcp";
-const ISSUER: &str = "http://issuer.test";
+pub(crate) const RESOURCE: &str = "http://mcp.test/mcp";
+pub(crate) const ISSUER: &str = "http://issuer.test";
 const FULL_KEY: &str = "full-access-key-0123456789abcdefghij";
 const ECHO_KEY: &str = "echo-only-key-0123456789abcdefghijkl";
 
 /// An issuer: an Ed25519 key, and its JWKS served on loopback (every request answered
 /// with it).
-struct Issuer {
+pub(crate) struct Issuer {
     pkcs8: Vec<u8>,
-    jwks_uri: String,
+    pub(crate) jwks_uri: String,
 }
 
 impl Issuer {
-    fn start() -> Issuer {
+    pub(crate) fn start() -> Issuer {
         let rng = ring::rand::SystemRandom::new();
         let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng)
             .unwrap()
@@ -59,7 +59,7 @@ impl Issuer {
     }
 
     /// A token with these claims over the defaults (issuer, audience, an hour to live).
-    fn token(&self, claims: Value) -> String {
+    pub(crate) fn token(&self, claims: Value) -> String {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()

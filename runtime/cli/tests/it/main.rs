@@ -18,6 +18,7 @@ mod gateway_discovery;
 mod gateway_isolation;
 mod gateway_reload;
 mod gateway_skills;
+mod gateway_token_exchange;
 mod hints_run_where_they_are_printed;
 // Read the gateway's descriptors and memory in /proc.
 #[cfg(target_os = "linux")]
