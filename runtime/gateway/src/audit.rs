@@ -42,6 +42,8 @@ const REFUSED: &str = "refused";
 const UNKNOWN_TOOL: &str = "unknown_tool";
 /// The reason of a call of a tool the principal may not use.
 pub(crate) const NOT_PERMITTED: &str = "not_permitted";
+/// The reason of a call through `call_tool` whose arguments do not match the tool's schema.
+pub(crate) const INVALID_ARGUMENTS: &str = "invalid_arguments";
 
 /// Lines waiting for the writer; past this many, a new line is dropped and counted.
 pub const QUEUE: usize = 4096;
@@ -113,9 +115,9 @@ pub(crate) struct Record {
     /// The upstream that serves it; absent when none does.
     #[serde(skip_serializing_if = "Option::is_none")]
     server: Option<String>,
-    /// The upstream instance: the server's name. A server isolated per client or session
-    /// served the request from that client's or session's instance, which this does not
-    /// tell apart yet.
+    /// The upstream instance: the server's name for a shared server; for one isolated per
+    /// client, `SERVER@PRINCIPAL`, and per session, `SERVER@session:TAG` (the session's tag):
+    /// whose instance served it.
     #[serde(skip_serializing_if = "Option::is_none")]
     instance: Option<String>,
     /// `ok`, `tool_error`, `error`, `input_required`, `cancelled` or `refused`.
@@ -221,6 +223,8 @@ pub(crate) struct Request<'a> {
     pub(crate) method: &'static str,
     pub(crate) name: &'a str,
     pub(crate) server: Option<&'a str>,
+    /// The server's isolation, when it is known: which instance serves the request.
+    pub(crate) isolation: Option<switchboard::Isolation>,
     /// The principal's subject.
     pub(crate) principal: Option<&'a str>,
     /// The session's number ([`Context::session_key`]), hashed into the record.
@@ -228,6 +232,24 @@ pub(crate) struct Request<'a> {
     pub(crate) bytes_in: u64,
     /// Read only with `--audit-arguments`.
     pub(crate) arguments: &'a dyn Fn() -> Option<Value>,
+}
+
+/// Which instance of `server` serves a request of `principal` in `session`.
+fn instance_of(
+    server: &str,
+    isolation: Option<switchboard::Isolation>,
+    principal: Option<&str>,
+    session: Option<u64>,
+) -> String {
+    match (isolation, principal, session) {
+        (Some(switchboard::Isolation::Client), Some(principal), _) => {
+            format!("{server}@{principal}")
+        }
+        (Some(switchboard::Isolation::Session), _, Some(session)) => {
+            format!("{server}@session:{}", session_tag(session))
+        }
+        _ => server.to_owned(),
+    }
 }
 
 /// Who sent the request of `ctx`, and its session's number, for a [`Request`].
@@ -350,6 +372,7 @@ impl Audit {
             method: "http",
             name: "",
             server: None,
+            isolation: None,
             principal: None,
             session: None,
             bytes_in: 0,
@@ -370,7 +393,14 @@ impl Audit {
             session: request.session.map(session_tag),
             method: request.method,
             name: Some(request.name.to_owned()),
-            instance: server.clone(),
+            instance: server.as_deref().map(|server| {
+                instance_of(
+                    server,
+                    request.isolation,
+                    request.principal,
+                    request.session,
+                )
+            }),
             server,
             outcome: "cancelled",
             code: None,
@@ -528,6 +558,7 @@ mod tests {
             method: "tools/call",
             name: "echo",
             server: Some("demo"),
+            isolation: None,
             principal: Some("alice"),
             session: Some(7),
             bytes_in: 13,

@@ -323,6 +323,7 @@ fn call(
     // the runtime waits for the list inside the call's deadline, as for a direct call.
     let schema = gateway.lists().schemas.get(&name).cloned();
     if let Some(why) = schema.and_then(|schema| schema_mismatch(&schema, &arguments)) {
+        gateway.refused_call(&name, &ctx, crate::audit::INVALID_ARGUMENTS);
         let refused = ctx.invalid_arguments(&name, &why);
         return Box::pin(async move { refused });
     }

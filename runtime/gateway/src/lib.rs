@@ -210,15 +210,41 @@ impl Gateway {
         let log = self.audit.get()?;
         let server = server(&self.runtime);
         let (principal, session) = audit::sender(ctx);
+        let isolation = server
+            .as_deref()
+            .and_then(|s| self.runtime.server(s).ok())
+            .map(|s| s.isolation().isolation);
         Some(log.begin(&audit::Request {
             method: method.name(),
             name,
             server: server.as_deref(),
+            isolation,
             principal,
             session,
             bytes_in,
             arguments,
         }))
+    }
+
+    /// Writes the refusal of a call of tool `name` to the audit log, for `reason`.
+    fn refused_call(&self, name: &str, ctx: &Context, reason: &'static str) {
+        if let Some(log) = self.audit.get() {
+            let (principal, session) = audit::sender(ctx);
+            let server = self.runtime.catalogue().get(name).map(|e| e.server.clone());
+            log.refused(
+                &audit::Request {
+                    method: Method::CallTool.name(),
+                    name,
+                    server: server.as_deref(),
+                    isolation: None,
+                    principal,
+                    session,
+                    bytes_in: 0,
+                    arguments: &|| None,
+                },
+                reason,
+            );
+        }
     }
 
     /// The server for this gateway, and the tasks that tell its clients when the catalogue
@@ -437,22 +463,7 @@ impl Handler for Gateway {
     }
 
     fn refused_tool(&self, name: &str, ctx: &Context) {
-        if let Some(log) = self.audit.get() {
-            let (principal, session) = audit::sender(ctx);
-            let server = self.runtime.catalogue().get(name).map(|e| e.server.clone());
-            log.refused(
-                &audit::Request {
-                    method: Method::CallTool.name(),
-                    name,
-                    server: server.as_deref(),
-                    principal,
-                    session,
-                    bytes_in: 0,
-                    arguments: &|| None,
-                },
-                audit::NOT_PERMITTED,
-            );
-        }
+        self.refused_call(name, ctx, audit::NOT_PERMITTED);
     }
 
     fn call_tool(

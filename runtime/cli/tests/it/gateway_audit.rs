@@ -1,5 +1,6 @@
 //! `switchboard serve --listen … --auth FILE --audit FILE` as a real process: a line for
-//! each forwarded request and each refused tool call, with its principal, hashed session,
+//! each forwarded request, each refused tool call and each request refused at the door (401,
+//! 403), with its principal, hashed session,
 //! server, outcome and sizes; no key, bearer token or session id in the audit file nor in
 //! serve's stderr; arguments only with `--audit-arguments`; rotation at the size given.
 
@@ -14,6 +15,7 @@ use crate::gateway_auth::post;
 
 const FULL_KEY: &str = "audit-full-key-0123456789abcdefghijkl";
 const ECHO_KEY: &str = "audit-echo-key-0123456789abcdefghijkl";
+const WRONG_KEY: &str = "audit-wrong-key-0123456789abcdefghijk";
 
 /// The config, auth file and audit file's path, in a folder of their own.
 fn files(name: &str) -> (PathBuf, PathBuf, PathBuf) {
@@ -134,9 +136,29 @@ async fn calls_failures_and_refusals_are_audited_without_a_secret() {
     )
     .await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // Turned away at the door: a key nobody has (401), another client's session (403).
+    let (status, _, _, _) = post(&url, Some(WRONG_KEY), None, call(8, "echo", json!({}))).await;
+    assert_eq!(status, 401);
+    let (status, _, _, _) = post(&url, Some(ECHO_KEY), s, call(9, "echo", json!({}))).await;
+    assert_eq!(status, 403);
 
-    let all = lines(std::slice::from_ref(&audit), 7);
-    assert_eq!(all.len(), 7, "{all:#?}");
+    let all = lines(std::slice::from_ref(&audit), 9);
+    assert_eq!(all.len(), 9, "{all:#?}");
+    let mut door: Vec<_> = all
+        .iter()
+        .filter(|l| l["method"] == "http")
+        .map(|l| {
+            (
+                l["outcome"].as_str().unwrap(),
+                l["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    door.sort();
+    assert_eq!(
+        door,
+        [("refused", "forbidden"), ("refused", "unauthenticated")]
+    );
     let echo = line(&all, "tools/call", "echo");
     assert_eq!(echo["outcome"], "ok");
     assert_eq!(echo["principal"], "key:full");
@@ -192,7 +214,7 @@ async fn calls_failures_and_refusals_are_audited_without_a_secret() {
         logged.contains("switchboard::audit"),
         "no audit event at info: {logged}"
     );
-    for secret in [FULL_KEY, ECHO_KEY, session.as_str()] {
+    for secret in [FULL_KEY, ECHO_KEY, WRONG_KEY, session.as_str()] {
         assert!(!written.contains(secret), "a secret in the audit file");
         assert!(!logged.contains(secret), "a secret in serve's stderr");
     }
@@ -249,4 +271,49 @@ async fn arguments_are_written_only_when_asked_and_the_file_rotates_at_its_size(
     let texts: Vec<_> = all.iter().map(|l| l["arguments"]["text"].clone()).collect();
     let wanted: Vec<_> = (0..calls).map(|id| json!(format!("call {id}"))).collect();
     assert_eq!(texts, wanted);
+}
+
+#[tokio::test]
+async fn a_call_through_call_tool_with_arguments_its_schema_refuses_is_audited() {
+    let (config, auth, audit) = files("discovery");
+    let served = serve(&config, &auth, &audit, &["--discovery", "search"]);
+    let through = |arguments: Value| {
+        call(
+            1,
+            "call_tool",
+            json!({"name": "add", "arguments": arguments}),
+        )
+    };
+    let (_, _, _, answer) = post(
+        &served.url,
+        Some(FULL_KEY),
+        None,
+        through(json!({"a": "one"})),
+    )
+    .await;
+    assert!(
+        answer["error"]["code"] == -32602 || answer["result"]["isError"] == true,
+        "{answer}"
+    );
+    let (_, _, _, answer) = post(
+        &served.url,
+        Some(FULL_KEY),
+        None,
+        through(json!({"a": 1, "b": 2})),
+    )
+    .await;
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+    let all = lines(std::slice::from_ref(&audit), 2);
+    served.stop();
+    let add: Vec<_> = all.iter().filter(|l| l["name"] == "add").collect();
+    assert_eq!(add.len(), 2, "{all:#?}");
+    assert_eq!(
+        (&add[0]["outcome"], &add[0]["reason"], &add[0]["principal"]),
+        (
+            &json!("refused"),
+            &json!("invalid_arguments"),
+            &json!("key:full")
+        )
+    );
+    assert_eq!(add[1]["outcome"], "ok");
 }

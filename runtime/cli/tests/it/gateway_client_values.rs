@@ -106,6 +106,7 @@ async fn each_client_runs_with_its_own_values_and_a_missing_one_is_named() {
     let auth = auth_file(&config);
     let credentials = config.with_file_name("credentials.json");
     write_credentials(&credentials, ALICE_SECRET);
+    let audit = config.with_file_name("audit.jsonl");
     let served = Served::start_with(
         &config,
         &[
@@ -115,6 +116,8 @@ async fn each_client_runs_with_its_own_values_and_a_missing_one_is_named() {
             auth.to_str().unwrap(),
             "--credentials",
             credentials.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
         ],
     );
     let url = served.url.clone();
@@ -172,6 +175,23 @@ async fn each_client_runs_with_its_own_values_and_a_missing_one_is_named() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(env_of(&url, BOB).await["UPSTREAM_TOKEN"], BOB_SECRET);
+
+    // The audit log tells whose instance served each call.
+    let instances: std::collections::BTreeSet<String> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["name"] == "get-env" && record["outcome"] == "ok")
+        .map(|record| record["instance"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        instances.into_iter().collect::<Vec<_>>(),
+        ["everything@key:alice", "everything@key:bob"]
+    );
+    let written = std::fs::read_to_string(&audit).unwrap();
+    for secret in [ALICE_SECRET, ALICE_ROTATED, BOB_SECRET, "listing-only"] {
+        assert!(!written.contains(secret), "a secret in the audit log");
+    }
 
     let log = format!(
         "{}{}",

@@ -179,11 +179,16 @@ pub enum Rejection {
     AnswerBudget,
     /// A request body refused because what is held for clients is over the budget (503).
     BodyBudget,
+    /// A request with no token, or one the authenticator refused (401).
+    Unauthenticated,
+    /// A request whose token lacks a required scope, or that names another client's
+    /// session (403).
+    Forbidden,
 }
 
 impl Rejection {
     /// Every rejection, for registering their series up front.
-    pub const ALL: [Rejection; 16] = [
+    pub const ALL: [Rejection; 18] = [
         Rejection::ConnectionShed,
         Rejection::ConnectionEvicted,
         Rejection::HeadTimeout,
@@ -200,6 +205,8 @@ impl Rejection {
         Rejection::ClientStreams,
         Rejection::AnswerBudget,
         Rejection::BodyBudget,
+        Rejection::Unauthenticated,
+        Rejection::Forbidden,
     ];
 
     /// Its name, a metric label: one of a fixed set.
@@ -221,6 +228,8 @@ impl Rejection {
             Rejection::ClientStreams => "client_streams",
             Rejection::AnswerBudget => "answer_budget",
             Rejection::BodyBudget => "body_budget",
+            Rejection::Unauthenticated => "unauthenticated",
+            Rejection::Forbidden => "forbidden",
         }
     }
 }

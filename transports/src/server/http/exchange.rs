@@ -225,6 +225,14 @@ enum Route<S: Service> {
 }
 
 impl<S: Service> Shared<S> {
+    /// The 403 for a session another principal opened, counted as a rejection.
+    fn foreign_session(&self) -> HttpResponse {
+        if let Some(hook) = &self.config.rejections {
+            (hook.0)(Rejection::Forbidden);
+        }
+        foreign_session()
+    }
+
     pub(crate) fn new(service: Arc<S>, config: Config) -> Self {
         Shared {
             service,
@@ -384,6 +392,12 @@ impl<S: Service> Shared<S> {
         match auth.authenticator.authenticate(token).await {
             Ok(principal) => Ok(Some(principal)),
             Err(refusal) => {
+                if let Some(hook) = &self.config.rejections {
+                    (hook.0)(match refusal {
+                        AuthRefusal::InsufficientScope(_) => Rejection::Forbidden,
+                        _ => Rejection::Unauthenticated,
+                    });
+                }
                 let (status, message) = match &refusal {
                     AuthRefusal::Missing => (401, "authentication required".to_owned()),
                     AuthRefusal::Invalid(why) => {
@@ -496,7 +510,7 @@ impl<S: Service> Shared<S> {
             Lookup::Found(id, entry) => Some((id, entry)),
             Lookup::Unnamed => None,
             Lookup::Unknown => return session_not_found(),
-            Lookup::Foreign => return foreign_session(),
+            Lookup::Foreign => return self.foreign_session(),
             Lookup::Full(rejection) => return self.refuse(rejection, client),
         };
         let (parts, body) = request.into_parts();
@@ -817,7 +831,7 @@ impl<S: Service> Shared<S> {
     ) -> HttpResponse {
         let session = match self.session_of(&request, principal, client) {
             Lookup::Full(rejection) => return self.refuse(rejection, client),
-            Lookup::Foreign => return foreign_session(),
+            Lookup::Foreign => return self.foreign_session(),
             Lookup::Found(_, entry) => entry,
             Lookup::Unnamed => {
                 // A stateless server has no stream of its own to offer.
@@ -855,7 +869,7 @@ impl<S: Service> Shared<S> {
     ) -> HttpResponse {
         match self.session_of(&request, principal, client) {
             Lookup::Full(rejection) => self.refuse(rejection, client),
-            Lookup::Foreign => foreign_session(),
+            Lookup::Foreign => self.foreign_session(),
             Lookup::Found(id, _) => {
                 self.end(id.to_str().unwrap_or(""));
                 response(200, ResponseBody::empty())
