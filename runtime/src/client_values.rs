@@ -129,6 +129,30 @@ impl ClientValues {
     }
 }
 
+/// Gives each client's instance of an HTTP server an auth hook of its own: a token
+/// exchanged for the client's ([`TokenExchange`](crate::oauth::TokenExchange)), or the
+/// client's own OAuth authorization (a gateway's per-user OAuth). Set with
+/// [`ServerConfig::client_auth`](crate::ServerConfig::client_auth).
+#[cfg(feature = "http")]
+pub trait ClientAuth: Send + Sync + fmt::Debug {
+    /// The hook of the instance started for `values`' client.
+    fn for_client(
+        &self,
+        values: &ClientValues,
+    ) -> Result<std::sync::Arc<dyn crate::transport::Auth>, ClientValueError>;
+}
+
+#[cfg(feature = "oauth")]
+impl ClientAuth for crate::oauth::TokenExchange {
+    fn for_client(
+        &self,
+        values: &ClientValues,
+    ) -> Result<std::sync::Arc<dyn crate::transport::Auth>, ClientValueError> {
+        let principal = values.principal().ok_or(ClientValueError::NoPrincipal)?;
+        Ok(crate::oauth::TokenExchange::for_client(self, principal))
+    }
+}
+
 /// A per-client value that cannot be filled, or a config string that names none we know.
 /// The message names the value (`${client.secret.TOKEN}`), never what it holds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -154,8 +178,9 @@ pub enum ClientValueError {
     /// A `${client.` with no closing `}`.
     #[error("unterminated `${{client.` (expected a closing `}}`)")]
     Unterminated,
-    /// The server exchanges each client's token, and no client was named.
-    #[error("the server exchanges each client's token for its own, and no client was named")]
+    /// The server authenticates as each client (a token exchange, per-user OAuth), and no
+    /// client was named.
+    #[error("the server authenticates as each client, and no client was named")]
     NoPrincipal,
     /// The server uses per-client values and no values were given to list it with.
     #[error(

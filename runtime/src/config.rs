@@ -112,6 +112,8 @@ pub struct ServerConfig<T = Transport> {
     pub(crate) list_as: Option<ClientValues>,
     #[cfg(feature = "oauth")]
     pub(crate) token_exchange: Option<crate::oauth::TokenExchange>,
+    #[cfg(feature = "http")]
+    pub(crate) client_auth: Option<Arc<dyn crate::client_values::ClientAuth>>,
 }
 
 impl<T: Specific> From<ServerConfig<T>> for ServerConfig {
@@ -174,12 +176,22 @@ impl ServerConfig {
         self.transport.texts().any(client_values::uses)
     }
 
-    /// Whether the server exchanges each client's token for its own (RFC 8693).
+    /// Whether each client's instance authenticates as that client (RFC 8693 token
+    /// exchange, per-user OAuth).
     fn exchanges_tokens(&self) -> bool {
-        #[cfg(feature = "oauth")]
-        return self.token_exchange.is_some();
-        #[cfg(not(feature = "oauth"))]
+        #[cfg(feature = "http")]
+        return self.client_auth.is_some();
+        #[cfg(not(feature = "http"))]
         false
+    }
+
+    /// Gives each client's instance of this HTTP server its own auth hook (see
+    /// [`ClientAuth`](crate::client_values::ClientAuth)): the server then runs an instance
+    /// per client. The runtime's own instance keeps the server's configured hook.
+    #[cfg(feature = "http")]
+    pub fn client_auth(mut self, hook: Arc<dyn crate::client_values::ClientAuth>) -> Self {
+        self.client_auth = Some(hook);
+        self
     }
 
     /// Exchanges each client's token for one meant for this HTTP server (RFC 8693), and
@@ -191,6 +203,7 @@ impl ServerConfig {
         if let Transport::Http(http) = &mut self.transport {
             http.auth = Some(exchange.for_gateway());
         }
+        self.client_auth = Some(Arc::new(exchange.clone()));
         self.token_exchange = Some(exchange);
         self
     }
@@ -217,10 +230,9 @@ impl ServerConfig {
         let mut transport = self
             .transport
             .try_map_texts(|text| client_values::fill(text, values, &mut used))?;
-        #[cfg(feature = "oauth")]
-        if let (Some(exchange), Transport::Http(http)) = (&self.token_exchange, &mut transport) {
-            let principal = values.principal().ok_or(ClientValueError::NoPrincipal)?;
-            http.auth = Some(exchange.for_client(principal));
+        #[cfg(feature = "http")]
+        if let (Some(hook), Transport::Http(http)) = (&self.client_auth, &mut transport) {
+            http.auth = Some(hook.for_client(values)?);
         }
         Ok((
             ServerConfig {
@@ -312,6 +324,8 @@ impl<T> ServerConfig<T> {
             list_as: None,
             #[cfg(feature = "oauth")]
             token_exchange: None,
+            #[cfg(feature = "http")]
+            client_auth: None,
         }
     }
 
@@ -344,6 +358,8 @@ impl<T> ServerConfig<T> {
             list_as: self.list_as,
             #[cfg(feature = "oauth")]
             token_exchange: self.token_exchange,
+            #[cfg(feature = "http")]
+            client_auth: self.client_auth,
         }
     }
 

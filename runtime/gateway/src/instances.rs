@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
+use futures_util::future::{BoxFuture, FutureExt, Shared};
 use switchboard::client_values::ClientValues;
 use switchboard::{Isolation, Runtime, ServerHandle, ServerState};
 use switchboard_server::{Context, ErrorObject, HandlerError};
@@ -52,9 +53,15 @@ struct Key {
     whose: Whose,
 }
 
+/// An instance's start, run on a task of its own (a request that stops waiting does not
+/// stop it), shared by every request that waits for it.
+type Start = Shared<BoxFuture<'static, Result<Runtime, HandlerError>>>;
+
 /// One instance: started once, however many requests wait for it.
 struct Slot {
     runtime: OnceCell<Runtime>,
+    /// The start, once begun, and its task (aborted when the instances stop).
+    start: Mutex<Option<(Start, tokio::task::AbortHandle)>>,
     in_flight: AtomicUsize,
     last_used: Mutex<Instant>,
     idle_timeout: Duration,
@@ -66,8 +73,62 @@ struct Slot {
 }
 
 impl Slot {
+    /// The start of this instance: the one begun, or `begin`'s.
+    fn start<F>(&self, begin: impl FnOnce() -> F) -> Start
+    where
+        F: std::future::Future<Output = Result<Runtime, HandlerError>> + Send + 'static,
+    {
+        let mut start = self.start.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((start, _)) = &*start {
+            return start.clone();
+        }
+        let task = tokio::spawn(begin());
+        let abort = task.abort_handle();
+        let shared = async move {
+            task.await.unwrap_or_else(|e| {
+                Err(refused(format!("the instance's start did not finish: {e}")))
+            })
+        }
+        .boxed()
+        .shared();
+        *start = Some((shared.clone(), abort));
+        shared
+    }
+
+    /// Whether its start is still running.
+    fn starting(&self) -> bool {
+        self.runtime.get().is_none()
+            && self
+                .start
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(|(start, _)| start.peek().is_none())
+    }
+
+    /// Stops it: its start, if running, and the instance, if started (whether or not a
+    /// request was there to take it).
+    async fn stop(&self) {
+        let finished = {
+            let start = self.start.lock().unwrap_or_else(PoisonError::into_inner);
+            match &*start {
+                Some((start, abort)) => {
+                    abort.abort();
+                    start
+                        .peek()
+                        .and_then(|started| started.as_ref().ok())
+                        .cloned()
+                }
+                None => None,
+            }
+        };
+        if let Some(runtime) = self.runtime.get().cloned().or(finished) {
+            runtime.shutdown().await;
+        }
+    }
+
     fn idle(&self, now: Instant) -> bool {
-        if self.in_flight.load(Ordering::Acquire) > 0 {
+        if self.in_flight.load(Ordering::Acquire) > 0 || self.starting() {
             return false;
         }
         let last = *self
@@ -86,6 +147,8 @@ pub(crate) struct Instances {
     retired: Mutex<Vec<(String, Arc<Slot>)>>,
     /// Each client's secrets, for servers that take per-client values.
     credentials: ArcSwap<Credentials>,
+    /// Per-user OAuth, when a server uses it.
+    per_user: std::sync::OnceLock<Arc<crate::per_user::PerUser>>,
     /// The gauge of running instances per server is recorded where the runtime records.
     runtime: Runtime,
     /// Whether any server is isolated: the lists say, each time they are built.
@@ -145,6 +208,7 @@ impl Instances {
             slots: Mutex::default(),
             retired: Mutex::default(),
             credentials: ArcSwap::default(),
+            per_user: std::sync::OnceLock::new(),
             runtime,
             any: AtomicBool::new(any),
         }
@@ -164,6 +228,11 @@ impl Instances {
     /// client's values changed is replaced on that client's next request.
     pub(crate) fn set_credentials(&self, credentials: Credentials) {
         self.credentials.store(Arc::new(credentials));
+    }
+
+    /// Asks clients for the authorizations of per-user servers through `per_user`.
+    pub(crate) fn set_per_user(&self, per_user: Arc<crate::per_user::PerUser>) -> bool {
+        self.per_user.set(per_user).is_ok()
     }
 
     /// Says whether any of the runtime's servers is isolated.
@@ -252,11 +321,23 @@ impl Instances {
         };
         let slot = {
             let mut slots = self.lock();
-            if let Some(stale) = slots.get(&key).filter(|slot| slot.used != used).cloned() {
-                // The client's values changed (a secret in the credentials file): a new
-                // instance from now on, the old one stopped once its calls are done.
+            let revoked = |slot: &Slot| {
+                slot.runtime.get().is_some()
+                    && values
+                        .as_ref()
+                        .zip(self.per_user.get())
+                        .is_some_and(|((_, subject), per_user)| per_user.revoked(name, subject))
+            };
+            if let Some(stale) = slots
+                .get(&key)
+                .filter(|slot| slot.used != used || revoked(slot))
+                .cloned()
+            {
+                // The client's values changed (a secret in the credentials file), or its
+                // authorization was revoked: a new instance from now on, the old one
+                // stopped once its calls are done.
                 slots.remove(&key);
-                tracing::info!(server = %name, "the client's values changed: a new instance");
+                tracing::info!(server = %name, "the client's values or authorization changed: a new instance");
                 self.retired
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -274,6 +355,7 @@ impl Instances {
                     }
                     let slot = Arc::new(Slot {
                         runtime: OnceCell::new(),
+                        start: Mutex::new(None),
                         in_flight: AtomicUsize::new(0),
                         last_used: Mutex::new(Instant::now()),
                         idle_timeout: policy.idle_timeout,
@@ -293,44 +375,44 @@ impl Instances {
             slot,
             server: name.to_owned(),
         };
-        let started = lease
-            .slot
-            .runtime
-            .get_or_try_init(|| async {
-                let instance = match &values {
-                    Some((values, _)) => runtime.start_instance_as(name, values).await,
-                    None => runtime.start_instance(name).await,
-                }
-                .map_err(|e| crate::error::to_front(&e, name))?;
-                let status = instance
-                    .server(name)
-                    .map_err(|e| crate::error::to_front(&e, name))?
-                    .status();
-                if status.is_ready() {
-                    tracing::info!(server = %name, isolation = %policy.isolation, "instance started");
-                    Ok(instance)
-                } else {
-                    instance.shutdown().await;
-                    Err(refused(format!(
-                        "an instance of server `{name}` did not start: {}",
-                        why_not_ready(&status.state)
-                    )))
-                }
-            })
-            .await;
-        if let Err(e) = started {
-            // Not kept: the next request tries again.
-            let mut slots = self.lock();
-            if slots
-                .get(&key)
-                .is_some_and(|slot| Arc::ptr_eq(slot, &lease.slot))
-            {
-                slots.remove(&key);
-                self.gauge(name, &slots);
-            }
-            return Err(e);
+        if lease.slot.runtime.get().is_some() {
+            return Ok(Some(lease));
         }
-        Ok(Some(lease))
+        let start = lease.slot.start(|| {
+            let (runtime, name) = (runtime.clone(), name.to_owned());
+            let values = values.as_ref().map(|(values, _)| values.clone());
+            async move { start_instance(runtime, name, values, policy.isolation).await }
+        });
+        // A per-user server's start may wait for its client's authorization: asked here.
+        let prompts = match (&values, self.per_user.get()) {
+            (Some((_, subject)), Some(per_user)) if per_user.serves(name) => {
+                Some(per_user.prompts(name, subject))
+            }
+            _ => None,
+        };
+        let started = match prompts {
+            // When asking fails (or waits for the client's next round), the start goes on.
+            Some(prompts) => crate::per_user::start_through(start, prompts, name, ctx).await?,
+            None => start.await,
+        };
+        match started {
+            Ok(instance) => {
+                let _ = lease.slot.runtime.set(instance);
+                Ok(Some(lease))
+            }
+            Err(e) => {
+                // Not kept: the next request tries again.
+                let mut slots = self.lock();
+                if slots
+                    .get(&key)
+                    .is_some_and(|slot| Arc::ptr_eq(slot, &lease.slot))
+                {
+                    slots.remove(&key);
+                    self.gauge(name, &slots);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// The values `ctx`'s client starts `server`'s instance with, and the client's subject.
@@ -375,15 +457,15 @@ impl Instances {
             let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
             let (done, busy) = std::mem::take(&mut *retired)
                 .into_iter()
-                .partition(|(_, slot)| slot.in_flight.load(Ordering::Acquire) == 0);
+                .partition(|(_, slot)| {
+                    slot.in_flight.load(Ordering::Acquire) == 0 && !slot.starting()
+                });
             *retired = busy;
             done
         };
         for (server, slot) in done {
-            if let Some(runtime) = slot.runtime.get() {
-                tracing::info!(server = %server, "replaced instance stopped");
-                runtime.shutdown().await;
-            }
+            tracing::info!(server = %server, "replaced instance stopped");
+            slot.stop().await;
         }
     }
 
@@ -417,10 +499,8 @@ impl Instances {
                 stopped
             };
             for (server, slot) in stopped {
-                if let Some(runtime) = slot.runtime.get() {
-                    tracing::info!(server = %server, "idle instance stopped");
-                    runtime.shutdown().await;
-                }
+                tracing::info!(server = %server, "idle instance stopped");
+                slot.stop().await;
             }
         }
     }
@@ -430,17 +510,43 @@ impl Instances {
         let retired =
             std::mem::take(&mut *self.retired.lock().unwrap_or_else(PoisonError::into_inner));
         for (_, slot) in retired {
-            if let Some(runtime) = slot.runtime.get() {
-                runtime.shutdown().await;
-            }
+            slot.stop().await;
         }
         let slots: Vec<_> = self.lock().drain().collect();
         for (key, slot) in slots {
-            if let Some(runtime) = slot.runtime.get() {
-                runtime.shutdown().await;
-            }
+            slot.stop().await;
             crate::metrics::instances(&self.runtime, &key.server, 0);
         }
+    }
+}
+
+/// Starts an instance of server `name` of `runtime` (with `values`, for a server that takes
+/// per-client values): ready, or why not.
+async fn start_instance(
+    runtime: Runtime,
+    name: String,
+    values: Option<ClientValues>,
+    isolation: Isolation,
+) -> Result<Runtime, HandlerError> {
+    let name = name.as_str();
+    let instance = match &values {
+        Some(values) => runtime.start_instance_as(name, values).await,
+        None => runtime.start_instance(name).await,
+    }
+    .map_err(|e| crate::error::to_front(&e, name))?;
+    let status = instance
+        .server(name)
+        .map_err(|e| crate::error::to_front(&e, name))?
+        .status();
+    if status.is_ready() {
+        tracing::info!(server = %name, isolation = %isolation, "instance started");
+        Ok(instance)
+    } else {
+        instance.shutdown().await;
+        Err(refused(format!(
+            "an instance of server `{name}` did not start: {}",
+            why_not_ready(&status.state)
+        )))
     }
 }
 

@@ -77,6 +77,7 @@ mod forward;
 mod instances;
 mod lists;
 mod metrics;
+pub mod per_user;
 mod readiness;
 mod skills;
 mod subscriptions;
@@ -182,6 +183,13 @@ impl Gateway {
     /// changed is replaced on its client's next request.
     pub fn set_credentials(&self, credentials: Credentials) {
         self.instances.set_credentials(credentials);
+    }
+
+    /// Asks clients, through their requests, to authorize per-user servers with
+    /// `per_user` (see [`per_user`]); `false` (and nothing changes) if it was set already.
+    /// Serve its [`callback_page`](per_user::PerUser::callback_page) at the HTTP front.
+    pub fn per_user(&self, per_user: Arc<per_user::PerUser>) -> bool {
+        self.instances.set_per_user(per_user)
     }
 
     /// How many forwarded front requests (calls, reads, prompts, completions) are waiting

@@ -65,11 +65,16 @@ pub(crate) struct Inner {
     state: Mutex<State>,
 }
 
+/// The key a server's credentials are stored under.
+pub(crate) fn store_key(server: &str, endpoint: &Url) -> String {
+    format!("{server} {endpoint}")
+}
+
 impl Inner {
     pub(crate) fn new(server: Arc<str>, endpoint: Url, config: Config) -> Result<Inner, Error> {
         let net = Net::new(server.clone(), config.timeout)?;
         Ok(Inner {
-            key: format!("{server} {endpoint}"),
+            key: store_key(&server, &endpoint),
             server,
             endpoint,
             config,

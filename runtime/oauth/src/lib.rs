@@ -300,6 +300,16 @@ impl fmt::Debug for Config {
     }
 }
 
+/// The key server `name`'s credentials are stored under when its MCP endpoint is `url`
+/// ([`OAuth::store_key`]), without making its client.
+pub fn store_key(name: &str, url: &str) -> Result<String, Error> {
+    let endpoint = Url::parse(url).map_err(|e| Error::InvalidConfig {
+        server: name.into(),
+        reason: format!("the server url is not valid: {e}"),
+    })?;
+    Ok(flow::store_key(name, &endpoint))
+}
+
 /// One server's OAuth client, and its [`Auth`] hook. Cloning shares the client.
 #[derive(Clone)]
 pub struct OAuth {

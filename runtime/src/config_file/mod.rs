@@ -93,6 +93,10 @@ pub struct ConfigFile {
     /// [`attach_oauth`](Self::attach_oauth).
     #[cfg(feature = "oauth")]
     pub oauth: Vec<(String, crate::oauth::Settings)>,
+    /// The enabled HTTP servers whose `"auth"` says `"perUser": "oauth"`: each client of a
+    /// gateway authorizes for itself; see [`attach_per_user`](Self::attach_per_user).
+    #[cfg(feature = "oauth")]
+    pub per_user: Vec<String>,
 }
 
 /// The runtime defaults a config file sets (its top-level `"switchboard"` object); `None`
@@ -172,6 +176,8 @@ impl ConfigFile {
             disabled: Vec::new(),
             #[cfg(feature = "oauth")]
             oauth: Vec::new(),
+            #[cfg(feature = "oauth")]
+            per_user: Vec::new(),
         }
     }
 
@@ -227,6 +233,13 @@ impl ConfigFile {
             .iter()
             .filter_map(|s| Some((s.name.clone(), s.oauth.clone()?)))
             .collect();
+        #[cfg(feature = "oauth")]
+        let per_user = document
+            .servers
+            .iter()
+            .filter(|s| s.per_user)
+            .map(|s| s.name.clone())
+            .collect();
         Ok(ConfigFile {
             path: path.to_owned(),
             defaults: document.defaults,
@@ -238,7 +251,39 @@ impl ConfigFile {
             disabled: document.disabled,
             #[cfg(feature = "oauth")]
             oauth,
+            #[cfg(feature = "oauth")]
+            per_user,
         })
+    }
+
+    /// Gives each per-user server (see [`per_user`](Self::per_user)) the hook `hook` makes
+    /// from its name, URL and `"oauth"` settings: what authorizes each client's instance.
+    #[cfg(feature = "oauth")]
+    pub fn attach_per_user<E>(
+        &mut self,
+        mut hook: impl FnMut(
+            &str,
+            &str,
+            &crate::oauth::Settings,
+        ) -> Result<std::sync::Arc<dyn crate::client_values::ClientAuth>, E>,
+    ) -> Result<(), E> {
+        for name in &self.per_user {
+            let Some((_, config)) = self.servers.iter_mut().find(|(n, _)| n == name) else {
+                continue;
+            };
+            let crate::transport::Transport::Http(http) = &config.transport else {
+                continue;
+            };
+            let settings = self
+                .oauth
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_default();
+            let made = hook(name, &http.url.clone(), &settings)?;
+            *config = config.clone().client_auth(made);
+        }
+        Ok(())
     }
 
     /// Makes an [`OAuth`](crate::oauth::OAuth) client for each server with an `"oauth"`

@@ -131,18 +131,39 @@ const EXCHANGE_FIELDS: &[&str] = &[
     "scope",
 ];
 
-/// Reads an `"auth"` object (`{"tokenExchange": {...}}`) of HTTP server `server` at `url`.
+/// How each client's instance of a server authenticates: a server's `"auth"` object.
+pub(super) enum ClientAuth {
+    /// `{"tokenExchange": {...}}`: the client's token exchanged (RFC 8693).
+    Exchange(TokenExchange),
+    /// `{"perUser": "oauth"}`: the client's own OAuth authorization.
+    PerUser,
+}
+
+/// Reads an `"auth"` object (`{"tokenExchange": {...}}` or `{"perUser": "oauth"}`) of HTTP
+/// server `server` at `url`.
 pub(super) fn auth(
     ctx: &Ctx<'_>,
     value: &Value,
     at: &JsonPath,
     server: &str,
     url: &str,
-) -> Result<TokenExchange, ConfigError> {
-    let object = known_fields(ctx, value, at, &["tokenExchange"])?;
+) -> Result<ClientAuth, ConfigError> {
+    let object = known_fields(ctx, value, at, &["tokenExchange", "perUser"])?;
+    let (Some(exchange), None) = (field(object, "tokenExchange"), field(object, "perUser")) else {
+        return match field(object, "perUser") {
+            Some(Value::String(how)) if how == "oauth" && object.len() == 1 => {
+                Ok(ClientAuth::PerUser)
+            }
+            Some(_) if object.len() == 1 => {
+                Err(ctx.error(&at.key("perUser"), "expected \"oauth\""))
+            }
+            _ => Err(ctx.error(
+                at,
+                "expected one of `tokenExchange` (an object) and `perUser` (\"oauth\")",
+            )),
+        };
+    };
     let at = at.key("tokenExchange");
-    let exchange = field(object, "tokenExchange")
-        .ok_or_else(|| ctx.error(&at, "expected a `tokenExchange` object"))?;
     let object = known_fields(ctx, exchange, &at, EXCHANGE_FIELDS)?;
     let text = |name: &str| text(ctx, object, &at, name);
     let required = |name: &str| {
@@ -175,7 +196,7 @@ pub(super) fn auth(
     if let Some(scope) = text("scope")? {
         exchange = exchange.scope(scope);
     }
-    Ok(exchange)
+    Ok(ClientAuth::Exchange(exchange))
 }
 
 /// `value` as an object with only the `known` fields.

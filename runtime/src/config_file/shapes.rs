@@ -33,6 +33,9 @@ pub(super) struct Server {
     /// Its `"oauth"` object.
     #[cfg(feature = "oauth")]
     pub(super) oauth: Option<crate::oauth::Settings>,
+    /// Whether its `"auth"` object says `"perUser": "oauth"`.
+    #[cfg(feature = "oauth")]
+    pub(super) per_user: bool,
 }
 
 /// How a server is reached, with variables expanded.
@@ -103,24 +106,33 @@ pub(super) fn parse(text: &str, ctx: &Ctx<'_>) -> Result<Document, ConfigError> 
         }
         let launch = launch(ctx, entry, &at)?;
         let config = extras::apply(ctx, entry, &at, config(ctx, &launch, &at)?)?;
+        #[cfg(feature = "oauth")]
+        let mut per_user = false;
         let config = match (field(entry, "auth"), &launch) {
             (None, _) => config,
             #[cfg(feature = "oauth")]
             (Some(value), Launch::Http { url, .. }) => {
-                if field(entry, "oauth").is_some() {
-                    return Err(ctx.error(
-                        &at.key("auth"),
-                        "a server authenticates with `oauth` or with the gateway's `auth`, not both",
-                    ));
-                }
                 if field(entry, "isolation").and_then(Value::as_str) == Some("shared") {
                     return Err(ctx.error(
                         &at.key("isolation"),
-                        "a server that exchanges each client's token runs an instance per client, never shared",
+                        "a server that authenticates as each client runs an instance per client, never shared",
                     ));
                 }
-                let exchange = super::oauth::auth(ctx, value, &at.key("auth"), &name, url)?;
-                config.token_exchange(exchange)
+                match super::oauth::auth(ctx, value, &at.key("auth"), &name, url)? {
+                    super::oauth::ClientAuth::Exchange(exchange) => {
+                        if field(entry, "oauth").is_some() {
+                            return Err(ctx.error(
+                                &at.key("auth"),
+                                "a server lists its tools with `oauth` or with a token exchange's client, not both",
+                            ));
+                        }
+                        config.token_exchange(exchange)
+                    }
+                    super::oauth::ClientAuth::PerUser => {
+                        per_user = true;
+                        config
+                    }
+                }
             }
             #[cfg(not(feature = "oauth"))]
             (Some(_), Launch::Http { .. }) => {
@@ -143,6 +155,13 @@ pub(super) fn parse(text: &str, ctx: &Ctx<'_>) -> Result<Document, ConfigError> 
                 ))
             }
         };
+        // A per-user server lists its tools with the gateway's own authorization: its
+        // `oauth` object, or the defaults.
+        #[cfg(feature = "oauth")]
+        let oauth = match oauth {
+            None if per_user => Some(crate::oauth::Settings::default()),
+            oauth => oauth,
+        };
         #[cfg(not(feature = "oauth"))]
         let _: Option<()> = oauth;
         document.servers.push(Server {
@@ -152,6 +171,8 @@ pub(super) fn parse(text: &str, ctx: &Ctx<'_>) -> Result<Document, ConfigError> 
             config,
             #[cfg(feature = "oauth")]
             oauth,
+            #[cfg(feature = "oauth")]
+            per_user,
         });
     }
     Ok(document)

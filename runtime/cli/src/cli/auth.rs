@@ -39,6 +39,18 @@ enum AuthCommand {
         /// The server.
         name: String,
     },
+    /// Remove a client's own tokens for a per-user server ("auth": {"perUser": "oauth"})
+    /// of a gateway: its next call there asks it to authorize again.
+    Revoke {
+        /// The client, as the gateway names it: key:NAME, or ISSUER#SUB.
+        #[arg(long, value_name = "PRINCIPAL")]
+        client: String,
+        /// The server.
+        name: String,
+        /// The gateway's per-user OAuth folder (its --oauth-dir).
+        #[arg(long = "oauth-dir", value_name = "DIR")]
+        oauth_dir: Option<std::path::PathBuf>,
+    },
 }
 
 /// Installs OAuth clients for the file's servers that have an `"oauth"` object; returns them
@@ -95,6 +107,14 @@ pub(crate) async fn run(
     interrupt: &mut Interrupt,
 ) -> Result<std::process::ExitCode, Failure> {
     let plain = args.config.load_without_oauth(false)?;
+    let command = match args.command {
+        AuthCommand::Revoke {
+            client,
+            name,
+            oauth_dir,
+        } => return revoke(&plain, &client, &name, oauth_dir),
+        command => command,
+    };
     let mut file = plain.clone();
     let clients = attach(&mut file)?;
     let find = |name: &str| {
@@ -109,7 +129,7 @@ pub(crate) async fn run(
                 ))
             })
     };
-    match args.command {
+    match command {
         AuthCommand::Login { name } => {
             let client = find(&name)?;
             if let Err(error) = client.login().await {
@@ -124,6 +144,7 @@ pub(crate) async fn run(
                 .map_err(|e| Failure::Run(e.to_string()))?;
             println!("{name}: logged out");
         }
+        AuthCommand::Revoke { .. } => {}
         AuthCommand::Status => {
             if clients.is_empty() {
                 println!(
@@ -139,6 +160,38 @@ pub(crate) async fn run(
                 println!("{name}: {}", describe(&credentials));
             }
         }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `auth revoke --client PRINCIPAL NAME`: removes the client's tokens for per-user server
+/// `NAME` from the gateway's folder.
+fn revoke(
+    file: &ConfigFile,
+    client: &str,
+    name: &str,
+    dir: Option<std::path::PathBuf>,
+) -> Result<std::process::ExitCode, Failure> {
+    if !file.per_user.iter().any(|n| n == name) {
+        return Err(Failure::Usage(format!(
+            "`{name}` is not a server of {} whose \"auth\" says \"perUser\": \"oauth\"",
+            file.path.display()
+        )));
+    }
+    let url =
+        config::url_of(file, name).ok_or_else(|| Failure::Usage(format!("`{name}` has no URL")))?;
+    let dir = dir
+        .or_else(super::serve::default_oauth_dir)
+        .ok_or_else(|| Failure::Usage("give --oauth-dir (no XDG_STATE_HOME or HOME)".into()))?;
+    let removed = switchboard_gateway::per_user::revoke(&dir, client, name, url)
+        .map_err(|e| Failure::Run(format!("{}: {e}", dir.display())))?;
+    if removed {
+        println!("{name}: {client}'s authorization revoked");
+    } else {
+        println!(
+            "{name}: {client} had no authorization stored in {}",
+            dir.display()
+        );
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

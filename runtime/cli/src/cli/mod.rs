@@ -151,7 +151,7 @@ enum Command {
     /// Serve every server of a config file as one MCP server: on stdin/stdout, or over
     /// Streamable HTTP with --listen.
     #[command(after_help = serve::AFTER_HELP)]
-    Serve(serve::Args),
+    Serve(Box<serve::Args>),
     /// Run a config file's servers until interrupted, serving their metrics for Prometheus.
     #[command(after_help = serve_metrics::AFTER_HELP)]
     ServeMetrics(serve_metrics::Args),
@@ -441,7 +441,7 @@ async fn run(command: Command) -> Result<ExitCode, Failure> {
         Command::Subscribe(args) => protocol::run_subscribe(args, &mut interrupt).await,
         Command::Ping(args) => protocol::run_ping(args, &mut interrupt).await,
         Command::Tasks(args) => tasks::run(args, &mut interrupt).await,
-        Command::Serve(args) => serve::run(args, &mut interrupt).await,
+        Command::Serve(args) => serve::run(*args, &mut interrupt).await,
         Command::ServeMetrics(args) => serve_metrics::run(args, &mut interrupt).await,
         Command::Auth(args) => auth::run(args, &mut interrupt).await,
         Command::ConformanceClient { url } => conformance::run(url, &mut interrupt).await,

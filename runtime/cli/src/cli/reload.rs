@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
+use std::sync::Arc;
+
 use switchboard::Runtime;
+use switchboard_gateway::per_user::PerUser;
 
 use super::config::ConfigArgs;
 
@@ -45,7 +48,13 @@ impl Baseline {
 
 /// Reloads `config` into `runtime` whenever asked to or the file changes from `baseline`,
 /// until dropped.
-pub(crate) async fn watch(runtime: Runtime, config: ConfigArgs, path: PathBuf, baseline: Baseline) {
+pub(crate) async fn watch(
+    runtime: Runtime,
+    config: ConfigArgs,
+    path: PathBuf,
+    baseline: Baseline,
+    per_user: Option<Arc<PerUser>>,
+) {
     let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
         Ok(signal) => Some(signal),
         Err(e) => {
@@ -78,7 +87,7 @@ pub(crate) async fn watch(runtime: Runtime, config: ConfigArgs, path: PathBuf, b
         };
         seen = modified(&path);
         let file = path.display();
-        match reload(&runtime, &config, &path, &entries).await {
+        match reload(&runtime, &config, &path, &entries, per_user.as_ref()).await {
             Ok((now, done)) => {
                 entries = now;
                 tracing::info!("reload ({why}) of {file}: {done}");
@@ -148,8 +157,19 @@ async fn reload(
     config: &ConfigArgs,
     path: &Path,
     running: &Entries,
+    per_user: Option<&Arc<PerUser>>,
 ) -> Result<(Entries, Reloaded), String> {
-    let file = config.load(false).map_err(|e| e.message().to_owned())?;
+    let mut file = config.load(false).map_err(|e| e.message().to_owned())?;
+    if !file.per_user.is_empty() {
+        let Some(per_user) = per_user else {
+            return Err(format!(
+                "{} now authorize each client (perUser), which needs serve to start with it",
+                file.per_user.join(", ")
+            ));
+        };
+        file.attach_per_user(|name, url, settings| per_user.hook(name, url, settings))
+            .map_err(|e| e.to_string())?;
+    }
     let written = entries(path)?;
     let mut now = Entries::new();
     let mut done = Reloaded::default();

@@ -17,10 +17,12 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard::Runtime;
 use switchboard_gateway::audit::{Audit, Rotation, Sink};
+use switchboard_gateway::per_user::PerUser;
 use switchboard_gateway::{Discovery, Gateway, Readiness};
 use switchboard_server::http::{self, Probes};
 
@@ -143,6 +145,14 @@ pub(crate) struct Args {
     /// `resource`, `keys`, `jwt`, `requiredScopes`).
     #[arg(long, value_name = "FILE", requires = "listen")]
     auth: Option<std::path::PathBuf>,
+    /// Where per-user OAuth keeps each client's tokens, sealed with the session keys
+    /// (replicas share it). Default: $XDG_STATE_HOME/switchboard/per-user-oauth.
+    #[arg(long = "oauth-dir", value_name = "DIR", requires = "auth")]
+    oauth_dir: Option<std::path::PathBuf>,
+    /// The URL of this gateway's /oauth/callback as browsers reach it, where per-user
+    /// OAuth's authorization servers redirect. Default: the auth file's resource's origin.
+    #[arg(long = "oauth-callback", value_name = "URL", requires = "auth")]
+    oauth_callback: Option<String>,
     /// Each client's secrets, for servers whose config says `${client.secret.NAME}` (JSON:
     /// {"key:NAME" or "ISSUER#SUB": {NAME: value}}); read again when it changes.
     #[arg(long, value_name = "FILE", requires = "auth")]
@@ -429,6 +439,61 @@ fn refuse_client_isolation(file: &switchboard::ConfigFile) -> Result<(), Failure
     )))
 }
 
+/// Per-user OAuth for the file's per-user servers: each client's instance gets its own
+/// OAuth client, authorized through the client (see `switchboard_gateway::per_user`).
+fn per_user_oauth(
+    args: &Args,
+    auth: Option<&switchboard_gateway::auth::AuthConfig>,
+    keys: &[String],
+    file: &mut switchboard::ConfigFile,
+) -> Result<Arc<PerUser>, Failure> {
+    let names = file.per_user.join(", ");
+    let Some(auth) = auth.filter(|_| args.listen.is_some()) else {
+        return Err(Failure::Usage(format!(
+            "{names}: per-user OAuth needs --listen and --auth: each client authorizes as \
+             itself, and its authorization server redirects to the gateway"
+        )));
+    };
+    let callback = match &args.oauth_callback {
+        Some(url) => url.clone(),
+        None => {
+            let resource = url::Url::parse(&auth.resource)
+                .map_err(|e| Failure::Usage(format!("the auth file's resource: {e}")))?;
+            format!(
+                "{}{}",
+                resource.origin().ascii_serialization(),
+                switchboard_gateway::per_user::CALLBACK_PATH
+            )
+        }
+    };
+    let dir = match &args.oauth_dir {
+        Some(dir) => dir.clone(),
+        None => default_oauth_dir().ok_or_else(|| {
+            Failure::Usage(format!(
+                "{names}: no folder for per-user OAuth: give --oauth-dir (or set XDG_STATE_HOME or HOME)"
+            ))
+        })?,
+    };
+    let per_user =
+        PerUser::new(dir, keys, callback).map_err(|e| Failure::Usage(format!("{names}: {e}")))?;
+    file.attach_per_user(|name, url, settings| per_user.hook(name, url, settings))
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    Ok(per_user)
+}
+
+/// Where per-user OAuth keeps tokens by default.
+pub(crate) fn default_oauth_dir() -> Option<std::path::PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| std::path::PathBuf::from(home).join(".local/state"))
+        })?;
+    Some(state.join("switchboard").join("per-user-oauth"))
+}
+
 fn ready_requires(text: &str) -> Result<Readiness, String> {
     if text.trim() == "all" {
         return Ok(Readiness::All);
@@ -474,7 +539,7 @@ fn required_names(requires: Option<&Readiness>) -> Vec<String> {
 }
 
 pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCode, Failure> {
-    let file = args.config.load(false)?;
+    let mut file = args.config.load(false)?;
     let baseline = super::reload::Baseline::of(&file.path);
     if let Some(requires) = &args.ready_requires {
         check_required(requires, &file)?;
@@ -496,6 +561,10 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         Some(file) => Some(auth_file(file)?),
         None => None,
     };
+    let per_user = match file.per_user.is_empty() {
+        true => None,
+        false => Some(per_user_oauth(&args, auth.as_ref(), &keys, &mut file)?),
+    };
     if auth.is_none() {
         refuse_client_isolation(&file)?;
     }
@@ -516,6 +585,7 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
         args.config.clone(),
         file.path.clone(),
         baseline,
+        per_user.clone(),
     )));
     let gateway = match args.discovery {
         Some(discovery) => Gateway::with_discovery(runtime.clone(), discovery),
@@ -523,6 +593,9 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
     };
     if let Some(audit) = audit {
         gateway.audit_to(audit);
+    }
+    if let Some(per_user) = &per_user {
+        gateway.per_user(per_user.clone());
     }
     let _credentials = match (args.credentials, credentials) {
         (Some(path), Some((credentials, seen))) => {
@@ -566,6 +639,9 @@ pub(crate) async fn run(args: Args, interrupt: &mut Interrupt) -> Result<ExitCod
             let open = auth.is_none();
             if let Some(auth) = auth {
                 config = config.with_auth(auth.into_auth());
+            }
+            if let Some(per_user) = &per_user {
+                config = config.with_page(per_user.callback_page());
             }
             tracing::info!("serving {servers} server{plural} at http://{addr}/mcp");
             if open && !addr.ip().to_canonical().is_loopback() {

@@ -67,9 +67,19 @@ impl Served {
 
     /// `switchboard serve -c config` with `args` (a `--listen` among them).
     pub(crate) fn start_with(config: &std::path::Path, args: &[&str]) -> Served {
+        Served::start_with_env(config, args, &[])
+    }
+
+    /// [`start_with`](Self::start_with), with `env` set for the process.
+    pub(crate) fn start_with_env(
+        config: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &std::path::Path)],
+    ) -> Served {
         let mut child = Command::new(BIN)
             .args(["serve", "-c", config.to_str().unwrap()])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -16,6 +16,7 @@ mod gateway_auth;
 mod gateway_client_values;
 mod gateway_discovery;
 mod gateway_isolation;
+mod gateway_per_user;
 mod gateway_reload;
 mod gateway_skills;
 mod gateway_token_exchange;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::auth::Auth;
 use super::sealed;
+use crate::connection::BoxFuture;
 
 /// How the HTTP server checks, bounds and routes.
 ///
@@ -81,6 +82,8 @@ pub struct Config {
     pub auth: Option<Auth>,
     /// Told of every rejection ([`with_rejections`](Self::with_rejections)).
     pub(crate) rejections: Option<Rejections>,
+    /// Pages served beside the endpoint ([`with_page`](Self::with_page)).
+    pub(crate) pages: Vec<Page>,
 }
 
 /// What one client (its authenticated principal, else its address) may hold and ask at
@@ -289,6 +292,35 @@ impl Probes {
     }
 }
 
+/// A page a person's browser reaches beside the endpoint (`GET` at a path of its own): what
+/// a gateway's OAuth redirect lands on. It is given the request's query, and answers a status
+/// and plain text. It is served after the `Host` checks, without authentication (a browser
+/// carries no token), and counts against its address's rate.
+#[derive(Clone)]
+pub struct Page {
+    pub(crate) path: String,
+    pub(crate) answer: Arc<dyn Fn(String) -> BoxFuture<(u16, String)> + Send + Sync>,
+}
+
+impl fmt::Debug for Page {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Page").field("path", &self.path).finish()
+    }
+}
+
+impl Page {
+    /// A page at `path` answered by `answer`, given the query (without `?`, empty when none).
+    pub fn new(
+        path: impl Into<String>,
+        answer: impl Fn(String) -> BoxFuture<(u16, String)> + Send + Sync + 'static,
+    ) -> Self {
+        Page {
+            path: path.into(),
+            answer: Arc::new(answer),
+        }
+    }
+}
+
 /// The loopback names a local server answers to by default.
 pub const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]", "::1"];
 
@@ -332,6 +364,7 @@ impl Default for Config {
             trusted_proxies: Vec::new(),
             sealing: None,
             probes: None,
+            pages: Vec::new(),
             auth: None,
             rejections: None,
         }
@@ -473,6 +506,12 @@ impl Config {
     /// in the README. No keys: random ids, served only by the process that made them.
     pub fn with_session_keys<K: AsRef<[u8]>>(mut self, keys: &[K]) -> Self {
         self.sealing = sealed::SessionSeal::new(keys).map(Arc::new);
+        self
+    }
+
+    /// Serves `page` at its path (see [`Page`]).
+    pub fn with_page(mut self, page: Page) -> Self {
+        self.pages.push(page);
         self
     }
 

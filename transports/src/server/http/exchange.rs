@@ -340,6 +340,27 @@ impl<S: Service> Shared<S> {
             if let Some(answer) = self.metadata(&request) {
                 return answer;
             }
+            if let Some(page) = self
+                .config
+                .pages
+                .iter()
+                .find(|p| p.path == request.uri().path() && request.method() == Method::GET)
+            {
+                if let Err(refusal) = guard::origin_and_host(request.headers(), &self.config) {
+                    return refused(refusal, None);
+                }
+                if let Err(limited) = self.rate(&conn.peer) {
+                    return *limited;
+                }
+                let query = request.uri().query().unwrap_or_default().to_owned();
+                let (status, text) = (page.answer)(query).await;
+                let mut answer = response(status, ResponseBody::full(Bytes::from(text)));
+                answer.headers_mut().insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                );
+                return answer;
+            }
             return error(404, -32000, "not found", None);
         }
         if let Err(refusal) = guard::origin_and_host(request.headers(), &self.config) {

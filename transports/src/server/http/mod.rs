@@ -58,7 +58,7 @@ mod sessions;
 
 pub use auth::{Auth, AuthFuture, AuthRefusal, Authenticate, Principal};
 pub use body::{Chunk, ResponseBody};
-pub use config::{default_answer_budget, ClientLimits, Config, Probes, Rejection, LOOPBACK};
+pub use config::{default_answer_budget, ClientLimits, Config, Page, Probes, Rejection, LOOPBACK};
 pub use listen::{listen_addr, InvalidListenAddr};
 
 use clients::{ClientKey, Quota};
