@@ -9,9 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::gateway::{config_file_of, Served};
-use crate::gateway_auth::post;
+use crate::gateway_auth::{post, Issuer, ISSUER, RESOURCE};
 
-const RESOURCE: &str = "http://mcp.test/mcp";
 const ALICE: &str = "values-alice-key-0123456789abcdefghijkl";
 const BOB: &str = "values-bob-key-0123456789abcdefghijklmno";
 const CAROL: &str = "values-carol-key-0123456789abcdefghijklm";
@@ -31,19 +30,18 @@ fn peer(bin: &str) -> String {
     path.to_str().expect("a UTF-8 path").to_owned()
 }
 
-/// An auth file naming Alice, Bob and Carol beside `config`.
-fn auth_file(config: &Path) -> PathBuf {
+/// An auth file naming Alice, Bob and Carol beside `config`, and JWTs from `issuer`.
+fn auth_file(config: &Path, issuer: Option<&Issuer>) -> PathBuf {
     let auth = config.with_file_name("auth.json");
-    std::fs::write(
-        &auth,
-        json!({
-            "resource": RESOURCE,
-            "keys": [{"name": "alice", "key": ALICE}, {"name": "bob", "key": BOB},
-                     {"name": "carol", "key": CAROL}]
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let mut file = json!({
+        "resource": RESOURCE,
+        "keys": [{"name": "alice", "key": ALICE}, {"name": "bob", "key": BOB},
+                 {"name": "carol", "key": CAROL}]
+    });
+    if let Some(issuer) = issuer {
+        file["jwt"] = json!({"issuer": ISSUER, "jwksUri": issuer.jwks_uri});
+    }
+    std::fs::write(&auth, file.to_string()).unwrap();
     auth
 }
 
@@ -52,7 +50,9 @@ fn write_credentials(path: &Path, alice: &str) {
     let partial = path.with_extension("partial");
     std::fs::write(
         &partial,
-        json!({"key:alice": {"TOKEN": alice}, "key:bob": {"TOKEN": BOB_SECRET}}).to_string(),
+        json!({"key:alice": {"TOKEN": alice}, "key:bob": {"TOKEN": BOB_SECRET},
+               format!("{ISSUER}#dana"): {"TOKEN": "dana-upstream-token-5e81"}})
+        .to_string(),
     )
     .unwrap();
     std::fs::rename(&partial, path).unwrap();
@@ -103,7 +103,8 @@ async fn each_client_runs_with_its_own_values_and_a_missing_one_is_named() {
                 "ORG": "${client.claims.org:-no-org}"},
         "listAs": {"name": "catalogue", "secrets": {"TOKEN": "listing-only"}}
     }}}));
-    let auth = auth_file(&config);
+    let issuer = Issuer::start();
+    let auth = auth_file(&config, Some(&issuer));
     let credentials = config.with_file_name("credentials.json");
     write_credentials(&credentials, ALICE_SECRET);
     let audit = config.with_file_name("audit.jsonl");
@@ -139,6 +140,14 @@ async fn each_client_runs_with_its_own_values_and_a_missing_one_is_named() {
     assert_eq!(bob["UPSTREAM_TOKEN"], BOB_SECRET);
     assert_eq!(everything_processes(&served), 3);
 
+    // Dana comes with a token: her name is its subject, her organisation its claim.
+    let dana = issuer.token(json!({"sub": "dana", "org": "acme"}));
+    let dana_env = env_of(&url, &dana).await;
+    assert_eq!(dana_env["WHO"], "dana");
+    assert_eq!(dana_env["ORG"], "acme");
+    assert_eq!(dana_env["UPSTREAM_TOKEN"], "dana-upstream-token-5e81");
+    assert_eq!(everything_processes(&served), 4);
+
     // Carol has no secret: her call is refused, naming what is missing, and nothing starts.
     let refused = call(&url, CAROL, "get-env", json!({})).await;
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
@@ -147,7 +156,7 @@ async fn each_client_runs_with_its_own_values_and_a_missing_one_is_named() {
         message.contains("${client.secret.TOKEN}") && message.contains("key:carol"),
         "{message}"
     );
-    assert_eq!(everything_processes(&served), 3);
+    assert_eq!(everything_processes(&served), 4);
 
     // Alice's token rotates in the file: her next call runs with the new one, in a new
     // instance, and the old one stops.
@@ -166,7 +175,7 @@ async fn each_client_runs_with_its_own_values_and_a_missing_one_is_named() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let deadline = Instant::now() + Duration::from_secs(20);
-    while everything_processes(&served) != 3 {
+    while everything_processes(&served) != 4 {
         assert!(
             Instant::now() < deadline,
             "{} processes: the replaced instance did not stop",
@@ -186,7 +195,11 @@ async fn each_client_runs_with_its_own_values_and_a_missing_one_is_named() {
         .collect();
     assert_eq!(
         instances.into_iter().collect::<Vec<_>>(),
-        ["everything@key:alice", "everything@key:bob"]
+        [
+            format!("everything@{ISSUER}#dana"),
+            "everything@key:alice".to_owned(),
+            "everything@key:bob".to_owned()
+        ]
     );
     let written = std::fs::read_to_string(&audit).unwrap();
     for secret in [ALICE_SECRET, ALICE_ROTATED, BOB_SECRET, "listing-only"] {
@@ -229,7 +242,7 @@ async fn a_filesystem_server_is_rooted_in_each_clients_folder() {
         .to_string(),
     )
     .unwrap();
-    let auth = auth_file(&config);
+    let auth = auth_file(&config, None);
     let served = Served::start_with(
         &config,
         &["--listen", "0", "--auth", auth.to_str().unwrap()],

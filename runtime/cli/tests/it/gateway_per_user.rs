@@ -44,6 +44,8 @@ struct Books {
     codes: HashMap<String, (String, String, String, String)>,
     /// Codes exchanged for tokens, by user.
     exchanged: Vec<String>,
+    /// Refresh tokens used, by user.
+    refreshed: Vec<String>,
     /// Every token and code issued, to look for in logs.
     issued: Vec<String>,
     next: u64,
@@ -91,6 +93,10 @@ impl AuthorizationServer {
 
     fn exchanged(&self) -> Vec<String> {
         self.books.lock().unwrap().exchanged.clone()
+    }
+
+    fn refreshed(&self) -> Vec<String> {
+        self.books.lock().unwrap().refreshed.clone()
     }
 
     fn issued(&self) -> Vec<String> {
@@ -262,6 +268,7 @@ impl Server {
                     return refuse("invalid_grant");
                 };
                 let (user, resource) = rest.split_once('|').unwrap_or((rest, ""));
+                self.books.lock().unwrap().refreshed.push(user.to_owned());
                 (user.to_owned(), resource.to_owned())
             }
             _ => return refuse("unsupported_grant_type"),
@@ -270,8 +277,10 @@ impl Server {
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_secs();
+        // Carol's tokens live four seconds: her gateway refreshes them.
+        let lifetime = if user == "carol" { 4 } else { 3600 };
         let claims = json!({"iss": self.issuer, "aud": resource, "sub": user,
-            "exp": now + 3600, "iat": now, "scope": "mcp"});
+            "exp": now + lifetime, "iat": now, "scope": "mcp"});
         let mut header = Header::new(Algorithm::EdDSA);
         header.kid = Some("k1".into());
         let access =
@@ -285,7 +294,7 @@ impl Server {
         (
             "200 OK",
             None,
-            json!({"access_token": access, "token_type": "Bearer", "expires_in": 3600,
+            json!({"access_token": access, "token_type": "Bearer", "expires_in": lifetime,
                    "refresh_token": refresh}),
         )
     }
@@ -470,6 +479,12 @@ async fn each_user_authorizes_through_the_client_once_and_every_replica_reuses_i
     let seen = python_client(&a.url, CAROL, "carol", "2026-07-28", 1);
     assert_eq!(seen["elicitations"], json!(["url"]), "{seen}");
     assert_eq!(seen["texts"], json!(["call 0"]), "{seen}");
+
+    // Carol's token is due: her next call refreshes it, without asking her.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let answer = echo(&a.url, CAROL).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+    assert_eq!(server.refreshed(), ["carol"]);
 
     // Bob's client declares no URL elicitation: the error names the URL. Its redirect lands
     // on A, which hands it to B, where Bob's authorization waits.
