@@ -93,6 +93,15 @@ lists its tools, runs with. A value a client lacks refuses its call, naming the 
 instance starts with an empty one. A client whose secret changed gets a new instance on its
 next call. No value is logged.
 
+Upstream identity: an HTTP server with \"auth\": {\"tokenExchange\": {\"tokenEndpoint\",
+\"clientId\", \"clientSecret\" or \"clientSecretEnv\", \"audience\", \"scope\"}} presents, for each
+client, a token exchanged for the client's verified JWT (RFC 8693), once per token lifetime;
+with \"auth\": {\"perUser\": \"oauth\"} each user authorizes the server through the client (a
+URL-mode elicitation of the authorization URL, redirected to this gateway's /oauth/callback,
+--oauth-callback URL when clients reach it elsewhere), tokens sealed with the session keys in
+--oauth-dir (shared by replicas); `switchboard auth revoke --client NAME SERVER` removes a
+user's. Both need --auth; per-user OAuth needs --listen and --session-keys.
+
 Reload: SIGHUP, or a change of the config file, reads it again: new servers start, removed
 ones stop once their calls in flight finish, changed ones start anew while the old ones
 finish theirs. A file that does not read changes nothing.
