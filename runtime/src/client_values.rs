@@ -182,6 +182,9 @@ pub enum ClientValueError {
     /// client was named.
     #[error("the server authenticates as each client, and no client was named")]
     NoPrincipal,
+    /// The client's own auth hook could not be made.
+    #[error("the client's own authorization cannot be set up: {0}")]
+    Auth(String),
     /// The server uses per-client values and no values were given to list it with.
     #[error(
         "the server's config uses per-client values (`${{client.…}}`), and names none to list \

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -111,11 +112,18 @@ impl PerUser {
     ) -> Result<Arc<PerUser>, PerUserError> {
         let dir = dir.into();
         let seal = Seal::new(secrets).ok_or(PerUserError::NoKeys)?;
+        let folder = |source| PerUserError::Folder {
+            dir: dir.display().to_string(),
+            source,
+        };
         for sub in ["tokens", "callbacks"] {
-            std::fs::create_dir_all(dir.join(sub)).map_err(|source| PerUserError::Folder {
-                dir: dir.display().to_string(),
-                source,
-            })?;
+            std::fs::create_dir_all(dir.join(sub)).map_err(folder)?;
+        }
+        // Sealed as the files are, they are still nobody else's business.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(folder)?;
         }
         Ok(Arc::new(PerUser {
             dir,
@@ -398,16 +406,16 @@ impl ClientAuth for ServerHook {
             .store(Arc::new(Sealed {
                 per_user: self.per_user.clone(),
                 principal: principal.to_owned(),
+                stored: AtomicBool::new(false),
             }))
             .authorizer(Arc::new(ThroughClient {
                 per_user: self.per_user.clone(),
                 server: self.server.clone(),
                 principal: principal.to_owned(),
             }));
-        // The URL was checked when the server's own client was made.
         OAuth::new(&self.server, &self.url, config)
             .map(|client| Arc::new(client) as Arc<dyn Auth>)
-            .map_err(|_| ClientValueError::NoPrincipal)
+            .map_err(|e| ClientValueError::Auth(e.to_string()))
     }
 }
 
@@ -415,6 +423,9 @@ impl ClientAuth for ServerHook {
 struct Sealed {
     per_user: Arc<PerUser>,
     principal: String,
+    /// Whether its file was there when last read or written: a file gone since was revoked,
+    /// and a refresh must not write it back.
+    stored: AtomicBool,
 }
 
 impl fmt::Debug for Sealed {
@@ -433,6 +444,7 @@ impl TokenStore for Sealed {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error(&path, e)),
         };
+        self.stored.store(true, Ordering::Release);
         let aad = format!("{}\n{key}", self.principal);
         let Some(plain) = self.per_user.seal.open(&sealed, aad.as_bytes()) else {
             // Sealed with keys no longer given: as good as none; a new authorization
@@ -447,10 +459,18 @@ impl TokenStore for Sealed {
 
     fn save(&self, key: &str, credentials: &Credentials) -> Result<(), StoreError> {
         let path = self.per_user.token_file(&self.principal, key);
+        if self.stored.load(Ordering::Acquire) && !path.exists() {
+            return Err(StoreError::Other(format!(
+                "{}'s authorization was revoked: not stored again",
+                self.principal
+            )));
+        }
         let plain = serde_json::to_vec(credentials).map_err(|e| corrupt(&path, &e))?;
         let aad = format!("{}\n{key}", self.principal);
         let sealed = self.per_user.seal.seal(&plain, aad.as_bytes());
-        write_atomically(&path, &sealed).map_err(|e| io_error(&path, e))
+        write_atomically(&path, &sealed).map_err(|e| io_error(&path, e))?;
+        self.stored.store(true, Ordering::Release);
+        Ok(())
     }
 
     fn remove(&self, key: &str) -> Result<(), StoreError> {
