@@ -270,3 +270,54 @@ async fn a_filesystem_server_is_rooted_in_each_clients_folder() {
     assert_eq!(text(&bob).as_deref(), Some("bob's notes"), "{bob}");
     served.stop();
 }
+
+#[tokio::test]
+#[ignore = "needs server-memory in .ci/peers (.ci/run installs it)"]
+async fn server_memory_keeps_each_clients_graph_apart_and_a_shared_one_is_everyones() {
+    // server-memory keeps its graph in a file and reads it on every call: an instance per
+    // client is not enough, each needs a file of its own, which `${client.name}` gives.
+    for apart in [true, false] {
+        let config = config_file_of(json!({"mcpServers": {}}));
+        let dir = config.parent().unwrap().to_owned();
+        let file = if apart {
+            format!("{}/graph-${{client.name}}.jsonl", dir.display())
+        } else {
+            format!("{}/graph.jsonl", dir.display())
+        };
+        let mut memory = json!({"command": peer("mcp-server-memory"),
+                                "env": {"MEMORY_FILE_PATH": file}});
+        if apart {
+            memory["listAs"] = json!({"name": "catalogue"});
+        }
+        std::fs::write(
+            &config,
+            json!({"mcpServers": {"memory": memory}}).to_string(),
+        )
+        .unwrap();
+        let auth = auth_file(&config, None);
+        let served = Served::start_with(
+            &config,
+            &["--listen", "0", "--auth", auth.to_str().unwrap()],
+        );
+        let url = served.url.clone();
+        for (key, entity) in [(ALICE, "alice-secret-project"), (BOB, "bob-holiday-plans")] {
+            let entities = json!({"entities": [{"name": entity, "entityType": "note",
+                                                "observations": ["kept"]}]});
+            let answer = call(&url, key, "create_entities", entities).await;
+            assert!(answer["result"].is_object(), "{answer}");
+        }
+        for (key, own, other) in [
+            (ALICE, "alice-secret-project", "bob-holiday-plans"),
+            (BOB, "bob-holiday-plans", "alice-secret-project"),
+        ] {
+            let graph = call(&url, key, "read_graph", json!({})).await.to_string();
+            assert!(graph.contains(own), "{graph}");
+            assert_eq!(
+                graph.contains(other),
+                !apart,
+                "apart: {apart}, one client's graph holds the other's entity: {graph}"
+            );
+        }
+        served.stop();
+    }
+}
