@@ -243,6 +243,20 @@ impl ServerConfig {
         ))
     }
 
+    /// The values `values` gives the per-client values this config uses, in order, or why
+    /// one cannot be filled: what [`fill_for`](Self::fill_for) would use, without making a
+    /// config.
+    pub(crate) fn values_used(
+        &self,
+        values: &ClientValues,
+    ) -> Result<Vec<String>, ClientValueError> {
+        let mut used = Vec::new();
+        for text in self.transport.texts().filter(|t| client_values::uses(t)) {
+            client_values::fill(text, values, &mut used)?;
+        }
+        Ok(used)
+    }
+
     /// The transport the runtime's own instance opens: the configured one, its per-client
     /// values (if any) filled from the values named to list with.
     pub(crate) fn opening_transport(&self) -> Result<Transport, ClientValueError> {

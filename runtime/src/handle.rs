@@ -81,7 +81,7 @@ impl ServerHandle {
         &self,
         values: &crate::client_values::ClientValues,
     ) -> Result<Vec<String>, crate::client_values::ClientValueError> {
-        self.core.config.fill_for(values).map(|(_, used)| used)
+        self.core.config.values_used(values)
     }
 
     /// The server's current status.
