@@ -20,9 +20,10 @@
 //! use switchboard::client_values::ClientValues;
 //! use switchboard::ServerConfig;
 //!
-//! let config = ServerConfig::stdio("npx")
+//! let config: ServerConfig = ServerConfig::stdio("npx")
 //!     .args(["-y", "@modelcontextprotocol/server-filesystem", "/srv/users/${client.name}"])
-//!     .list_as(ClientValues::new("catalogue"));
+//!     .list_as(ClientValues::new("catalogue"))
+//!     .into();
 //! assert!(config.per_client());
 //! ```
 
