@@ -5,14 +5,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use switchboard_gateway::{Credentials, Gateway};
 
+use super::file_watch::{modified, FileWatch};
 use super::Failure;
-
-/// How often the file's modification time is looked at.
-const POLL: Duration = Duration::from_secs(1);
 
 /// The file's secrets, and its modification time when read.
 pub(crate) fn load(path: &Path) -> Result<(Credentials, Option<SystemTime>), Failure> {
@@ -24,26 +22,10 @@ pub(crate) fn load(path: &Path) -> Result<(Credentials, Option<SystemTime>), Fai
 
 /// Gives `gateway` the file's secrets whenever it changes from `seen` or `SIGHUP` asks,
 /// until dropped.
-pub(crate) async fn watch(gateway: Arc<Gateway>, path: PathBuf, mut seen: Option<SystemTime>) {
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    let mut tick = tokio::time::interval(POLL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+pub(crate) async fn watch(gateway: Arc<Gateway>, path: PathBuf, seen: Option<SystemTime>) {
+    let mut watch = FileWatch::new(path.clone(), seen);
     loop {
-        let asked = async {
-            match hangup.as_mut() {
-                Some(signal) => drop(signal.recv().await),
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = asked => {}
-            _ = tick.tick() => {
-                if modified(&path) == seen {
-                    continue;
-                }
-            }
-        }
-        seen = modified(&path);
+        watch.next().await;
         match Credentials::load(&path) {
             Ok(credentials) => {
                 tracing::info!(
@@ -56,8 +38,4 @@ pub(crate) async fn watch(gateway: Arc<Gateway>, path: PathBuf, mut seen: Option
             Err(e) => tracing::warn!("credentials: {e}; the secrets stay as they were"),
         }
     }
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }

@@ -45,6 +45,7 @@ mod conformance_auth;
 mod credentials;
 mod demo;
 mod elicit;
+mod file_watch;
 mod offered;
 mod print;
 mod program;

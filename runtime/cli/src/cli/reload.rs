@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::Value;
 use std::sync::Arc;
@@ -20,10 +20,9 @@ use std::sync::Arc;
 use switchboard::Runtime;
 use switchboard_gateway::per_user::PerUser;
 
-use super::config::ConfigArgs;
+use super::file_watch::{modified, FileWatch};
 
-/// How often the file's modification time is looked at.
-const POLL: Duration = Duration::from_secs(1);
+use super::config::ConfigArgs;
 
 /// Each server's entry in the file, as written.
 type Entries = BTreeMap<String, Value>;
@@ -55,37 +54,10 @@ pub(crate) async fn watch(
     baseline: Baseline,
     per_user: Option<Arc<PerUser>>,
 ) {
-    let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-        Ok(signal) => Some(signal),
-        Err(e) => {
-            tracing::warn!("SIGHUP cannot be caught ({e}): the file is still watched");
-            None
-        }
-    };
-    let Baseline {
-        mut seen,
-        mut entries,
-    } = baseline;
-    let mut tick = tokio::time::interval(POLL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let Baseline { seen, mut entries } = baseline;
+    let mut watch = FileWatch::new(path.clone(), seen);
     loop {
-        let asked = async {
-            match hangup.as_mut() {
-                Some(signal) => drop(signal.recv().await),
-                None => std::future::pending().await,
-            }
-        };
-        let why = tokio::select! {
-            () = asked => "SIGHUP",
-            _ = tick.tick() => {
-                let now = modified(&path);
-                if now == seen {
-                    continue;
-                }
-                "the file changed"
-            }
-        };
-        seen = modified(&path);
+        let why = watch.next().await;
         let file = path.display();
         match reload(&runtime, &config, &path, &entries, per_user.as_ref()).await {
             Ok((now, done)) => {
@@ -221,10 +193,6 @@ fn changed_fields(before: &Value, after: &Value) -> Vec<String> {
         .filter(|key| before.get(*key) != after.get(*key))
         .map(|key| super::print::escape_line(key).into_owned())
         .collect()
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// Every server's entry as written (`mcpServers`, or `servers`).
