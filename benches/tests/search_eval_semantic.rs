@@ -12,7 +12,7 @@ fn hybrid_ranks_better_than_either_ranking_it_fuses() {
     let catalogue = set.catalogue();
     let scorer = SemanticScorer::new(Embedder::load(test_model_folder()).unwrap());
     let started = std::time::Instant::now();
-    scorer.prepare_now(&catalogue).unwrap();
+    scorer.prepare_now(&catalogue);
     eprintln!(
         "{} tools embedded in {:?}",
         scorer.embedded(),

@@ -178,9 +178,7 @@ fn search(
         // A one-shot command embeds the tools it has now, then searches.
         #[cfg(feature = "semantic")]
         Some(scorer) => {
-            scorer
-                .prepare_now(catalogue)
-                .map_err(|e| Failure::Run(format!("--model: {e}")))?;
+            scorer.prepare_now(catalogue);
             catalogue.search_with(&search.scorer(&**scorer))
         }
         #[cfg(not(feature = "semantic"))]

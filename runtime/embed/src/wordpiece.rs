@@ -51,6 +51,11 @@ impl WordPiece {
         })
     }
 
+    /// The largest id the vocabulary gives.
+    pub(crate) fn largest_id(&self) -> u32 {
+        self.vocab.values().copied().max().unwrap_or(0)
+    }
+
     /// The ids of `text`: `[CLS]`, at most `max - 2` pieces, `[SEP]`.
     pub(crate) fn encode(&self, text: &str, max: usize) -> Vec<u32> {
         let mut ids = vec![self.cls];

@@ -1,0 +1,201 @@
+//! A sentence-embedding model on the CPU, in plain Rust: what Switchboard's semantic tool
+//! search (`switchboard::search::semantic`, the feature `semantic`) embeds requests and
+//! tools with.
+//!
+//! [`Embedder::load`] reads a BERT sentence-embedding model in the sentence-transformers
+//! layout from a folder the caller names (`config.json`, `tokenizer.json`,
+//! `model.safetensors`; nothing is downloaded): all-MiniLM-L6-v2 (384 dimensions, 22 M
+//! parameters) is the one tested. A text is its tokens' mean last hidden state,
+//! L2-normalised, as sentence-transformers computes it, so a dot product of two embeddings
+//! is their cosine.
+//!
+//! Its own crate so that tests, built unoptimised, still run its arithmetic optimised (the
+//! workspace's dev profile sets it to `opt-level = 3`), and so that the fast path of a
+//! query's embedding lives in one place. The weights are read with the `safetensors` crate;
+//! the encoder is `bert`'s, over `matmul`'s products (that module says why not candle, which
+//! the feature ran on first); the tokenizer is `wordpiece`'s, over the model's
+//! `tokenizer.json`.
+
+mod bert;
+mod matmul;
+mod wordpiece;
+
+use std::path::{Path, PathBuf};
+
+/// Tokens a text is cut to, as the model was trained (`max_seq_length`).
+pub const MAX_TOKENS: usize = 256;
+/// Texts embedded in one forward pass.
+const BATCH: usize = 32;
+
+/// Why a model could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// A file of the model is not in the folder.
+    #[error("the model folder {} has no {file}", folder.display())]
+    Missing {
+        /// The folder given.
+        folder: PathBuf,
+        /// The file it lacks.
+        file: &'static str,
+    },
+    /// A file of the model is there but does not read as one.
+    #[error("{} does not read as the model's {file}: {reason}", folder.display())]
+    Unreadable {
+        /// The folder given.
+        folder: PathBuf,
+        /// The file.
+        file: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// A sentence-embedding model and its tokenizer.
+pub struct Embedder {
+    encoder: bert::Encoder,
+    tokenizer: wordpiece::WordPiece,
+    /// Tokens a text is cut to: [`MAX_TOKENS`], or fewer if the model has fewer positions.
+    max_tokens: usize,
+    /// The embedder's own threads (one per core, four at most), so that a request's
+    /// products are split between cores that are already running its embedding: called
+    /// from outside a pool, every split would wait for a thread to wake. Its own, too, so
+    /// an application's use of rayon's global pool does not queue a search behind it.
+    /// `None` if the threads could not be started: the caller's thread does it all.
+    threads: Option<rayon::ThreadPool>,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder").finish_non_exhaustive()
+    }
+}
+
+impl Embedder {
+    /// Loads the model in `folder` (sentence-transformers' layout: `config.json`,
+    /// `tokenizer.json`, `model.safetensors`), on the CPU.
+    pub fn load(folder: impl AsRef<Path>) -> Result<Embedder, ModelError> {
+        let folder = folder.as_ref();
+        let read = |file: &'static str| {
+            let path = folder.join(file);
+            if !path.is_file() {
+                return Err(ModelError::Missing {
+                    folder: folder.to_owned(),
+                    file,
+                });
+            }
+            std::fs::read_to_string(&path).map_err(|e| ModelError::Unreadable {
+                folder: folder.to_owned(),
+                file,
+                reason: e.to_string(),
+            })
+        };
+        let unreadable = |file: &'static str, reason: String| ModelError::Unreadable {
+            folder: folder.to_owned(),
+            file,
+            reason,
+        };
+        let config: bert::Config = serde_json::from_str(&read("config.json")?)
+            .map_err(|e| unreadable("config.json", e.to_string()))?;
+        if let Some(reason) = config.unsupported() {
+            return Err(unreadable("config.json", reason));
+        }
+        let tokenizer = wordpiece::WordPiece::from_tokenizer_json(&read("tokenizer.json")?)
+            .map_err(|e| unreadable("tokenizer.json", e))?;
+        let weights = folder.join("model.safetensors");
+        if !weights.is_file() {
+            return Err(ModelError::Missing {
+                folder: folder.to_owned(),
+                file: "model.safetensors",
+            });
+        }
+        if tokenizer.largest_id() as usize >= config.vocabulary() {
+            return Err(unreadable(
+                "tokenizer.json",
+                format!(
+                    "its vocabulary is larger than the model's ({} ids)",
+                    config.vocabulary()
+                ),
+            ));
+        }
+        let bytes =
+            std::fs::read(&weights).map_err(|e| unreadable("model.safetensors", e.to_string()))?;
+        let encoder = bert::Encoder::load(&bytes, &config)
+            .map_err(|reason| unreadable("model.safetensors", reason))?;
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let threads = rayon::ThreadPoolBuilder::new()
+            .num_threads(cores.min(4))
+            .thread_name(|i| format!("switchboard-embed-{i}"))
+            .build()
+            .ok();
+        Ok(Embedder {
+            encoder,
+            tokenizer,
+            max_tokens: MAX_TOKENS.min(config.max_positions()),
+            threads,
+        })
+    }
+
+    /// The embeddings of `texts`, each L2-normalised (so a dot product is their cosine).
+    pub fn embed(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        match &self.threads {
+            Some(threads) => threads.install(|| self.embed_here(texts)),
+            None => self.embed_here(texts),
+        }
+    }
+
+    fn embed_here(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        let mut embeddings = Vec::with_capacity(texts.len());
+        // A batch at a time bounds the activations held at once (32 texts of 256 tokens:
+        // some 50 MB in the feed-forward layer).
+        for batch in texts.chunks(BATCH) {
+            let encoded: Vec<Vec<u32>> = batch
+                .iter()
+                .map(|text| self.tokenizer.encode(text, self.max_tokens))
+                .collect();
+            let tokens: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
+            embeddings.extend(self.encoder.embed(&tokens));
+        }
+        embeddings
+    }
+}
+
+/// Where this repository's tests and benches find the model: `$SWITCHBOARD_TEST_MODEL`, else
+/// `.ci/models/all-minilm-l6-v2` of the checkout (where `.ci/run` unpacks it). Panics,
+/// saying where it looked, when there is no model there.
+#[doc(hidden)]
+pub fn test_model_folder() -> PathBuf {
+    let folder = std::env::var_os("SWITCHBOARD_TEST_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/models/all-minilm-l6-v2")
+        });
+    assert!(
+        folder.join("model.safetensors").is_file(),
+        "no model in {} (set SWITCHBOARD_TEST_MODEL, or run .ci/run once)",
+        folder.display()
+    );
+    folder
+}
+
+/// The dot product of two vectors: of two embeddings, their cosine. Summed in eight lanes so
+/// the compiler can vectorise it (a single running sum it may not reorder).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a_chunks
+        .remainder()
+        .iter()
+        .zip(b_chunks.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a_chunks.zip(b_chunks) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+#[cfg(test)]
+mod tests;
