@@ -96,3 +96,20 @@ fn a_missing_or_broken_model_folder_is_a_typed_error() {
     assert!(broken.to_string().contains("config.json"), "{broken}");
     let _ = std::fs::remove_dir_all(&folder);
 }
+
+#[test]
+fn dot_is_the_dot_product_at_any_length() {
+    for len in [0, 1, 7, 8, 15, 16, 17, 384, 385] {
+        let a: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..len).map(|i| (i as f32 * 0.11).cos()).collect();
+        let exact: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum();
+        assert!(
+            (f64::from(dot(&a, &b)) - exact).abs() < 1e-4,
+            "length {len}"
+        );
+    }
+}
