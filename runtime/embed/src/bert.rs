@@ -84,6 +84,39 @@ impl Config {
     }
 }
 
+/// How a text's token states become one vector (sentence-transformers' `1_Pooling`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pooling {
+    /// The mean of its tokens' states (all-MiniLM, e5, gte).
+    Mean,
+    /// The state of its first token, `[CLS]` (bge).
+    FirstToken,
+}
+
+impl Pooling {
+    /// The pooling a `1_Pooling/config.json` asks for, if the encoder does it.
+    pub(super) fn from_config(json: &str) -> Result<Pooling, String> {
+        let config: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(json).map_err(|e| e.to_string())?;
+        let on: Vec<&str> = config
+            .iter()
+            .filter(|(key, value)| {
+                key.starts_with("pooling_mode_") && value.as_bool() == Some(true)
+            })
+            .map(|(key, _)| key.as_str())
+            .collect();
+        match on.as_slice() {
+            ["pooling_mode_mean_tokens"] => Ok(Pooling::Mean),
+            ["pooling_mode_cls_token"] => Ok(Pooling::FirstToken),
+            [] => Err("it sets no pooling mode".into()),
+            modes => Err(format!(
+                "it pools by {} (only the mean of the tokens, or the first token, is supported)",
+                modes.join(" + ")
+            )),
+        }
+    }
+}
+
 /// A layer norm's scale and shift.
 struct Norm {
     scale: Vec<f32>,
@@ -292,10 +325,10 @@ impl Encoder {
         })
     }
 
-    /// Each text's mean-pooled last hidden state, L2-normalised (sentence-transformers'
-    /// `Pooling` then `Normalize`). Each text is a list of token ids within the model's
-    /// positions and vocabulary.
-    pub(super) fn embed(&self, texts: &[&[u32]]) -> Vec<Vec<f32>> {
+    /// Each text's last hidden states pooled as `pooling` says, L2-normalised
+    /// (sentence-transformers' `Pooling` then `Normalize`). Each text is a list of token ids
+    /// within the model's positions and vocabulary.
+    pub(super) fn embed(&self, texts: &[&[u32]], pooling: Pooling) -> Vec<Vec<f32>> {
         let hidden = self.hidden;
         let spans: Vec<(usize, usize)> = texts
             .iter()
@@ -320,16 +353,22 @@ impl Encoder {
         spans
             .iter()
             .map(|&(start, len)| {
-                let mut mean = vec![0.0f32; hidden];
-                for row in rows[start * hidden..(start + len) * hidden].chunks_exact(hidden) {
-                    for (m, v) in mean.iter_mut().zip(row) {
-                        *m += v;
+                let states = &rows[start * hidden..(start + len) * hidden];
+                let mut pooled = match pooling {
+                    Pooling::Mean => {
+                        let mut sum = vec![0.0f32; hidden];
+                        for row in states.chunks_exact(hidden) {
+                            sum.iter_mut().zip(row).for_each(|(m, v)| *m += v);
+                        }
+                        sum
                     }
-                }
-                let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt();
+                    Pooling::FirstToken => states[..hidden].to_vec(),
+                };
+                // Normalised, so the mean's division by the length is not needed.
+                let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt();
                 let scale = if norm > 0.0 { 1.0 / norm } else { 0.0 };
-                mean.iter_mut().for_each(|v| *v *= scale);
-                mean
+                pooled.iter_mut().for_each(|v| *v *= scale);
+                pooled
             })
             .collect()
     }
@@ -430,6 +469,29 @@ fn erf(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pooling_is_read_from_the_pooling_config() {
+        let config = |mean: bool, cls: bool, max: bool| {
+            format!(
+                r#"{{"word_embedding_dimension": 384, "pooling_mode_cls_token": {cls},
+                "pooling_mode_mean_tokens": {mean}, "pooling_mode_max_tokens": {max}}}"#
+            )
+        };
+        assert_eq!(
+            Pooling::from_config(&config(true, false, false)),
+            Ok(Pooling::Mean)
+        );
+        assert_eq!(
+            Pooling::from_config(&config(false, true, false)),
+            Ok(Pooling::FirstToken)
+        );
+        let max = Pooling::from_config(&config(false, false, true)).unwrap_err();
+        assert!(max.contains("pooling_mode_max_tokens"), "{max}");
+        assert!(Pooling::from_config(&config(true, true, false)).is_err());
+        assert!(Pooling::from_config(&config(false, false, false)).is_err());
+        assert!(Pooling::from_config("[]").is_err());
+    }
 
     #[test]
     fn erf_is_within_4e_7_of_libm() {

@@ -4,8 +4,9 @@
 //!
 //! [`Embedder::load`] reads a BERT sentence-embedding model in the sentence-transformers
 //! layout from a folder the caller names (`config.json`, `tokenizer.json`,
-//! `model.safetensors`; nothing is downloaded): all-MiniLM-L6-v2 (384 dimensions, 22 M
-//! parameters) is the one tested. A text is its tokens' mean last hidden state,
+//! `model.safetensors`, and `1_Pooling/config.json` if there is one; nothing is downloaded):
+//! all-MiniLM-L6-v2 (384 dimensions, 22 M parameters) is the one tested. A text is its
+//! tokens' mean last hidden state (or its first token's, where the pooling config says so),
 //! L2-normalised, as sentence-transformers computes it, so a dot product of two embeddings
 //! is their cosine.
 //!
@@ -57,6 +58,8 @@ pub struct Embedder {
     tokenizer: wordpiece::WordPiece,
     /// Tokens a text is cut to: [`MAX_TOKENS`], or fewer if the model has fewer positions.
     max_tokens: usize,
+    /// How token states become a text's vector (`1_Pooling/config.json`).
+    pooling: bert::Pooling,
     /// The embedder's own threads (one per core, four at most), so that a request's
     /// products are split between cores that are already running its embedding: called
     /// from outside a pool, every split would wait for a thread to wake. Its own, too, so
@@ -73,7 +76,8 @@ impl std::fmt::Debug for Embedder {
 
 impl Embedder {
     /// Loads the model in `folder` (sentence-transformers' layout: `config.json`,
-    /// `tokenizer.json`, `model.safetensors`), on the CPU.
+    /// `tokenizer.json`, `model.safetensors`, and the optional `1_Pooling/config.json`), on
+    /// the CPU. A pooling other than the mean or the first token is refused.
     pub fn load(folder: impl AsRef<Path>) -> Result<Embedder, ModelError> {
         let folder = folder.as_ref();
         let read = |file: &'static str| {
@@ -100,6 +104,12 @@ impl Embedder {
         if let Some(reason) = config.unsupported() {
             return Err(unreadable("config.json", reason));
         }
+        // Optional: a folder without it is pooled by the mean, as sentence-transformers does.
+        let pooling = match folder.join("1_Pooling/config.json").is_file() {
+            true => bert::Pooling::from_config(&read("1_Pooling/config.json")?)
+                .map_err(|e| unreadable("1_Pooling/config.json", e))?,
+            false => bert::Pooling::Mean,
+        };
         let tokenizer = wordpiece::WordPiece::from_tokenizer_json(&read("tokenizer.json")?)
             .map_err(|e| unreadable("tokenizer.json", e))?;
         let weights = folder.join("model.safetensors");
@@ -132,6 +142,7 @@ impl Embedder {
             encoder,
             tokenizer,
             max_tokens: MAX_TOKENS.min(config.max_positions()),
+            pooling,
             threads,
         })
     }
@@ -154,7 +165,7 @@ impl Embedder {
                 .map(|text| self.tokenizer.encode(text, self.max_tokens))
                 .collect();
             let tokens: Vec<&[u32]> = encoded.iter().map(Vec::as_slice).collect();
-            embeddings.extend(self.encoder.embed(&tokens));
+            embeddings.extend(self.encoder.embed(&tokens, self.pooling));
         }
         embeddings
     }

@@ -94,6 +94,35 @@ fn a_missing_or_broken_model_folder_is_a_typed_error() {
         "{broken}"
     );
     assert!(broken.to_string().contains("config.json"), "{broken}");
+    // A model pooled by the maximum is refused, not embedded as if by the mean.
+    std::fs::write(
+        folder.join("config.json"),
+        r#"{"vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6,
+            "num_attention_heads": 12, "intermediate_size": 1536, "hidden_act": "gelu",
+            "max_position_embeddings": 512}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(folder.join("1_Pooling")).unwrap();
+    std::fs::write(
+        folder.join("1_Pooling/config.json"),
+        r#"{"pooling_mode_max_tokens": true, "pooling_mode_mean_tokens": false}"#,
+    )
+    .unwrap();
+    let pooled = Embedder::load(&folder).unwrap_err();
+    assert!(
+        matches!(
+            pooled,
+            ModelError::Unreadable {
+                file: "1_Pooling/config.json",
+                ..
+            }
+        ),
+        "{pooled}"
+    );
+    assert!(
+        pooled.to_string().contains("pooling_mode_max_tokens"),
+        "{pooled}"
+    );
     let _ = std::fs::remove_dir_all(&folder);
 }
 
