@@ -494,6 +494,19 @@ mod tests {
     }
 
     #[test]
+    fn half_precision_weights_read_exactly() {
+        assert_eq!(f16_to_f32(0x0000), 0.0);
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x3555), 0.333_251_95);
+        // Subnormals: the smallest, and the largest power of two among them.
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(f16_to_f32(0x0200), 2f32.powi(-15));
+        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
+        assert!(f16_to_f32(0x7e00).is_nan());
+    }
+
+    #[test]
     fn erf_is_within_4e_7_of_libm() {
         let mut worst = 0.0f64;
         for i in -800_000..=800_000 {

@@ -192,19 +192,14 @@ pub fn test_model_folder() -> PathBuf {
 /// The dot product of two vectors of the same length: of two embeddings, their cosine. On
 /// the widest vector unit the CPU has (a search takes one per tool, 5,000 of them).
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F.
-            return unsafe { dot_avx512(a, b) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has AVX2 and FMA.
-            return unsafe { dot_avx2(a, b) };
-        }
+    match matmul::Kernel::detect() {
+        // SAFETY: `detect` names these only on a CPU with the features.
+        #[cfg(target_arch = "x86_64")]
+        matmul::Kernel::Avx512 => unsafe { dot_avx512(a, b) },
+        #[cfg(target_arch = "x86_64")]
+        matmul::Kernel::Avx2 => unsafe { dot_avx2(a, b) },
+        matmul::Kernel::Portable => dot_lanes::<8>(a, b),
     }
-    dot_lanes::<8>(a, b)
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -25,7 +25,7 @@ pub(super) enum Kernel {
 }
 
 impl Kernel {
-    /// The best kernel this CPU runs.
+    /// The best kernel this CPU runs (std caches what it finds: cheap to ask per call).
     pub(super) fn detect() -> Kernel {
         #[cfg(target_arch = "x86_64")]
         {
@@ -110,9 +110,10 @@ impl Packed {
 
     /// `x · Wᵀ + b` for `x` of `[rows, inner]`: `[rows, outputs]`.
     ///
-    /// On the current rayon pool's threads: many rows are split between them by rows; a request's few rows
-    /// by output columns, half of the weight's panels each, since its product is bound by
-    /// how fast one core streams the weight in (two cores stream twice as fast).
+    /// On the current rayon pool's threads: many rows are split between them by rows; a
+    /// request's few rows by output columns, half of the weight's panels each, since its
+    /// product is bound by how fast one core streams the weight in (two cores stream twice
+    /// as fast).
     pub(super) fn apply(&self, x: &[f32]) -> Vec<f32> {
         let rows = x.len() / self.inner;
         let mut out = vec![0.0; rows * self.outputs];
