@@ -49,11 +49,15 @@ async fn slow_heads(connections: usize, head_timeout: Option<&str>) {
 
     let started = Instant::now();
     let mut drips = Vec::with_capacity(connections);
+    let mut opened_at = Vec::with_capacity(connections);
     for _ in 0..connections {
         let stream = attacker(ATTACKER, gateway.addr, true).await;
-        drips.push(tokio::spawn(drip(stream, Instant::now())));
+        let now = Instant::now();
+        opened_at.push(now);
+        drips.push(tokio::spawn(drip(stream, now)));
     }
-    let opened = started.elapsed();
+    let all_open = Instant::now();
+    let opened = all_open - started;
     let mut lasted = Vec::with_capacity(connections);
     for drip in drips {
         lasted.push(
@@ -63,6 +67,16 @@ async fn slow_heads(connections: usize, head_timeout: Option<&str>) {
                 .unwrap(),
         );
     }
+    // Opening is serial and, on a loaded machine, can take most of a short head timeout,
+    // so the first are cut before the last are open. What the gateway must have held is
+    // what was still open, on this side, a while after the last one opened: the sampler
+    // reads at least four times in that while.
+    let still_open = all_open + Duration::from_millis(250);
+    let held_together = opened_at
+        .iter()
+        .zip(&lasted)
+        .filter(|(at, lasted)| **at + **lasted > still_open)
+        .count();
     let measured = attack.end(&gateway).await;
     let after = gateway.after().await;
 
@@ -76,8 +90,8 @@ async fn slow_heads(connections: usize, head_timeout: Option<&str>) {
         after,
     );
     eprintln!(
-        "  opened in {opened:.1?}; {early} cut before the head timeout (evicted); the \
-         longest lasted {longest:.1?}"
+        "  opened in {opened:.1?}; {held_together} open together; {early} cut before the \
+         head timeout (evicted); the longest lasted {longest:.1?}"
     );
     measured.seen.assert_served();
     assert!(
@@ -97,8 +111,9 @@ async fn slow_heads(connections: usize, head_timeout: Option<&str>) {
     if connections < CAP - 64 {
         assert_eq!(evicted, 0, "connections evicted under the cap");
         assert!(
-            measured.peak.fds >= gateway.baseline.fds + connections * 9 / 10,
-            "the gateway never held the slow heads: {} fds at most",
+            measured.peak.fds >= gateway.baseline.fds + held_together * 9 / 10,
+            "the gateway never held the {held_together} slow heads open together: {} fds \
+             at most",
             measured.peak.fds
         );
     } else {
@@ -127,7 +142,7 @@ async fn slow_heads(connections: usize, head_timeout: Option<&str>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_slow_heads_are_cut_at_the_head_timeout_and_serve_on() {
-    slow_heads(500, Some("2s")).await;
+    slow_heads(500, Some("4s")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
