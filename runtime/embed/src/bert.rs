@@ -64,7 +64,9 @@ impl Config {
                 self.position_embedding_type
             ));
         }
-        if self.num_attention_heads == 0 || self.hidden_size % self.num_attention_heads != 0 {
+        if self.num_attention_heads == 0
+            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
+        {
             return Some(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads
@@ -189,11 +191,11 @@ impl Tensors<'_> {
                 .collect(),
             safetensors::Dtype::F16 => data
                 .chunks_exact(2)
-                .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
                 .collect(),
             safetensors::Dtype::BF16 => data
                 .chunks_exact(2)
-                .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
+                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
                 .collect(),
             other => return Err(format!("{full}: {other:?} weights are not supported")),
         };
@@ -217,6 +219,7 @@ impl Tensors<'_> {
     fn linear(
         &self,
         kernel: Kernel,
+        halves: bool,
         names: &[&str],
         inputs: usize,
         outputs: usize,
@@ -227,32 +230,15 @@ impl Tensors<'_> {
             weight.extend(self.get(&format!("{name}.weight"), outputs * inputs)?);
             bias.extend(self.get(&format!("{name}.bias"), outputs)?);
         }
-        Ok(Packed::new(kernel, &weight, &bias, inputs))
+        Ok(Packed::new(kernel, &weight, &bias, inputs, halves))
     }
-}
-
-/// An IEEE half to single: every half is exactly a single.
-fn f16_to_f32(half: u16) -> f32 {
-    let sign = u32::from(half >> 15) << 31;
-    let exponent = u32::from((half >> 10) & 0x1f);
-    let fraction = u32::from(half & 0x3ff);
-    let bits = match (exponent, fraction) {
-        (0, 0) => sign,
-        // Subnormal: normalise it.
-        (0, _) => {
-            let shift = fraction.leading_zeros() - 21;
-            sign | ((113 - shift) << 23) | ((fraction << (shift + 1)) & 0x3ff) << 13
-        }
-        (0x1f, _) => sign | 0x7f80_0000 | (fraction << 13),
-        _ => sign | ((exponent + 112) << 23) | (fraction << 13),
-    };
-    f32::from_bits(bits)
 }
 
 impl Encoder {
     /// The encoder of the safetensors `bytes` (named as Hugging Face's `BertModel` saves
-    /// them, with or without a `bert.` prefix).
-    pub(super) fn load(bytes: &[u8], config: &Config) -> Result<Encoder, LoadError> {
+    /// them, with or without a `bert.` prefix), its linear layers' weights held as halves
+    /// if `halves` and the CPU's kernel reads them.
+    pub(super) fn load(bytes: &[u8], config: &Config, halves: bool) -> Result<Encoder, LoadError> {
         let file = safetensors::SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
         let prefix = if file.tensor("embeddings.word_embeddings.weight").is_ok() {
             ""
@@ -289,6 +275,7 @@ impl Encoder {
                 Ok(Layer {
                     qkv: tensors.linear(
                         kernel,
+                        halves,
                         &[
                             &at("attention.self.query"),
                             &at("attention.self.key"),
@@ -299,6 +286,7 @@ impl Encoder {
                     )?,
                     attention_out: tensors.linear(
                         kernel,
+                        halves,
                         &[&at("attention.output.dense")],
                         hidden,
                         hidden,
@@ -306,11 +294,18 @@ impl Encoder {
                     attention_norm: tensors.norm(&at("attention.output.LayerNorm"), hidden, eps)?,
                     intermediate: tensors.linear(
                         kernel,
+                        halves,
                         &[&at("intermediate.dense")],
                         hidden,
                         inner,
                     )?,
-                    output: tensors.linear(kernel, &[&at("output.dense")], inner, hidden)?,
+                    output: tensors.linear(
+                        kernel,
+                        halves,
+                        &[&at("output.dense")],
+                        inner,
+                        hidden,
+                    )?,
                     output_norm: tensors.norm(&at("output.LayerNorm"), hidden, eps)?,
                 })
             })
@@ -323,6 +318,11 @@ impl Encoder {
             embedding_norm: tensors.norm("embeddings.LayerNorm", hidden, eps)?,
             layers,
         })
+    }
+
+    /// Whether the linear layers' weights are held as halves.
+    pub(super) fn holds_halves(&self) -> bool {
+        self.layers.first().is_some_and(|layer| layer.qkv.is_half())
     }
 
     /// Each text's last hidden states pooled as `pooling` says, L2-normalised
@@ -491,19 +491,6 @@ mod tests {
         assert!(Pooling::from_config(&config(true, true, false)).is_err());
         assert!(Pooling::from_config(&config(false, false, false)).is_err());
         assert!(Pooling::from_config("[]").is_err());
-    }
-
-    #[test]
-    fn half_precision_weights_read_exactly() {
-        assert_eq!(f16_to_f32(0x0000), 0.0);
-        assert_eq!(f16_to_f32(0x3c00), 1.0);
-        assert_eq!(f16_to_f32(0xc000), -2.0);
-        assert_eq!(f16_to_f32(0x3555), 0.333_251_95);
-        // Subnormals: the smallest, and the largest power of two among them.
-        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
-        assert_eq!(f16_to_f32(0x0200), 2f32.powi(-15));
-        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
-        assert!(f16_to_f32(0x7e00).is_nan());
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::sync::{mpsc, Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 
-pub use switchboard_embed::{dot, test_model_folder, Embedder, ModelError, MAX_TOKENS};
+pub use switchboard_embed::{dot, test_model_folder, Embedder, ModelError, Precision, MAX_TOKENS};
 
 use super::ToolScorer;
 use crate::catalogue::{Catalogue, CatalogueEntry};
