@@ -11,8 +11,8 @@
 //!
 //! The x86 kernels can also hold a weight as halves (binary16), converted to singles in
 //! registers as each step of the panel is read: a request's products stream half the bytes
-//! (its embedding 1.13 × faster in the bench `search`), for weights rounded to 11
-//! significant bits.
+//! (its embedding 1.10–1.12 × faster at the median in the bench `search`), for weights
+//! rounded to 11 significant bits.
 
 use std::ops::Range;
 
