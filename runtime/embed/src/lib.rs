@@ -58,8 +58,8 @@ pub enum ModelError {
 pub enum Precision {
     /// As halves (IEEE binary16), converted to singles in the vector unit as the products
     /// read them, where the CPU can (AVX-512, or AVX2 with F16C; elsewhere as singles): a
-    /// request's products stream half the bytes. Embeddings move by some 1e-3 (a cosine by
-    /// less), which leaves rankings as they were (the tests check both).
+    /// request's products stream half the bytes. Embeddings move by under 1e-4 a component,
+    /// which leaves rankings as they were (the tests check both).
     #[default]
     Half,
     /// As singles: the embeddings sentence-transformers computes, within 1e-5.
